@@ -1,0 +1,120 @@
+/*
+ * ring_member: a plain C99 peer. Joins a pccl run, keeps its ring up to date, and prints one line per
+ * membership event. The README's main job runs four of these beside pccl-master.
+ *
+ *   ring_member --master HOST:PORT [--name NAME] [--run-ms N] [--heartbeat-ms N] [--timeout-ms N]
+ *
+ * The shared secret comes from PCCL_SECRET or PCCL_SECRET_FILE. SIGINT/SIGTERM leave gracefully.
+ * Exit status: 0 after a graceful leave, 3 when the master is lost or kicks us, 1 on other errors.
+ */
+#define _POSIX_C_SOURCE 200809L
+#include <pccl/pccl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static volatile sig_atomic_t g_stop = 0;
+static void onSignal(int sig) {
+  (void)sig;
+  g_stop = 1;
+}
+
+static long long nowMs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void sleepMs(long ms) {
+  struct timespec ts;
+  ts.tv_sec = ms / 1000;
+  ts.tv_nsec = (ms % 1000) * 1000000L;
+  nanosleep(&ts, NULL);
+}
+
+static int report(const char* name, const char* what, pcclResult_t r, pcclComm_t comm) {
+  printf("%s error %s: %s: %s\n", name, what, pcclGetErrorString(r), pcclGetLastError(comm));
+  fflush(stdout);
+  return (r == pcclMasterUnreachable || r == pcclKicked) ? 3 : 1;
+}
+
+static void printRing(const char* name, const char* event, pcclComm_t comm) {
+  int64_t epoch = 0, world = 0, rank = 0;
+  pcclGetAttribute(comm, PCCL_ATTR_EPOCH, &epoch);
+  pcclGetAttribute(comm, PCCL_ATTR_WORLD_SIZE, &world);
+  pcclGetAttribute(comm, PCCL_ATTR_RANK, &rank);
+  printf("%s %s epoch=%lld world=%lld rank=%lld\n", name, event, (long long)epoch, (long long)world,
+         (long long)rank);
+  fflush(stdout);
+}
+
+int main(int argc, char** argv) {
+  const char* master = NULL;
+  const char* name = "peer";
+  long run_ms = -1;
+  long heartbeat_ms = 1000, timeout_ms = 10000;
+  int i;
+  for (i = 1; i + 1 < argc; i += 2) {
+    if (strcmp(argv[i], "--master") == 0) master = argv[i + 1];
+    else if (strcmp(argv[i], "--name") == 0) name = argv[i + 1];
+    else if (strcmp(argv[i], "--run-ms") == 0) run_ms = atol(argv[i + 1]);
+    else if (strcmp(argv[i], "--heartbeat-ms") == 0) heartbeat_ms = atol(argv[i + 1]);
+    else if (strcmp(argv[i], "--timeout-ms") == 0) timeout_ms = atol(argv[i + 1]);
+    else break;
+  }
+  if (master == NULL || i < argc) {
+    fprintf(stderr, "usage: %s --master HOST:PORT [--name NAME] [--run-ms N] [--heartbeat-ms N] [--timeout-ms N]\n",
+            argv[0]);
+    return 2;
+  }
+  signal(SIGINT, onSignal);
+  signal(SIGTERM, onSignal);
+
+  pcclCommConfig_t config = PCCL_COMM_CONFIG_INIT;
+  config.master_address = master;
+  config.listen_address = "127.0.0.1:0";
+  config.heartbeat_interval_ms = (uint32_t)heartbeat_ms;
+  config.peer_timeout_ms = (uint32_t)timeout_ms;
+  pcclComm_t comm = NULL;
+  pcclResult_t r = pcclCommCreate(&config, &comm);
+  if (r != pcclSuccess) return report(name, "pcclCommCreate", r, NULL);
+
+  r = pcclConnect(comm);
+  if (r != pcclSuccess) {
+    int code = report(name, "pcclConnect", r, comm);
+    pcclCommDestroy(comm);
+    return code;
+  }
+  printRing(name, "connected", comm);
+
+  long long start = nowMs();
+  int status = 0;
+  while (!g_stop && (run_ms < 0 || nowMs() - start < run_ms)) {
+    int pending = 0;
+    r = pcclArePeersPending(comm, &pending);
+    if (r != pcclSuccess) {
+      status = report(name, "pcclArePeersPending", r, comm);
+      break;
+    }
+    if (pending) {
+      r = pcclUpdateTopology(comm);
+      if (r == pcclSuccess) {
+        printRing(name, "ring", comm);
+      } else if (r == pcclPeerLost || r == pcclTimeout) {
+        report(name, "pcclUpdateTopology (will retry)", r, comm);
+      } else {
+        status = report(name, "pcclUpdateTopology", r, comm);
+        break;
+      }
+    }
+    sleepMs(50); /* a trainer would run a training step here */
+  }
+  pcclCommDestroy(comm);
+  if (status == 0) {
+    printf("%s left\n", name);
+    fflush(stdout);
+  }
+  return status;
+}

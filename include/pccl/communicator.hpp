@@ -1,0 +1,77 @@
+// pccl::Communicator: one peer's membership in a run, and (later) its collectives.
+#ifndef PCCL_COMMUNICATOR_HPP_
+#define PCCL_COMMUNICATOR_HPP_
+
+#include <array>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "pccl/export.h"
+#include "pccl/status.hpp"
+
+namespace pccl {
+
+struct CommConfig {
+  std::string master_address;                // "HOST:PORT" of the master (required)
+  std::string listen_address = "0.0.0.0:0";  // where ring neighbours connect to us; port 0 = any
+  std::string advertise_host;                // host others dial; empty = the address the master sees
+  uint32_t peer_group = 0;                   // collectives run within a group; votes are global
+  uint32_t connections_per_peer = 4;         // K: TCP connections to the ring successor
+  uint32_t heartbeat_interval_ms = 1000;     // how often we ping the master
+  uint32_t peer_timeout_ms = 10000;          // master silence after which it is unreachable
+  uint32_t connect_timeout_ms = 120000;      // deadline of connect() / updateTopology()
+  uint32_t handshake_timeout_ms = 5000;      // deadline of one connection's authentication
+  std::string secret;                        // empty: PCCL_SECRET / PCCL_SECRET_FILE, else none
+  bool encrypt = false;                      // reserved: encryption lands with the hardening issue
+};
+
+using PeerId = std::array<uint8_t, 16>;
+
+struct RingMember {
+  PeerId id{};
+  std::string host;
+  uint16_t port = 0;
+  uint32_t group = 0;
+};
+
+// What the last completed topology update installed.
+struct Topology {
+  uint64_t epoch = 0;
+  uint32_t world_size = 0;        // accepted peers, all groups
+  uint32_t rank = 0;              // our index in `ring`
+  uint32_t group_world_size = 0;  // accepted peers in our group
+  uint32_t group_rank = 0;        // our index among them
+  std::vector<RingMember> ring;   // global ring order; a group's ring is its members in this order
+};
+
+// Thread-safety: methods may be called from any thread, but connect(), updateTopology() and leave()
+// must not overlap each other. See docs/concurrency.md.
+class PCCL_API Communicator {
+ public:
+  static Result<std::unique_ptr<Communicator>> create(CommConfig config);
+  ~Communicator();  // leaves gracefully if still a member
+  Communicator(const Communicator&) = delete;
+  Communicator& operator=(const Communicator&) = delete;
+
+  Status connect();         // join; blocks until admitted and the ring is built, or the deadline
+  Status updateTopology();  // collective vote: admit pending peers, drop lost ones, rebuild the ring
+  Result<bool> arePeersPending();  // true when updateTopology() would change the membership
+  Topology topology() const;
+  PeerId id() const;
+  uint16_t listenPort() const;
+  std::string lastError() const;   // detail of the last failure
+  Status leave();                  // graceful; idempotent
+
+ private:
+  class Impl;
+  explicit Communicator(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+PCCL_API std::string formatPeerId(const PeerId& id);
+
+}  // namespace pccl
+
+#endif  // PCCL_COMMUNICATOR_HPP_

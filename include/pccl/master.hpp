@@ -1,0 +1,46 @@
+// pccl::Master: the control-plane server of a run. Admits peers, orders the ring, watches heartbeats.
+// It never carries tensor data. `pccl-master` and pcclMasterCreate() are thin wrappers around it.
+#ifndef PCCL_MASTER_HPP_
+#define PCCL_MASTER_HPP_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "pccl/export.h"
+#include "pccl/status.hpp"
+
+namespace pccl {
+
+struct MasterConfig {
+  std::string listen_address = "0.0.0.0:0";  // HOST:PORT; port 0 picks a free port
+  std::string secret;                        // shared secret; empty = open run (logged once)
+  uint32_t heartbeat_interval_ms = 1000;     // how often the master pings each peer
+  uint32_t peer_timeout_ms = 10000;          // silence after which a peer is declared dead
+  uint32_t handshake_timeout_ms = 5000;      // an unauthenticated connection is dropped after this
+  uint32_t max_peers = 1024;                 // connections beyond this are refused
+  uint32_t max_pending_handshakes = 64;      // connections still handshaking at once
+};
+
+// Thread-safety: all methods may be called from any thread; the state lives on one internal event loop.
+class PCCL_API Master {
+ public:
+  static Result<std::unique_ptr<Master>> create(MasterConfig config);
+  ~Master();
+  Master(const Master&) = delete;
+  Master& operator=(const Master&) = delete;
+
+  Status start();              // binds and starts serving in a background thread; non-blocking
+  uint16_t port() const;       // the bound port (valid after start)
+  std::string address() const; // "HOST:PORT" actually bound (valid after start)
+  Status stop();               // closes every connection and joins the thread; idempotent
+
+ private:
+  class Impl;
+  explicit Master(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace pccl
+
+#endif  // PCCL_MASTER_HPP_

@@ -1,0 +1,146 @@
+/*
+ * pccl — fault-tolerant collective communication over wide-area networks. The C API.
+ *
+ * C99, no C++ types. Every function returns pcclResult_t unless noted, checks its pointers and
+ * handles, and never aborts the process. After a failure, pcclGetLastError(comm) says why.
+ * Full reference: docs/c_api.md. Concurrency rules: docs/concurrency.md.
+ */
+#ifndef PCCL_PCCL_H_
+#define PCCL_PCCL_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "pccl/export.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define PCCL_VERSION_MAJOR 0
+#define PCCL_VERSION_MINOR 1
+#define PCCL_VERSION_PATCH 0
+/* Version of the config structs' layout; bumped when fields are appended. */
+#define PCCL_CONFIG_VERSION 1
+
+typedef enum {
+  pcclSuccess = 0,
+  pcclInvalidArgument,   /* a NULL pointer, bad handle, or out-of-range value */
+  pcclInvalidUsage,      /* a call not allowed in the current state (e.g. update before connect) */
+  pcclMasterUnreachable, /* the master cannot be reached, or stopped answering heartbeats */
+  pcclAuthFailed,        /* shared-secret authentication failed (wrong or missing secret) */
+  pcclVersionMismatch,   /* the remote speaks another protocol version */
+  pcclPeerLost,          /* a peer died or left during the operation; call pcclUpdateTopology, retry */
+  pcclTooFewPeers,
+  pcclTimeout,           /* the call's deadline passed */
+  pcclMismatch,          /* peers disagree about a collective */
+  pcclKicked,            /* the master removed this peer (e.g. missed heartbeats while frozen) */
+  pcclUnsupported,       /* not available in this build */
+  pcclSystemError,       /* an operating-system or network error */
+  pcclInternalError,     /* a bug in pccl: please report it */
+  pcclProtocolError      /* the remote sent malformed or unexpected data */
+} pcclResult_t;
+
+typedef enum {
+  pcclInt8, pcclUint8, pcclInt16, pcclUint16, pcclInt32, pcclUint32, pcclInt64, pcclUint64,
+  pcclFloat16, pcclBfloat16, pcclFloat32, pcclFloat64
+} pcclDataType_t;
+typedef enum { pcclSum, pcclAvg, pcclProd, pcclMin, pcclMax } pcclRedOp_t;
+typedef enum { pcclQuantNone, pcclQuantFp16, pcclQuantBf16, pcclQuantInt8 } pcclQuant_t;
+
+typedef struct pcclComm* pcclComm_t;
+typedef struct pcclMaster* pcclMaster_t;
+
+typedef enum {
+  PCCL_ATTR_WORLD_SIZE = 0,       /* accepted peers in the run (all groups) */
+  PCCL_ATTR_RANK = 1,             /* this peer's index in the global ring */
+  PCCL_ATTR_GROUP_WORLD_SIZE = 2, /* accepted peers in this peer's group */
+  PCCL_ATTR_GROUP_RANK = 3,       /* this peer's index within its group's ring */
+  PCCL_ATTR_EPOCH = 4,            /* topology epoch of the current ring (0 before the first) */
+  PCCL_ATTR_PEER_GROUP = 5,       /* the group id this peer declared */
+  PCCL_ATTR_LISTEN_PORT = 6       /* the port ring neighbours connect to */
+} pcclAttribute_t;
+
+/* Peer configuration. Initialise with PCCL_COMM_CONFIG_INIT, then set fields. */
+typedef struct {
+  uint32_t struct_size;            /* sizeof(pcclCommConfig_t), set by the initializer */
+  uint32_t config_version;         /* PCCL_CONFIG_VERSION, set by the initializer */
+  const char* master_address;      /* "HOST:PORT" of the master; required */
+  const char* listen_address;      /* where ring neighbours connect; NULL = "0.0.0.0:0" */
+  const char* advertise_host;      /* host others dial; NULL = the address the master sees */
+  uint32_t peer_group;             /* collectives run within a group; default 0 */
+  uint32_t connections_per_peer;   /* K TCP connections to the ring successor; default 4 */
+  uint32_t heartbeat_interval_ms;  /* default 1000 */
+  uint32_t peer_timeout_ms;        /* master silence before pcclMasterUnreachable; default 10000 */
+  uint32_t connect_timeout_ms;     /* deadline of pcclConnect / pcclUpdateTopology; default 120000 */
+  uint32_t handshake_timeout_ms;   /* deadline of one connection's authentication; default 5000 */
+  const void* secret;              /* shared secret; NULL = PCCL_SECRET / PCCL_SECRET_FILE, else open */
+  size_t secret_len;
+  int encrypt;                     /* reserved; must be 0 in this version */
+} pcclCommConfig_t;
+
+#define PCCL_COMM_CONFIG_INIT                                                                 \
+  {                                                                                           \
+    (uint32_t) sizeof(pcclCommConfig_t), PCCL_CONFIG_VERSION, NULL, NULL, NULL, 0u, 4u, 1000u, \
+        10000u, 120000u, 5000u, NULL, 0u, 0                                                   \
+  }
+
+/* Master configuration. Initialise with PCCL_MASTER_CONFIG_INIT, then set fields. */
+typedef struct {
+  uint32_t struct_size;
+  uint32_t config_version;
+  const char* listen_address;      /* "HOST:PORT"; NULL = "0.0.0.0:0" (any port) */
+  const void* secret;              /* NULL = open run (the master logs a warning) */
+  size_t secret_len;
+  uint32_t heartbeat_interval_ms;  /* default 1000 */
+  uint32_t peer_timeout_ms;        /* silence before a peer is removed; default 10000 */
+  uint32_t handshake_timeout_ms;   /* default 5000 */
+  uint32_t max_peers;              /* default 1024 */
+} pcclMasterConfig_t;
+
+#define PCCL_MASTER_CONFIG_INIT                                                                    \
+  {                                                                                                \
+    (uint32_t) sizeof(pcclMasterConfig_t), PCCL_CONFIG_VERSION, NULL, NULL, 0u, 1000u, 10000u, 5000u, \
+        1024u                                                                                      \
+  }
+
+/* ---- peers ---------------------------------------------------------------------------------- */
+
+/* Creates a communicator and opens its ring listener. Does not contact the master. */
+PCCL_API pcclResult_t pcclCommCreate(const pcclCommConfig_t* config, pcclComm_t* comm);
+/* Joins the run. Blocks until admitted and the ring is built, or connect_timeout_ms passes. */
+PCCL_API pcclResult_t pcclConnect(pcclComm_t comm);
+/* Collective vote of all accepted peers: admits pending peers, drops departed ones, builds a new
+ * ring with a new epoch. Blocks until done, failed, or connect_timeout_ms passes. */
+PCCL_API pcclResult_t pcclUpdateTopology(pcclComm_t comm);
+/* *pending = 1 when pcclUpdateTopology would change something (pending joiners, an open vote, or a
+ * departed peer); cheap: no network round trip. */
+PCCL_API pcclResult_t pcclArePeersPending(pcclComm_t comm, int* pending);
+PCCL_API pcclResult_t pcclGetAttribute(pcclComm_t comm, pcclAttribute_t attr, int64_t* value);
+/* Leaves gracefully (if joined) and frees the communicator. NULL is accepted. */
+PCCL_API pcclResult_t pcclCommDestroy(pcclComm_t comm);
+
+/* ---- errors --------------------------------------------------------------------------------- */
+
+/* Static string naming the code; never NULL. */
+PCCL_API const char* pcclGetErrorString(pcclResult_t result);
+/* Detail of the last failure on this communicator ("" if none). With comm == NULL, the detail of the
+ * last failure on this thread that had no communicator (e.g. pcclCommCreate). Valid until the next
+ * pccl call on the same thread. Never NULL. */
+PCCL_API const char* pcclGetLastError(pcclComm_t comm);
+
+/* ---- embeddable master ---------------------------------------------------------------------- */
+
+PCCL_API pcclResult_t pcclMasterCreate(const pcclMasterConfig_t* config, pcclMaster_t* master);
+/* Binds and serves in a background thread; returns at once. */
+PCCL_API pcclResult_t pcclMasterStart(pcclMaster_t master);
+PCCL_API pcclResult_t pcclMasterGetPort(pcclMaster_t master, uint16_t* port);
+PCCL_API pcclResult_t pcclMasterStop(pcclMaster_t master);
+/* Stops (if running) and frees. NULL is accepted. */
+PCCL_API pcclResult_t pcclMasterDestroy(pcclMaster_t master);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* PCCL_PCCL_H_ */

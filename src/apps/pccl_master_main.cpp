@@ -1,0 +1,64 @@
+// pccl-master: the control-plane daemon. CLI11 over pccl::Master; design.md §8 is the contract.
+#include <CLI/CLI.hpp>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+
+#include "pccl/master.hpp"
+#include "util/log.hpp"
+#include "util/secret.hpp"
+
+int main(int argc, char** argv) {
+  CLI::App app{"pccl-master: membership, ring order and heartbeats for a pccl run"};
+  pccl::MasterConfig config;
+  std::string secret_file;
+  app.add_option("--listen", config.listen_address, "HOST:PORT to listen on (port 0 = any)")->capture_default_str();
+  app.add_option("--secret-file", secret_file, "file holding the shared secret peers must prove")->check(CLI::ExistingFile);
+  app.add_option("--heartbeat-ms", config.heartbeat_interval_ms, "heartbeat interval")->capture_default_str()
+      ->check(CLI::Range(1u, 3600000u));
+  app.add_option("--peer-timeout-ms", config.peer_timeout_ms, "silence after which a peer is removed")
+      ->capture_default_str()->check(CLI::Range(2u, 86400000u));
+  app.add_option("--handshake-timeout-ms", config.handshake_timeout_ms, "deadline for a new connection to authenticate")
+      ->capture_default_str()->check(CLI::Range(1u, 600000u));
+  app.add_option("--max-peers", config.max_peers, "most peers admitted at once")->capture_default_str()
+      ->check(CLI::Range(1u, 65536u));
+  CLI11_PARSE(app, argc, argv);
+
+  // The daemon logs membership events unless PCCL_LOG_LEVEL says otherwise.
+  if (std::getenv("PCCL_LOG_LEVEL") == nullptr) pccl::log::setLevel(pccl::log::Level::kInfo);
+
+  if (!secret_file.empty()) {
+    auto s = pccl::readSecretFile(secret_file);
+    if (!s.isOk()) {
+      std::fprintf(stderr, "pccl-master: %s\n", s.status().message().c_str());
+      return 2;
+    }
+    config.secret = *s;
+  }
+
+  // Block the signals before any thread starts, then wait for them synchronously.
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+
+  auto master = pccl::Master::create(config);
+  if (!master.isOk()) {
+    std::fprintf(stderr, "pccl-master: %s\n", master.status().toString().c_str());
+    return 2;
+  }
+  pccl::Status started = (*master)->start();
+  if (!started.isOk()) {
+    std::fprintf(stderr, "pccl-master: %s\n", started.toString().c_str());
+    return 1;
+  }
+  std::printf("pccl-master listening on %s\n", (*master)->address().c_str());
+  std::fflush(stdout);
+
+  int sig = 0;
+  sigwait(&set, &sig);
+  std::fprintf(stderr, "pccl-master: %s received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
+  (void)(*master)->stop();
+  return 0;
+}

@@ -1,0 +1,290 @@
+// The C API: validate every pointer and handle, call the C++ API, map codes 1:1, catch everything.
+#include "pccl/pccl.h"
+
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <mutex>
+#include <new>
+#include <string>
+#include <unordered_set>
+
+#include "pccl/communicator.hpp"
+#include "pccl/master.hpp"
+
+struct pcclComm {
+  std::unique_ptr<pccl::Communicator> impl;
+  uint32_t peer_group = 0;
+};
+
+struct pcclMaster {
+  std::unique_ptr<pccl::Master> impl;
+};
+
+namespace {
+
+// Handles are checked against the set of live ones, so a stale or garbage handle is an error, not a crash.
+template <typename H>
+class Registry {
+ public:
+  void add(H* h) {
+    std::lock_guard<std::mutex> lk(mu_);
+    live_.insert(h);
+  }
+  bool remove(H* h) {
+    std::lock_guard<std::mutex> lk(mu_);
+    return live_.erase(h) != 0;
+  }
+  bool contains(H* h) {
+    std::lock_guard<std::mutex> lk(mu_);
+    return live_.count(h) != 0;
+  }
+
+ private:
+  std::mutex mu_;
+  std::unordered_set<H*> live_;
+};
+
+Registry<pcclComm>& comms() {
+  static Registry<pcclComm> r;
+  return r;
+}
+Registry<pcclMaster>& masters() {
+  static Registry<pcclMaster> r;
+  return r;
+}
+
+thread_local std::string t_last_error;  // failures with no communicator
+thread_local std::string t_returned;    // backing store of pcclGetLastError's result
+
+pcclResult_t toC(pccl::Code c) { return static_cast<pcclResult_t>(static_cast<int>(c)); }
+
+pcclResult_t fail(pcclResult_t code, std::string message) {
+  t_last_error = std::move(message);
+  return code;
+}
+
+pcclResult_t fromStatus(const pccl::Status& s) {
+  if (s.isOk()) return pcclSuccess;
+  return fail(toC(s.code()), s.message());
+}
+
+std::string secretOf(const void* secret, size_t len) {
+  return secret == nullptr ? std::string() : std::string(static_cast<const char*>(secret), len);
+}
+
+// Runs `fn`, turning any escaped exception into an error code: nothing crosses the C boundary.
+template <typename Fn>
+pcclResult_t guarded(Fn&& fn) {
+  try {
+    return fn();
+  } catch (const std::bad_alloc&) {
+    return fail(pcclSystemError, "out of memory");
+  } catch (const std::exception& e) {
+    return fail(pcclInternalError, std::string("unexpected exception: ") + e.what());
+  } catch (...) {
+    return fail(pcclInternalError, "unexpected exception");
+  }
+}
+
+#define PCCL_CHECK_COMM(comm)                                                                              \
+  if ((comm) == nullptr || !comms().contains(comm)) return fail(pcclInvalidArgument, "invalid communicator handle")
+#define PCCL_CHECK_MASTER(master)                                                                          \
+  if ((master) == nullptr || !masters().contains(master)) return fail(pcclInvalidArgument, "invalid master handle")
+#define PCCL_CHECK_PTR(p) \
+  if ((p) == nullptr) return fail(pcclInvalidArgument, #p " must not be NULL")
+
+pcclResult_t checkConfigHeader(uint32_t struct_size, size_t expected, uint32_t version, const char* what) {
+  if (struct_size != expected || version != PCCL_CONFIG_VERSION) {
+    return fail(pcclInvalidArgument, std::string(what) +
+                                         " was not initialised with its _INIT macro (or comes from another pccl "
+                                         "version): struct_size " +
+                                         std::to_string(struct_size) + ", config_version " + std::to_string(version));
+  }
+  return pcclSuccess;
+}
+
+}  // namespace
+
+extern "C" {
+
+const char* pcclGetErrorString(pcclResult_t result) {
+  switch (result) {
+    case pcclSuccess: return "success";
+    case pcclInvalidArgument: return "invalid argument";
+    case pcclInvalidUsage: return "invalid usage";
+    case pcclMasterUnreachable: return "master unreachable";
+    case pcclAuthFailed: return "authentication failed";
+    case pcclVersionMismatch: return "protocol version mismatch";
+    case pcclPeerLost: return "peer lost";
+    case pcclTooFewPeers: return "too few peers";
+    case pcclTimeout: return "timeout";
+    case pcclMismatch: return "collective mismatch between peers";
+    case pcclKicked: return "kicked by the master";
+    case pcclUnsupported: return "unsupported";
+    case pcclSystemError: return "system error";
+    case pcclInternalError: return "internal error";
+    case pcclProtocolError: return "protocol error";
+  }
+  return "unknown pcclResult_t value";
+}
+
+const char* pcclGetLastError(pcclComm_t comm) {
+  try {
+    if (comm != nullptr && comms().contains(comm)) {
+      t_returned = comm->impl->lastError();
+    } else {
+      t_returned = t_last_error;
+    }
+  } catch (...) {
+    return "";
+  }
+  return t_returned.c_str();
+}
+
+pcclResult_t pcclCommCreate(const pcclCommConfig_t* config, pcclComm_t* comm) {
+  return guarded([&]() -> pcclResult_t {
+    PCCL_CHECK_PTR(config);
+    PCCL_CHECK_PTR(comm);
+    *comm = nullptr;
+    pcclResult_t r = checkConfigHeader(config->struct_size, sizeof(pcclCommConfig_t), config->config_version,
+                                       "pcclCommConfig_t");
+    if (r != pcclSuccess) return r;
+    if (config->master_address == nullptr) return fail(pcclInvalidArgument, "master_address must be set (HOST:PORT)");
+    if (config->secret == nullptr && config->secret_len != 0) {
+      return fail(pcclInvalidArgument, "secret is NULL but secret_len is not 0");
+    }
+    pccl::CommConfig c;
+    c.master_address = config->master_address;
+    if (config->listen_address != nullptr) c.listen_address = config->listen_address;
+    if (config->advertise_host != nullptr) c.advertise_host = config->advertise_host;
+    c.peer_group = config->peer_group;
+    c.connections_per_peer = config->connections_per_peer;
+    c.heartbeat_interval_ms = config->heartbeat_interval_ms;
+    c.peer_timeout_ms = config->peer_timeout_ms;
+    c.connect_timeout_ms = config->connect_timeout_ms;
+    c.handshake_timeout_ms = config->handshake_timeout_ms;
+    c.secret = secretOf(config->secret, config->secret_len);
+    c.encrypt = config->encrypt != 0;
+    auto created = pccl::Communicator::create(std::move(c));
+    if (!created.isOk()) return fromStatus(created.status());
+    auto* handle = new pcclComm{std::move(created).value(), config->peer_group};
+    comms().add(handle);
+    *comm = handle;
+    return pcclSuccess;
+  });
+}
+
+pcclResult_t pcclConnect(pcclComm_t comm) {
+  return guarded([&]() -> pcclResult_t {
+    PCCL_CHECK_COMM(comm);
+    return fromStatus(comm->impl->connect());
+  });
+}
+
+pcclResult_t pcclUpdateTopology(pcclComm_t comm) {
+  return guarded([&]() -> pcclResult_t {
+    PCCL_CHECK_COMM(comm);
+    return fromStatus(comm->impl->updateTopology());
+  });
+}
+
+pcclResult_t pcclArePeersPending(pcclComm_t comm, int* pending) {
+  return guarded([&]() -> pcclResult_t {
+    PCCL_CHECK_COMM(comm);
+    PCCL_CHECK_PTR(pending);
+    auto r = comm->impl->arePeersPending();
+    if (!r.isOk()) return fromStatus(r.status());
+    *pending = *r ? 1 : 0;
+    return pcclSuccess;
+  });
+}
+
+pcclResult_t pcclGetAttribute(pcclComm_t comm, pcclAttribute_t attr, int64_t* value) {
+  return guarded([&]() -> pcclResult_t {
+    PCCL_CHECK_COMM(comm);
+    PCCL_CHECK_PTR(value);
+    pccl::Topology t = comm->impl->topology();
+    switch (attr) {
+      case PCCL_ATTR_WORLD_SIZE: *value = t.world_size; return pcclSuccess;
+      case PCCL_ATTR_RANK: *value = t.rank; return pcclSuccess;
+      case PCCL_ATTR_GROUP_WORLD_SIZE: *value = t.group_world_size; return pcclSuccess;
+      case PCCL_ATTR_GROUP_RANK: *value = t.group_rank; return pcclSuccess;
+      case PCCL_ATTR_EPOCH: *value = static_cast<int64_t>(t.epoch); return pcclSuccess;
+      case PCCL_ATTR_PEER_GROUP: *value = comm->peer_group; return pcclSuccess;
+      case PCCL_ATTR_LISTEN_PORT: *value = comm->impl->listenPort(); return pcclSuccess;
+    }
+    return fail(pcclInvalidArgument, "unknown attribute " + std::to_string(static_cast<int>(attr)));
+  });
+}
+
+pcclResult_t pcclCommDestroy(pcclComm_t comm) {
+  return guarded([&]() -> pcclResult_t {
+    if (comm == nullptr) return pcclSuccess;
+    if (!comms().remove(comm)) return fail(pcclInvalidArgument, "invalid communicator handle (already destroyed?)");
+    delete comm;
+    return pcclSuccess;
+  });
+}
+
+pcclResult_t pcclMasterCreate(const pcclMasterConfig_t* config, pcclMaster_t* master) {
+  return guarded([&]() -> pcclResult_t {
+    PCCL_CHECK_PTR(config);
+    PCCL_CHECK_PTR(master);
+    *master = nullptr;
+    pcclResult_t r = checkConfigHeader(config->struct_size, sizeof(pcclMasterConfig_t), config->config_version,
+                                       "pcclMasterConfig_t");
+    if (r != pcclSuccess) return r;
+    if (config->secret == nullptr && config->secret_len != 0) {
+      return fail(pcclInvalidArgument, "secret is NULL but secret_len is not 0");
+    }
+    pccl::MasterConfig c;
+    if (config->listen_address != nullptr) c.listen_address = config->listen_address;
+    c.secret = secretOf(config->secret, config->secret_len);
+    c.heartbeat_interval_ms = config->heartbeat_interval_ms;
+    c.peer_timeout_ms = config->peer_timeout_ms;
+    c.handshake_timeout_ms = config->handshake_timeout_ms;
+    c.max_peers = config->max_peers;
+    auto created = pccl::Master::create(std::move(c));
+    if (!created.isOk()) return fromStatus(created.status());
+    auto* handle = new pcclMaster{std::move(created).value()};
+    masters().add(handle);
+    *master = handle;
+    return pcclSuccess;
+  });
+}
+
+pcclResult_t pcclMasterStart(pcclMaster_t master) {
+  return guarded([&]() -> pcclResult_t {
+    PCCL_CHECK_MASTER(master);
+    return fromStatus(master->impl->start());
+  });
+}
+
+pcclResult_t pcclMasterGetPort(pcclMaster_t master, uint16_t* port) {
+  return guarded([&]() -> pcclResult_t {
+    PCCL_CHECK_MASTER(master);
+    PCCL_CHECK_PTR(port);
+    *port = master->impl->port();
+    if (*port == 0) return fail(pcclInvalidUsage, "master not started");
+    return pcclSuccess;
+  });
+}
+
+pcclResult_t pcclMasterStop(pcclMaster_t master) {
+  return guarded([&]() -> pcclResult_t {
+    PCCL_CHECK_MASTER(master);
+    return fromStatus(master->impl->stop());
+  });
+}
+
+pcclResult_t pcclMasterDestroy(pcclMaster_t master) {
+  return guarded([&]() -> pcclResult_t {
+    if (master == nullptr) return pcclSuccess;
+    if (!masters().remove(master)) return fail(pcclInvalidArgument, "invalid master handle (already destroyed?)");
+    delete master;
+    return pcclSuccess;
+  });
+}
+
+}  // extern "C"

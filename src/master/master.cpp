@@ -1,0 +1,76 @@
+// pccl::Master: owns the event-loop thread that MasterServer runs on.
+#include "pccl/master.hpp"
+
+#include <fmt/format.h>
+
+#include <future>
+#include <thread>
+
+#include "master/master_server.hpp"
+#include "util/log.hpp"
+
+namespace pccl {
+
+class Master::Impl {
+ public:
+  explicit Impl(MasterConfig config) : server_(io_, std::move(config)) {}
+  ~Impl() { (void)stop(); }
+
+  Status start() {
+    if (started_) return Status::invalidUsage("master already started");
+    PCCL_RETURN_IF_ERROR(server_.open());
+    started_ = true;
+    asio::post(io_, [this] { server_.start(); });
+    thread_ = std::thread([this] {
+      auto guard = asio::make_work_guard(io_);
+      io_.run();
+    });
+    return Status::ok();
+  }
+
+  Status stop() {
+    if (!started_ || stopped_) return Status::ok();
+    stopped_ = true;
+    std::promise<void> done;
+    asio::post(io_, [this, &done] {
+      server_.shutdown();
+      done.set_value();
+    });
+    done.get_future().wait();
+    io_.stop();
+    if (thread_.joinable()) thread_.join();
+    return Status::ok();
+  }
+
+  uint16_t port() const { return started_ ? server_.port() : 0; }
+  std::string address() const { return started_ ? server_.address() : std::string(); }
+
+ private:
+  asio::io_context io_;
+  master::MasterServer server_;
+  std::thread thread_;
+  bool started_ = false;
+  bool stopped_ = false;
+};
+
+Result<std::unique_ptr<Master>> Master::create(MasterConfig config) {
+  if (config.heartbeat_interval_ms == 0) return Status::invalidArgument("heartbeat_interval_ms must be > 0");
+  if (config.peer_timeout_ms <= config.heartbeat_interval_ms) {
+    return Status::invalidArgument(fmt::format("peer_timeout_ms ({}) must exceed heartbeat_interval_ms ({})",
+                                               config.peer_timeout_ms, config.heartbeat_interval_ms));
+  }
+  if (config.handshake_timeout_ms == 0) return Status::invalidArgument("handshake_timeout_ms must be > 0");
+  if (config.max_peers == 0 || config.max_pending_handshakes == 0) {
+    return Status::invalidArgument("max_peers and max_pending_handshakes must be > 0");
+  }
+  return std::unique_ptr<Master>(new Master(std::make_unique<Impl>(std::move(config))));
+}
+
+Master::Master(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Master::~Master() = default;
+Status Master::start() { return impl_->start(); }
+uint16_t Master::port() const { return impl_->port(); }
+std::string Master::address() const { return impl_->address(); }
+Status Master::stop() { return impl_->stop(); }
+
+}  // namespace pccl

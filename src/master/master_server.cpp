@@ -1,0 +1,233 @@
+#include "master/master_server.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+#include <vector>
+
+#include "net/auth.hpp"
+#include "util/log.hpp"
+#include "wire/dispatch.hpp"
+
+namespace pccl::master {
+
+using wire::shortId;
+
+namespace {
+constexpr const char* kLog = "master";
+constexpr const char* kVersion = "pccl 0.1.0";
+}  // namespace
+
+MasterServer::MasterServer(asio::io_context& io, MasterConfig config)
+    : io_(io),
+      config_(std::move(config)),
+      key_(std::make_shared<net::AuthKey>(config_.secret)),
+      ticker_(io),
+      tick_period_(std::clamp<int64_t>(std::min<int64_t>(config_.heartbeat_interval_ms, config_.peer_timeout_ms / 4),
+                                       10, 1000)) {}
+
+MasterServer::~MasterServer() = default;
+
+Status MasterServer::open() {
+  PCCL_ASSIGN_OR_RETURN(net::HostPort hp, net::parseHostPort(config_.listen_address, "listen address"));
+  net::ListenerConfig lc;
+  lc.address = hp;
+  lc.key = key_;
+  lc.handshake_timeout = Millis(config_.handshake_timeout_ms);
+  lc.max_pending_handshakes = config_.max_pending_handshakes;
+  lc.name = kLog;
+  listener_ = std::make_shared<net::Listener>(io_, lc);
+  return listener_->open();
+}
+
+void MasterServer::start() {
+  if (key_->hasSecret()) {
+    PCCL_LOG_INFO(kLog, "peers must authenticate with the shared secret");
+  } else {
+    PCCL_LOG_WARN(kLog, "no secret configured: this run is OPEN, anyone who can reach {} may join",
+                  listener_->boundAddress());
+  }
+  listener_->start([this](net::Authenticated a) { onAuthenticated(std::move(a)); });
+  tick();
+}
+
+void MasterServer::shutdown() {
+  stopping_ = true;
+  ticker_.cancel();
+  listener_->close();
+  // Closing runs the close handlers, which erase from sessions_: iterate over a copy of the keys.
+  std::vector<std::shared_ptr<net::Connection>> conns;
+  for (auto& kv : sessions_) conns.push_back(kv.second->conn);
+  for (auto& c : conns) c->close(Status::systemError("master shutting down"));
+  sessions_.clear();
+  serial_by_id_.clear();
+}
+
+void MasterServer::onAuthenticated(net::Authenticated auth) {
+  if (auth.role != wire::Role::kPeerToMaster) {
+    PCCL_LOG_WARN(kLog, "dropping {}: peer-to-peer connection sent to the master", net::remoteName(auth.socket));
+    return;
+  }
+  auto s = std::make_unique<Session>();
+  s->serial = next_serial_++;
+  s->conn = std::make_shared<net::Connection>(std::move(auth.socket), wire::kMaxControlPayload);
+  Session& ref = *s;
+  sessions_[s->serial] = std::move(s);
+  registerHandlers(ref);
+  uint64_t serial = ref.serial;
+  PCCL_LOG_DEBUG(kLog, "authenticated connection from {}", ref.conn->peerName());
+  ref.conn->start([this, serial](const wire::FrameHeader& h, const uint8_t* p, size_t n) -> Status {
+        auto it = sessions_.find(serial);
+        if (it == sessions_.end()) return Status::internal("frame for a closed session");
+        return it->second->dispatcher.dispatch(h, p, n);
+      },
+      [this, serial](const Status& reason) { onClosed(serial, reason); });
+}
+
+void MasterServer::registerHandlers(Session& s) {
+  Session* sp = &s;
+  auto requireJoined = [sp]() -> Status {
+    return sp->joined ? Status::ok() : Status::protocol("message before JoinRequest");
+  };
+  s.dispatcher.on<wire::JoinRequest>([this, sp](const wire::FrameHeader&, const wire::JoinRequest& m) {
+    return onJoin(*sp, m);
+  });
+  s.dispatcher.on<wire::Heartbeat>([](const wire::FrameHeader&, const wire::Heartbeat&) { return Status::ok(); });
+  s.dispatcher.on<wire::VoteUpdate>([this, sp, requireJoined](const wire::FrameHeader&, const wire::VoteUpdate&) {
+    PCCL_RETURN_IF_ERROR(requireJoined());
+    apply(membership_.vote(sp->id));
+    return Status::ok();
+  });
+  s.dispatcher.on<wire::WithdrawVote>([this, sp, requireJoined](const wire::FrameHeader&, const wire::WithdrawVote&) {
+    PCCL_RETURN_IF_ERROR(requireJoined());
+    apply(membership_.withdrawVote(sp->id));
+    return Status::ok();
+  });
+  s.dispatcher.on<wire::P2PReady>([this, sp, requireJoined](const wire::FrameHeader&, const wire::P2PReady& m) {
+    PCCL_RETURN_IF_ERROR(requireJoined());
+    apply(membership_.p2pReady(sp->id, m.epoch));
+    return Status::ok();
+  });
+  s.dispatcher.on<wire::P2PFailed>([this, sp, requireJoined](const wire::FrameHeader&, const wire::P2PFailed& m) {
+    PCCL_RETURN_IF_ERROR(requireJoined());
+    Code code = m.code <= static_cast<uint16_t>(Code::kProtocolError) ? static_cast<Code>(m.code) : Code::kPeerLost;
+    apply(membership_.p2pFailed(sp->id, m.epoch, code, m.reason));
+    return Status::ok();
+  });
+  s.dispatcher.on<wire::Leave>([this, sp, requireJoined](const wire::FrameHeader&, const wire::Leave&) {
+    PCCL_RETURN_IF_ERROR(requireJoined());
+    wire::Uuid id = sp->id;
+    serial_by_id_.erase(id);
+    sp->joined = false;  // the close handler must not report a second departure
+    apply(membership_.remove(id, wire::LeaveReason::kGraceful, ""));
+    sp->conn->close(Status::ok());
+    return Status::ok();
+  });
+}
+
+Status MasterServer::onJoin(Session& s, const wire::JoinRequest& m) {
+  if (s.joined) return Status::protocol("second JoinRequest on one connection");
+  if (membership_.size() >= config_.max_peers) {
+    s.conn->sendErrorAndClose(
+        Status::invalidUsage(fmt::format("run is full: max_peers = {} reached", config_.max_peers)), 0);
+    return Status::ok();
+  }
+  if (m.connections == 0 || m.connections > 1024) {
+    return Status::protocol(fmt::format("connections_per_peer {} outside 1..1024", m.connections));
+  }
+  wire::MemberInfo info;
+  info.id = net::randomUuid();
+  std::string seen = s.conn->peerName();
+  seen = seen.substr(0, seen.rfind(':'));
+  if (!seen.empty() && seen.front() == '[') seen = seen.substr(1, seen.size() - 2);
+  info.host = m.advertise_host.empty() ? seen : m.advertise_host;
+  info.port = m.p2p_port;
+  info.group = m.group;
+  info.connections = m.connections;
+  s.joined = true;
+  s.id = info.id;
+  serial_by_id_[info.id] = s.serial;
+  PCCL_LOG_DEBUG(kLog, "join from {} ({})", s.conn->peerName(), m.client_version);
+
+  wire::JoinAccepted acc;
+  acc.peer_id = info.id;
+  acc.heartbeat_interval_ms = config_.heartbeat_interval_ms;
+  acc.peer_timeout_ms = config_.peer_timeout_ms;
+  s.conn->send(acc, membership_.epoch());
+  s.last_tx = Clock::now();
+  apply(membership_.join(info));
+  return Status::ok();
+}
+
+void MasterServer::onClosed(uint64_t serial, const Status& reason) {
+  auto it = sessions_.find(serial);
+  if (it == sessions_.end()) return;
+  std::unique_ptr<Session> s = std::move(it->second);
+  sessions_.erase(it);
+  if (stopping_ || !s->joined) {
+    if (!reason.isOk() && !stopping_) {
+      PCCL_LOG_WARN(kLog, "connection from {} closed before joining: {}", s->conn->peerName(), reason.toString());
+    }
+    return;
+  }
+  serial_by_id_.erase(s->id);
+  wire::LeaveReason why = wire::LeaveReason::kConnectionLost;
+  if (reason.code() == Code::kTimeout) why = wire::LeaveReason::kTimeout;
+  if (reason.code() == Code::kProtocolError || reason.code() == Code::kVersionMismatch) {
+    why = wire::LeaveReason::kProtocolError;
+  }
+  if (why == wire::LeaveReason::kProtocolError) {
+    PCCL_LOG_WARN(kLog, "dropping peer {} at {}: {}", shortId(s->id), s->conn->peerName(), reason.toString());
+  }
+  apply(membership_.remove(s->id, why, reason.message()));
+}
+
+MasterServer::Session* MasterServer::sessionById(const wire::Uuid& id) {
+  auto it = serial_by_id_.find(id);
+  if (it == serial_by_id_.end()) return nullptr;
+  auto s = sessions_.find(it->second);
+  return s == sessions_.end() ? nullptr : s->second.get();
+}
+
+void MasterServer::apply(const Effects& fx) {
+  for (const Outgoing& o : fx) {
+    Session* s = sessionById(o.to);
+    if (s == nullptr) continue;
+    s->conn->sendFrame(o.frame);
+    s->last_tx = Clock::now();
+  }
+}
+
+void MasterServer::tick() {
+  if (stopping_) return;
+  const TimePoint now = Clock::now();
+  const Millis interval(config_.heartbeat_interval_ms);
+  const Millis timeout(config_.peer_timeout_ms);
+  const Millis handshake(config_.handshake_timeout_ms);
+  std::vector<std::pair<std::shared_ptr<net::Connection>, Status>> to_close;
+  for (auto& kv : sessions_) {
+    Session& s = *kv.second;
+    auto silent = std::chrono::duration_cast<Millis>(now - s.conn->lastReceive());
+    if (!s.joined && now - s.connected_at > handshake) {
+      to_close.emplace_back(s.conn, Status::timeout("no JoinRequest within the handshake timeout"));
+    } else if (s.joined && silent > timeout) {
+      to_close.emplace_back(s.conn, Status::timeout(fmt::format("no heartbeat for {} ms (timeout {} ms)",
+                                                                silent.count(), timeout.count())));
+    } else if (s.joined && now - s.last_tx >= interval) {
+      s.conn->send(wire::Heartbeat{}, membership_.epoch());
+      s.last_tx = now;
+    }
+  }
+  for (auto& [conn, why] : to_close) {
+    PCCL_LOG_INFO(kLog, "kicking {}: {}", conn->peerName(), why.message());
+    // The Error tells a frozen peer why when it wakes; the linger bounds how long we wait to close.
+    conn->sendErrorAndClose(Status::kicked("removed by the master: " + why.message()), membership_.epoch(), &why);
+  }
+  ticker_.expires_after(tick_period_);
+  ticker_.async_wait([this](const asio::error_code& ec) {
+    if (!ec) tick();
+  });
+}
+
+}  // namespace pccl::master

@@ -1,0 +1,64 @@
+// The master's network side: accepts authenticated peers, feeds their messages to Membership,
+// delivers its effects, and runs heartbeats in both directions.
+// Thread: every member runs on io_ (one thread, owned by pccl::Master).
+#ifndef PCCL_MASTER_MASTER_SERVER_HPP_
+#define PCCL_MASTER_MASTER_SERVER_HPP_
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "master/membership.hpp"
+#include "net/connection.hpp"
+#include "net/listener.hpp"
+#include "pccl/master.hpp"
+#include "wire/dispatch.hpp"
+
+namespace pccl::master {
+
+class MasterServer {
+ public:
+  MasterServer(asio::io_context& io, MasterConfig config);
+  ~MasterServer();
+
+  Status open();   // binds; any thread, before the loop runs
+  void start();    // io thread
+  void shutdown(); // io thread: closes everything
+  uint16_t port() const { return listener_->port(); }
+  std::string address() const { return listener_->boundAddress(); }
+
+ private:
+  struct Session {
+    uint64_t serial = 0;
+    std::shared_ptr<net::Connection> conn;
+    wire::Dispatcher dispatcher;
+    bool joined = false;
+    wire::Uuid id{};
+    TimePoint connected_at = Clock::now();
+    TimePoint last_tx = Clock::now();
+  };
+
+  void onAuthenticated(net::Authenticated auth);
+  void registerHandlers(Session& s);
+  Status onJoin(Session& s, const wire::JoinRequest& m);
+  void onClosed(uint64_t serial, const Status& reason);
+  void apply(const Effects& fx);
+  void tick();
+  Session* sessionById(const wire::Uuid& id);
+
+  asio::io_context& io_;
+  MasterConfig config_;
+  std::shared_ptr<const net::AuthKey> key_;
+  std::shared_ptr<net::Listener> listener_;
+  asio::steady_timer ticker_;
+  Millis tick_period_;
+  Membership membership_;
+  std::map<uint64_t, std::unique_ptr<Session>> sessions_;  // by serial
+  std::map<wire::Uuid, uint64_t> serial_by_id_;
+  uint64_t next_serial_ = 1;
+  bool stopping_ = false;
+};
+
+}  // namespace pccl::master
+
+#endif  // PCCL_MASTER_MASTER_SERVER_HPP_

@@ -1,0 +1,41 @@
+// Shared-secret mutual authentication primitives (libsodium). See docs/protocol.md §Handshake.
+//   key   = BLAKE2b-256("pccl/auth/v1" || secret)
+//   proof = HMAC-SHA-256(key, label || version || client_role || server_role || client_nonce || server_nonce)
+// with distinct labels for the client's and the server's proof, so neither can be reflected.
+#ifndef PCCL_NET_AUTH_HPP_
+#define PCCL_NET_AUTH_HPP_
+
+#include <array>
+#include <cstdint>
+#include <string>
+
+#include "pccl/status.hpp"
+#include "wire/messages.hpp"
+
+namespace pccl::net {
+
+// Initialises libsodium once; thread-safe.
+Status initCrypto();
+
+class AuthKey {
+ public:
+  explicit AuthKey(const std::string& secret);  // empty secret = open run
+  bool hasSecret() const { return has_secret_; }
+
+  enum class Side : uint8_t { kClient = 1, kServer = 2 };
+  wire::Mac proof(Side side, uint8_t client_role, const wire::Nonce& client_nonce,
+                  const wire::Nonce& server_nonce) const;
+  bool verify(Side side, uint8_t client_role, const wire::Nonce& client_nonce, const wire::Nonce& server_nonce,
+              const wire::Mac& mac) const;
+
+ private:
+  std::array<uint8_t, 32> key_{};
+  bool has_secret_ = false;
+};
+
+wire::Nonce randomNonce();
+wire::Uuid randomUuid();
+
+}  // namespace pccl::net
+
+#endif  // PCCL_NET_AUTH_HPP_

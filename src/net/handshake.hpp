@@ -1,0 +1,44 @@
+// The authenticated handshake that opens every pccl connection (docs/protocol.md §Handshake):
+//   client: Hello(role, flags, client_nonce)   server: HelloReply(flags, server_nonce)
+//   client: AuthProof(client proof)            server: AuthOk(server proof) | Error(AuthFailed)
+// Both sides run under a deadline; nothing here blocks a thread.
+#ifndef PCCL_NET_HANDSHAKE_HPP_
+#define PCCL_NET_HANDSHAKE_HPP_
+
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "net/asio.hpp"
+#include "net/auth.hpp"
+#include "pccl/status.hpp"
+#include "util/clock.hpp"
+
+namespace pccl::net {
+
+// Maps a received wire::Error to a Status, prefixed with who sent it.
+Status statusFromRemoteError(const wire::Error& e, const std::string& who);
+
+struct ClientHandshake {
+  wire::Role role = wire::Role::kPeerToMaster;
+  std::shared_ptr<const AuthKey> key;
+  Millis timeout{5000};
+  std::string server_name;  // for messages, e.g. "master 10.0.0.1:4000"
+};
+using ClientDone = std::function<void(Result<Tcp::socket>)>;
+void asyncClientHandshake(Tcp::socket socket, ClientHandshake params, ClientDone done);
+
+struct ServerHandshake {
+  std::shared_ptr<const AuthKey> key;
+  Millis timeout{5000};
+};
+struct Authenticated {
+  Tcp::socket socket;
+  wire::Role role;
+};
+using ServerDone = std::function<void(Result<Authenticated>)>;
+void asyncServerHandshake(Tcp::socket socket, ServerHandshake params, ServerDone done);
+
+}  // namespace pccl::net
+
+#endif  // PCCL_NET_HANDSHAKE_HPP_

@@ -1,0 +1,72 @@
+#include "net/listener.hpp"
+
+#include <utility>
+
+#include "util/log.hpp"
+
+namespace pccl::net {
+
+Listener::Listener(asio::io_context& io, ListenerConfig config)
+    : io_(io), config_(std::move(config)), acceptor_(io) {}
+
+Status Listener::open() {
+  asio::error_code ec;
+  auto addr = asio::ip::make_address(config_.address.host == "localhost" ? "127.0.0.1" : config_.address.host, ec);
+  if (ec) {
+    return Status::invalidArgument("listen address '" + config_.address.host + "' is not an IP address: " + ec.message());
+  }
+  Tcp::endpoint ep(addr, config_.address.port);
+  acceptor_.open(ep.protocol(), ec);
+  if (!ec) acceptor_.set_option(Tcp::acceptor::reuse_address(true), ec);
+  if (!ec) acceptor_.bind(ep, ec);
+  if (!ec) acceptor_.listen(asio::socket_base::max_listen_connections, ec);
+  if (ec) return Status::systemError("cannot listen on " + config_.address.toString() + ": " + ec.message());
+  port_ = acceptor_.local_endpoint(ec).port();
+  return Status::ok();
+}
+
+std::string Listener::boundAddress() const { return HostPort{config_.address.host, port_}.toString(); }
+
+void Listener::start(OnAuthenticated on_authenticated) {
+  on_authenticated_ = std::move(on_authenticated);
+  acceptNext();
+}
+
+void Listener::close() {
+  closed_ = true;
+  asio::error_code ec;
+  acceptor_.close(ec);
+}
+
+void Listener::acceptNext() {
+  auto self = shared_from_this();
+  acceptor_.async_accept([this, self](const asio::error_code& ec, Tcp::socket socket) {
+    if (closed_) return;
+    if (ec) {
+      // Transient (e.g. EMFILE): log and keep accepting rather than stop serving.
+      PCCL_LOG_WARN(config_.name, "accept failed: {}", ec.message());
+      return acceptNext();
+    }
+    std::string who = remoteName(socket);
+    if (pending_ >= config_.max_pending_handshakes) {
+      PCCL_LOG_WARN(config_.name, "refusing {}: {} handshakes already in progress", who, pending_);
+      asio::error_code ignore;
+      socket.close(ignore);
+      return acceptNext();
+    }
+    ++pending_;
+    ServerHandshake params{config_.key, config_.handshake_timeout};
+    asyncServerHandshake(std::move(socket), params, [this, self, who](Result<Authenticated> r) {
+      --pending_;
+      if (closed_) return;
+      if (!r.isOk()) {
+        PCCL_LOG_WARN(config_.name, "dropped connection from {}: {}", who, r.status().toString());
+        return;
+      }
+      on_authenticated_(std::move(r).value());
+    });
+    acceptNext();
+  });
+}
+
+}  // namespace pccl::net

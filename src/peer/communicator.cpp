@@ -1,0 +1,429 @@
+// pccl::Communicator: user threads call in and wait on events with deadlines; everything that touches
+// a socket runs on one io thread owned by the communicator (MasterLink, RingPool, the p2p listener).
+#include "pccl/communicator.hpp"
+
+#include <fmt/format.h>
+
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "net/auth.hpp"
+#include "net/listener.hpp"
+#include "peer/master_link.hpp"
+#include "peer/peer_state.hpp"
+#include "peer/ring_pool.hpp"
+#include "util/log.hpp"
+#include "util/secret.hpp"
+
+namespace pccl {
+
+using peer::PeerState;
+
+namespace {
+constexpr const char* kLog = "peer";
+constexpr const char* kClientVersion = "pccl 0.1.0";
+constexpr Millis kLeaveTimeout{2000};
+
+Topology topologyFrom(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& self, uint64_t epoch) {
+  Topology t;
+  t.epoch = epoch;
+  t.world_size = static_cast<uint32_t>(ring.size());
+  uint32_t group = 0;
+  for (const auto& m : ring) {
+    if (m.id == self) group = m.group;
+  }
+  for (size_t i = 0; i < ring.size(); ++i) {
+    const auto& m = ring[i];
+    if (m.id == self) {
+      t.rank = static_cast<uint32_t>(i);
+      t.group_rank = t.group_world_size;
+    }
+    if (m.group == group) ++t.group_world_size;
+    t.ring.push_back(RingMember{m.id, m.host, m.port, m.group});
+  }
+  return t;
+}
+}  // namespace
+
+std::string formatPeerId(const PeerId& id) {
+  std::string s;
+  for (uint8_t b : id) s += fmt::format("{:02x}", b);
+  return s;
+}
+
+class Communicator::Impl {
+ public:
+  Impl(CommConfig config, std::string secret, net::HostPort master, net::HostPort listen)
+      : config_(std::move(config)),
+        master_addr_(std::move(master)),
+        key_(std::make_shared<net::AuthKey>(secret)),
+        pool_(std::make_unique<peer::RingPool>(io_, key_, Millis(config_.handshake_timeout_ms))) {
+    net::ListenerConfig lc;
+    lc.address = std::move(listen);
+    lc.key = key_;
+    lc.handshake_timeout = Millis(config_.handshake_timeout_ms);
+    lc.name = "peer-listener";
+    listener_ = std::make_shared<net::Listener>(io_, lc);
+  }
+
+  ~Impl() {
+    (void)leave();
+    std::promise<void> done;
+    asio::post(io_, [this, &done] {
+      listener_->close();
+      link_.reset();
+      pool_.reset();
+      done.set_value();
+    });
+    done.get_future().wait_for(kLeaveTimeout);
+    io_.stop();
+    if (thread_.joinable()) thread_.join();
+  }
+
+  Status init() {
+    PCCL_RETURN_IF_ERROR(listener_->open());
+    listener_->start([this](net::Authenticated a) {
+      if (a.role != wire::Role::kPeerToPeer) {
+        PCCL_LOG_WARN(kLog, "dropping a master-role connection sent to a peer");
+        return;
+      }
+      pool_->adopt(std::move(a.socket));
+    });
+    thread_ = std::thread([this] {
+      auto guard = asio::make_work_guard(io_);
+      io_.run();
+    });
+    return Status::ok();
+  }
+
+  // ---- user-facing calls ------------------------------------------------------------------------
+
+  Status connect() {
+    std::unique_lock<std::mutex> lk(mu_);
+    if (!fatal_.isOk()) return record(fatal_);
+    if (state_ != PeerState::kIdle) {
+      return record(Status::invalidUsage(fmt::format("connect() called while {}", peer::peerStateName(state_))));
+    }
+    setState(PeerState::kConnecting);
+    connect_error_ = Status::ok();
+    const uint64_t builds0 = builds_done_;
+    asio::post(io_, [this] { ioStartSession(); });
+    const TimePoint deadline = deadlineAfterMs(config_.connect_timeout_ms);
+    bool done = cv_.wait_until(lk, deadline, [&] {
+      return state_ == PeerState::kFailed || (state_ == PeerState::kIdle && !connect_error_.isOk()) ||
+             builds_done_ > builds0;
+    });
+    if (state_ == PeerState::kFailed) return record(fatal_);
+    if (state_ == PeerState::kIdle) return record(connect_error_);
+    if (done) return record(last_build_);
+    std::string where = peer::peerStateName(state_);
+    lk.unlock();
+    teardown();
+    return record(Status::timeout(fmt::format(
+        "not admitted into the ring within {} ms (still {}); accepted peers admit pending ones by all calling "
+        "pcclUpdateTopology",
+        config_.connect_timeout_ms, where)));
+  }
+
+  Status updateTopology() {
+    std::unique_lock<std::mutex> lk(mu_);
+    if (!fatal_.isOk()) return record(fatal_);
+    if (state_ != PeerState::kMember) {
+      return record(Status::invalidUsage(
+          fmt::format("updateTopology() needs a connected member; this peer is {}", peer::peerStateName(state_))));
+    }
+    setState(PeerState::kVoting);
+    const uint64_t builds0 = builds_done_;
+    asio::post(io_, [this] {
+      if (link_) link_->send(wire::VoteUpdate{}, epoch());
+    });
+    const TimePoint deadline = deadlineAfterMs(config_.connect_timeout_ms);
+    bool done = cv_.wait_until(lk, deadline, [&] { return state_ == PeerState::kFailed || builds_done_ > builds0; });
+    if (state_ == PeerState::kFailed) return record(fatal_);
+    if (done) return record(last_build_);
+    wire::MembershipStatus st = status_;
+    lk.unlock();
+    asio::post(io_, [this] {
+      if (link_) link_->send(wire::WithdrawVote{}, epoch());
+      std::lock_guard<std::mutex> g(mu_);
+      if (state_ == PeerState::kVoting) setState(PeerState::kMember);
+      cv_.notify_all();
+    });
+    return record(Status::timeout(fmt::format(
+        "topology update not agreed within {} ms: every accepted peer ({}) must call pcclUpdateTopology",
+        config_.connect_timeout_ms, st.accepted)));
+  }
+
+  Result<bool> arePeersPending() {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!fatal_.isOk()) return record(fatal_);
+    if (!peer::isJoined(state_)) {
+      return record(Status::invalidUsage(fmt::format("not connected (state {})", peer::peerStateName(state_))));
+    }
+    return status_.pending > 0 || status_.vote_open != 0 || status_.stale != 0;
+  }
+
+  Status leave() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (state_ == PeerState::kLeft || state_ == PeerState::kIdle || state_ == PeerState::kFailed) {
+        return Status::ok();
+      }
+    }
+    std::promise<void> left;
+    auto fut = left.get_future();
+    asio::post(io_, [this, &left] {
+      pool_->reset();
+      if (!link_) return left.set_value();
+      link_->leave(epoch(), [&left] { left.set_value(); });
+    });
+    fut.wait_for(kLeaveTimeout);
+    // The io thread may still hold `left` if the wait timed out: make sure it has let go of it.
+    std::promise<void> fence;
+    asio::post(io_, [this, &fence] {
+      if (link_) link_->close();
+      fence.set_value();
+    });
+    fence.get_future().wait();
+    std::lock_guard<std::mutex> lk(mu_);
+    if (state_ != PeerState::kFailed) setState(PeerState::kLeft);
+    return Status::ok();
+  }
+
+  Topology topology() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return topology_;
+  }
+  PeerId id() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return id_;
+  }
+  uint16_t listenPort() const { return listener_->port(); }
+  std::string lastError() const {
+    std::lock_guard<std::mutex> lk(err_mu_);
+    return last_error_;
+  }
+
+ private:
+  // Requires mu_ (or the value is only read on the io thread).
+  uint64_t epoch() const { return topology_.epoch; }
+
+  template <typename T>
+  T record(T result) {  // remembers the detail of a failure for lastError(); requires mu_ not necessarily held
+    const Status& s = statusOf(result);
+    if (!s.isOk()) {
+      std::string text = s.toString();
+      std::unique_lock<std::mutex> lk(err_mu_);
+      last_error_ = std::move(text);
+    }
+    return result;
+  }
+  static const Status& statusOf(const Status& s) { return s; }
+  template <typename V>
+  static const Status& statusOf(const Result<V>& r) { return r.status(); }
+
+  void setState(PeerState to) {  // requires mu_
+    if (!peer::isLegalTransition(state_, to)) {
+      PCCL_LOG_ERROR(kLog, "illegal state transition {} -> {} (ignored)", peer::peerStateName(state_),
+                     peer::peerStateName(to));
+      return;
+    }
+    PCCL_LOG_DEBUG(kLog, "{} -> {}", peer::peerStateName(state_), peer::peerStateName(to));
+    state_ = to;
+    cv_.notify_all();
+  }
+
+  // Abandons a connect() that timed out: back to kIdle so connect() may be called again.
+  void teardown() {
+    std::promise<void> done;
+    asio::post(io_, [this, &done] {
+      pool_->reset();
+      if (link_) link_->close();
+      std::lock_guard<std::mutex> lk(mu_);
+      if (state_ != PeerState::kFailed) {
+        state_ = PeerState::kIdle;  // deliberate reset from any joined state
+        connect_error_ = Status::ok();
+        cv_.notify_all();
+      }
+      done.set_value();
+    });
+    done.get_future().wait();
+  }
+
+  // ---- io thread --------------------------------------------------------------------------------
+
+  void ioStartSession() {
+    link_ = std::make_unique<peer::MasterLink>(io_, key_, Millis(config_.handshake_timeout_ms));
+    wire::Dispatcher& d = link_->dispatcher();
+    d.on<wire::JoinAccepted>([this](const wire::FrameHeader&, const wire::JoinAccepted& m) { return onJoined(m); });
+    d.on<wire::TopologyUpdate>([this](const wire::FrameHeader&, const wire::TopologyUpdate& m) { return onTopology(m); });
+    d.on<wire::TopologyReady>([this](const wire::FrameHeader&, const wire::TopologyReady& m) { return onReady(m); });
+    d.on<wire::TopologyFailed>([this](const wire::FrameHeader&, const wire::TopologyFailed& m) { return onFailed(m); });
+    d.on<wire::MembershipStatus>([this](const wire::FrameHeader&, const wire::MembershipStatus& m) {
+      std::lock_guard<std::mutex> lk(mu_);
+      status_ = m;
+      return Status::ok();
+    });
+    d.on<wire::PeerLeft>([this](const wire::FrameHeader&, const wire::PeerLeft& m) {
+      PCCL_LOG_INFO(kLog, "peer {}: peer {} left the run ({})", wire::shortId(id_), wire::shortId(m.peer_id), m.detail);
+      std::lock_guard<std::mutex> lk(mu_);
+      status_.stale = 1;
+      return Status::ok();
+    });
+    link_->open(
+        master_addr_,
+        [this](const Status& s) {
+          if (!s.isOk()) {
+            std::lock_guard<std::mutex> lk(mu_);
+            connect_error_ = s;
+            if (state_ == PeerState::kConnecting) setState(PeerState::kIdle);
+            return;
+          }
+          wire::JoinRequest join;
+          join.p2p_port = listener_->port();
+          join.advertise_host = config_.advertise_host;
+          join.group = config_.peer_group;
+          join.connections = config_.connections_per_peer;
+          join.client_version = kClientVersion;
+          link_->send(join, 0);
+        },
+        [this](const Status& s) { onLost(s); });
+  }
+
+  Status onJoined(const wire::JoinAccepted& m) {
+    Millis interval(std::min(config_.heartbeat_interval_ms, m.heartbeat_interval_ms));
+    Millis timeout(std::max<uint64_t>(config_.peer_timeout_ms, 2ull * m.heartbeat_interval_ms));
+    link_->startHeartbeats(interval, timeout);
+    std::lock_guard<std::mutex> lk(mu_);
+    if (state_ != PeerState::kConnecting) return Status::protocol("JoinAccepted while not joining");
+    id_ = m.peer_id;
+    PCCL_LOG_INFO(kLog, "peer {}: joined, pending admission", wire::shortId(id_));
+    setState(PeerState::kPending);
+    return Status::ok();
+  }
+
+  Status onTopology(const wire::TopologyUpdate& m) {
+    bool found = false;
+    for (const auto& mi : m.ring) found = found || mi.id == id_;
+    if (!found) return Status::protocol(fmt::format("TopologyUpdate for epoch {} does not include us", m.epoch));
+    building_ = topologyFrom(m.ring, id_, m.epoch);
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      setState(PeerState::kBuildingRing);
+    }
+    peer::RingPlan plan = peer::planRing(m.ring, id_, m.epoch, config_.connections_per_peer);
+    pool_->build(plan, [this](uint64_t epoch, const Status& s) {
+      if (!link_) return;
+      if (s.isOk()) {
+        link_->send(wire::P2PReady{epoch}, epoch);
+      } else {
+        PCCL_LOG_WARN(kLog, "peer {}: ring build for epoch {} failed: {}", wire::shortId(id_), epoch, s.toString());
+        link_->send(wire::P2PFailed{epoch, static_cast<uint16_t>(s.code()), s.message()}, epoch);
+      }
+    });
+    return Status::ok();
+  }
+
+  Status onReady(const wire::TopologyReady& m) {
+    if (m.epoch != building_.epoch) return Status::ok();
+    std::lock_guard<std::mutex> lk(mu_);
+    topology_ = building_;
+    last_build_ = Status::ok();
+    ++builds_done_;
+    PCCL_LOG_INFO(kLog, "peer {}: epoch {} ready: rank {} of {} (group rank {} of {})", wire::shortId(id_),
+                  topology_.epoch, topology_.rank, topology_.world_size, topology_.group_rank,
+                  topology_.group_world_size);
+    setState(PeerState::kMember);
+    return Status::ok();
+  }
+
+  Status onFailed(const wire::TopologyFailed& m) {
+    pool_->reset();
+    std::lock_guard<std::mutex> lk(mu_);
+    Code code = m.code <= static_cast<uint16_t>(Code::kProtocolError) && m.code != 0 ? static_cast<Code>(m.code)
+                                                                                     : Code::kPeerLost;
+    last_build_ = Status(code, fmt::format("topology update to epoch {} failed: {}", m.epoch, m.reason));
+    status_.stale = 1;
+    ++builds_done_;
+    setState(PeerState::kMember);
+    return Status::ok();
+  }
+
+  void onLost(const Status& s) {
+    pool_->reset();
+    std::lock_guard<std::mutex> lk(mu_);
+    if (state_ == PeerState::kConnecting) {
+      connect_error_ = s;
+      setState(PeerState::kIdle);
+      return;
+    }
+    if (state_ == PeerState::kLeft || state_ == PeerState::kIdle || state_ == PeerState::kFailed) return;
+    PCCL_LOG_WARN(kLog, "peer {}: {}", wire::shortId(id_), s.toString());
+    fatal_ = s;
+    setState(PeerState::kFailed);
+  }
+
+  CommConfig config_;
+  net::HostPort master_addr_;
+  std::shared_ptr<const net::AuthKey> key_;
+  asio::io_context io_;
+  std::thread thread_;
+  std::shared_ptr<net::Listener> listener_;
+  std::unique_ptr<peer::MasterLink> link_;  // io thread
+  std::unique_ptr<peer::RingPool> pool_;    // io thread
+  Topology building_;                       // io thread: the topology being built
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  PeerState state_ = PeerState::kIdle;
+  Status fatal_;          // sticky: master unreachable or kicked
+  Status connect_error_;  // why the last connect attempt failed before joining
+  Status last_build_;     // outcome of the last ring build
+  uint64_t builds_done_ = 0;
+  Topology topology_;
+  wire::MembershipStatus status_{};
+  PeerId id_{};
+
+  mutable std::mutex err_mu_;
+  std::string last_error_;
+};
+
+// ---- Communicator ---------------------------------------------------------------------------------
+
+Result<std::unique_ptr<Communicator>> Communicator::create(CommConfig config) {
+  PCCL_RETURN_IF_ERROR(net::initCrypto());
+  if (config.master_address.empty()) return Status::invalidArgument("master_address is required (HOST:PORT)");
+  PCCL_ASSIGN_OR_RETURN(net::HostPort master, net::parseHostPort(config.master_address, "master_address"));
+  PCCL_ASSIGN_OR_RETURN(net::HostPort listen, net::parseHostPort(config.listen_address, "listen_address"));
+  if (config.connections_per_peer == 0 || config.connections_per_peer > 1024) {
+    return Status::invalidArgument(fmt::format("connections_per_peer must be 1..1024, got {}", config.connections_per_peer));
+  }
+  if (config.heartbeat_interval_ms == 0 || config.peer_timeout_ms <= config.heartbeat_interval_ms) {
+    return Status::invalidArgument(fmt::format("need 0 < heartbeat_interval_ms ({}) < peer_timeout_ms ({})",
+                                               config.heartbeat_interval_ms, config.peer_timeout_ms));
+  }
+  if (config.connect_timeout_ms == 0 || config.handshake_timeout_ms == 0) {
+    return Status::invalidArgument("connect_timeout_ms and handshake_timeout_ms must be > 0");
+  }
+  if (config.encrypt) return Status::unsupported("encryption is not available in this build yet");
+  if (config.advertise_host.size() > 255) return Status::invalidArgument("advertise_host longer than 255 bytes");
+  PCCL_ASSIGN_OR_RETURN(std::string secret, resolveSecret(config.secret));
+  auto impl = std::make_unique<Impl>(std::move(config), std::move(secret), std::move(master), std::move(listen));
+  PCCL_RETURN_IF_ERROR(impl->init());
+  return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
+}
+
+Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+Communicator::~Communicator() = default;
+Status Communicator::connect() { return impl_->connect(); }
+Status Communicator::updateTopology() { return impl_->updateTopology(); }
+Result<bool> Communicator::arePeersPending() { return impl_->arePeersPending(); }
+Topology Communicator::topology() const { return impl_->topology(); }
+PeerId Communicator::id() const { return impl_->id(); }
+uint16_t Communicator::listenPort() const { return impl_->listenPort(); }
+std::string Communicator::lastError() const { return impl_->lastError(); }
+Status Communicator::leave() { return impl_->leave(); }
+
+}  // namespace pccl

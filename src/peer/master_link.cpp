@@ -1,0 +1,125 @@
+#include "peer/master_link.hpp"
+
+#include <fmt/format.h>
+
+#include <utility>
+
+#include "util/log.hpp"
+
+namespace pccl::peer {
+
+MasterLink::MasterLink(asio::io_context& io, std::shared_ptr<const net::AuthKey> key, Millis handshake_timeout)
+    : io_(io), key_(std::move(key)), handshake_timeout_(handshake_timeout), timer_(io) {
+  dispatcher_.on<wire::Heartbeat>([](const wire::FrameHeader&, const wire::Heartbeat&) { return Status::ok(); });
+  dispatcher_.on<wire::Error>([this](const wire::FrameHeader&, const wire::Error& e) {
+    lost(net::statusFromRemoteError(e, master_name_));
+    return Status::ok();
+  });
+}
+
+MasterLink::~MasterLink() {
+  *alive_ = false;
+  close();
+}
+
+void MasterLink::open(const net::HostPort& master, Callback on_open, Callback on_lost) {
+  master_name_ = "master " + master.toString();
+  on_lost_ = std::move(on_lost);
+  auto resolver = std::make_shared<net::Tcp::resolver>(io_);
+  auto socket = std::make_shared<net::Tcp::socket>(io_);
+  auto alive = alive_;
+  auto fail = [this, on_open](const asio::error_code& ec, const char* what) {
+    on_open(Status::masterUnreachable(fmt::format("cannot {} {}: {}", what, master_name_, ec.message())));
+  };
+  resolver->async_resolve(
+      master.host, std::to_string(master.port),
+      [this, resolver, socket, alive, on_open, fail](const asio::error_code& ec, net::Tcp::resolver::results_type res) {
+        if (!*alive) return;
+        if (ec) return fail(ec, "resolve");
+        asio::async_connect(*socket, res, [this, socket, alive, on_open, fail](const asio::error_code& ec2,
+                                                                               const net::Tcp::endpoint&) {
+          if (!*alive) return;
+          if (ec2) return fail(ec2, "connect to");
+          net::ClientHandshake hs{wire::Role::kPeerToMaster, key_, handshake_timeout_, master_name_};
+          net::asyncClientHandshake(std::move(*socket), hs, [this, alive, on_open](Result<net::Tcp::socket> r) {
+            if (!*alive) return;
+            if (!r.isOk()) {
+              Status s = r.status();
+              // A master that never answers, or drops us mid-handshake, is unreachable; auth and version
+              // problems keep their own codes.
+              if (s.code() == Code::kSystemError || s.code() == Code::kTimeout) {
+                s = Status::masterUnreachable(s.message()).withContext(master_name_);
+              }
+              return on_open(s);
+            }
+            conn_ = std::make_shared<net::Connection>(std::move(r).value(), wire::kMaxControlPayload);
+            conn_->start([this](const wire::FrameHeader& h, const uint8_t* p, size_t n) {
+                           return dispatcher_.dispatch(h, p, n);
+                         },
+                         [this, alive](const Status& why) {
+                           if (!*alive) return;
+                           if (closing_) {
+                             if (on_left_) std::exchange(on_left_, nullptr)();
+                             return;
+                           }
+                           lost(Status::masterUnreachable("connection to " + master_name_ + " lost: " + why.message()));
+                         });
+            last_tx_ = Clock::now();
+            on_open(Status::ok());
+          });
+        });
+      });
+}
+
+void MasterLink::startHeartbeats(Millis interval, Millis timeout) {
+  interval_ = interval;
+  timeout_ = timeout;
+  tick();
+}
+
+void MasterLink::tick() {
+  if (!conn_ || closing_ || !conn_->isOpen()) return;
+  const TimePoint now = Clock::now();
+  auto silent = std::chrono::duration_cast<Millis>(now - conn_->lastReceive());
+  if (silent > timeout_) {
+    return lost(Status::masterUnreachable(
+        fmt::format("no heartbeat from {} for {} ms (timeout {} ms)", master_name_, silent.count(), timeout_.count())));
+  }
+  if (now - last_tx_ >= interval_) {
+    conn_->send(wire::Heartbeat{}, 0);
+    last_tx_ = now;
+  }
+  Millis period = std::max(Millis(5), std::min(interval_, timeout_ / 4));
+  timer_.expires_after(period);
+  timer_.async_wait([this, alive = alive_](const asio::error_code& ec) {
+    if (!ec && *alive) tick();
+  });
+}
+
+void MasterLink::lost(const Status& s) {
+  if (closing_) return;
+  closing_ = true;
+  timer_.cancel();
+  if (conn_) conn_->close(s);
+  if (on_lost_) std::exchange(on_lost_, nullptr)(s);
+}
+
+void MasterLink::leave(uint64_t epoch, std::function<void()> done) {
+  if (!conn_ || closing_ || !conn_->isOpen()) {
+    closing_ = true;
+    return done();
+  }
+  closing_ = true;
+  timer_.cancel();
+  on_left_ = std::move(done);
+  conn_->send(wire::Leave{}, epoch);
+  conn_->closeAfterFlush(Status::ok());
+}
+
+void MasterLink::close() {
+  closing_ = true;
+  timer_.cancel();
+  if (conn_) conn_->close(Status::ok());
+}
+
+}  // namespace pccl::peer

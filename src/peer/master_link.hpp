@@ -1,0 +1,61 @@
+// A peer's control connection to the master: connect, authenticate, then frames both ways and
+// heartbeats. Callers register message handlers on dispatcher() before open().
+// Thread: the communicator's io thread.
+#ifndef PCCL_PEER_MASTER_LINK_HPP_
+#define PCCL_PEER_MASTER_LINK_HPP_
+
+#include <functional>
+#include <memory>
+
+#include "net/connection.hpp"
+#include "net/endpoint.hpp"
+#include "net/handshake.hpp"
+#include "wire/dispatch.hpp"
+
+namespace pccl::peer {
+
+class MasterLink {
+ public:
+  using Callback = std::function<void(const Status&)>;
+
+  MasterLink(asio::io_context& io, std::shared_ptr<const net::AuthKey> key, Millis handshake_timeout);
+  ~MasterLink();
+
+  wire::Dispatcher& dispatcher() { return dispatcher_; }
+
+  // on_open: once, after authentication (or with the failure). on_lost: once, if an open link breaks
+  // (EOF, heartbeat timeout, an Error from the master) — not after close() or leave().
+  void open(const net::HostPort& master, Callback on_open, Callback on_lost);
+  // The master's expectations (from JoinAccepted) combined with ours.
+  void startHeartbeats(Millis interval, Millis timeout);
+  template <typename Msg>
+  void send(const Msg& m, uint64_t epoch) {
+    if (conn_) conn_->send(m, epoch);
+  }
+  // Sends Leave and closes; `done` runs once the link is closed.
+  void leave(uint64_t epoch, std::function<void()> done);
+  void close();
+
+ private:
+  void tick();
+  void lost(const Status& s);
+
+  asio::io_context& io_;
+  std::shared_ptr<const net::AuthKey> key_;
+  Millis handshake_timeout_;
+  wire::Dispatcher dispatcher_;
+  std::shared_ptr<net::Connection> conn_;
+  asio::steady_timer timer_;
+  Millis interval_{1000};
+  Millis timeout_{10000};
+  TimePoint last_tx_{};
+  Callback on_lost_;
+  std::function<void()> on_left_;
+  std::string master_name_;
+  bool closing_ = false;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace pccl::peer
+
+#endif  // PCCL_PEER_MASTER_LINK_HPP_

@@ -1,0 +1,77 @@
+// The authenticated pool of ring connections for one epoch: K outbound connections to our ring
+// successor (we send on them) and our predecessor's K inbound ones (we receive on them).
+// Inbound connections that arrive before we have learnt their epoch are parked until we do.
+// Thread: the communicator's io thread.
+#ifndef PCCL_PEER_RING_POOL_HPP_
+#define PCCL_PEER_RING_POOL_HPP_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "net/connection.hpp"
+#include "net/handshake.hpp"
+#include "wire/messages.hpp"
+
+namespace pccl::peer {
+
+struct RingPlan {
+  uint64_t epoch = 0;
+  wire::Uuid self{};
+  bool alone = true;                // our group has a single member: no ring connections
+  wire::MemberInfo successor;       // we open successor_connections to it
+  uint32_t successor_connections = 0;
+  wire::Uuid predecessor{};         // it opens predecessor_connections to us
+  uint32_t predecessor_connections = 0;
+};
+
+// Pure: our successor and predecessor within our group, in global ring order.
+RingPlan planRing(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& self, uint64_t epoch,
+                  uint32_t my_connections);
+
+class RingPool {
+ public:
+  using Done = std::function<void(uint64_t epoch, const Status&)>;
+
+  RingPool(asio::io_context& io, std::shared_ptr<const net::AuthKey> key, Millis timeout);
+  ~RingPool();
+
+  void build(const RingPlan& plan, Done done);  // replaces the previous pool
+  void reset();                                  // closes every ring connection
+  // An authenticated peer-to-peer socket from our listener; reads its P2PHello.
+  void adopt(net::Tcp::socket socket);
+
+  size_t outboundCount() const;
+  size_t inboundCount() const;
+
+ private:
+  struct Parked {
+    std::shared_ptr<net::Connection> conn;
+    wire::P2PHello hello;
+    TimePoint since;
+  };
+  void connectOne(uint32_t index, uint64_t epoch);
+  void onHello(const std::shared_ptr<net::Connection>& conn, const wire::P2PHello& hello);
+  void place(const std::shared_ptr<net::Connection>& conn, const wire::P2PHello& hello);
+  void finish(const Status& s);
+  void maybeDone();
+  void sweepParked();
+
+  asio::io_context& io_;
+  std::shared_ptr<const net::AuthKey> key_;
+  Millis timeout_;
+  RingPlan plan_;
+  bool building_ = false;
+  Done done_;
+  std::vector<std::shared_ptr<net::Connection>> out_;
+  std::vector<std::shared_ptr<net::Connection>> in_;
+  std::vector<std::shared_ptr<net::Connection>> unidentified_;
+  std::vector<Parked> parked_;
+  asio::steady_timer deadline_;
+  std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
+};
+
+}  // namespace pccl::peer
+
+#endif  // PCCL_PEER_RING_POOL_HPP_

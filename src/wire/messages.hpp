@@ -1,0 +1,244 @@
+// Every pccl message, defined once: an enum of types and one struct per message with an explicit
+// encode and a bounds-checked decode. Byte layouts are specified in docs/protocol.md.
+#ifndef PCCL_WIRE_MESSAGES_HPP_
+#define PCCL_WIRE_MESSAGES_HPP_
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pccl/status.hpp"
+#include "wire/bytes.hpp"
+#include "wire/frame.hpp"
+
+namespace pccl::wire {
+
+enum class MsgType : uint16_t {
+  // Handshake (any connection, before authentication). Layouts of kHello and kError never change
+  // across protocol versions, so a version mismatch can always be reported.
+  kHello = 1,
+  kHelloReply = 2,
+  kAuthProof = 3,
+  kAuthOk = 4,
+  kError = 5,
+  // Peer <-> master control plane.
+  kJoinRequest = 16,
+  kJoinAccepted = 17,
+  kHeartbeat = 18,
+  kVoteUpdate = 19,
+  kWithdrawVote = 20,
+  kTopologyUpdate = 21,
+  kP2PReady = 22,
+  kTopologyReady = 23,
+  kTopologyFailed = 24,
+  kMembershipStatus = 25,
+  kPeerLeft = 26,
+  kLeave = 27,
+  kP2PFailed = 28,
+  // Peer <-> peer (ring connections).
+  kP2PHello = 48,
+  kP2PAccept = 49,
+};
+inline constexpr size_t kMaxMsgType = 64;  // dispatch table size; every type is below it
+
+const char* msgTypeName(uint16_t type);
+
+using Nonce = std::array<uint8_t, 32>;
+using Mac = std::array<uint8_t, 32>;
+using Uuid = std::array<uint8_t, 16>;
+
+// First 8 hex digits of a peer id, for logs and messages.
+std::string shortId(const Uuid& id);
+
+enum class Role : uint8_t { kPeerToMaster = 1, kPeerToPeer = 2 };
+enum class HelloFlags : uint8_t { kNone = 0, kHasSecret = 1 };
+
+struct Hello {
+  static constexpr MsgType kType = MsgType::kHello;
+  uint8_t role = 0;   // Role of the connecting side
+  uint8_t flags = 0;  // bit 0: the client holds a secret
+  Nonce nonce{};
+  void encode(ByteWriter& w) const;
+  static Result<Hello> decode(ByteReader& r);
+};
+
+struct HelloReply {
+  static constexpr MsgType kType = MsgType::kHelloReply;
+  uint8_t flags = 0;  // bit 0: the server requires a secret
+  Nonce nonce{};
+  void encode(ByteWriter& w) const;
+  static Result<HelloReply> decode(ByteReader& r);
+};
+
+struct AuthProof {
+  static constexpr MsgType kType = MsgType::kAuthProof;
+  Mac mac{};
+  void encode(ByteWriter& w) const;
+  static Result<AuthProof> decode(ByteReader& r);
+};
+
+struct AuthOk {
+  static constexpr MsgType kType = MsgType::kAuthOk;
+  Mac mac{};
+  void encode(ByteWriter& w) const;
+  static Result<AuthOk> decode(ByteReader& r);
+};
+
+// Sent before closing a connection on purpose: says why (a pccl::Code and a message).
+struct Error {
+  static constexpr MsgType kType = MsgType::kError;
+  uint16_t code = 0;
+  std::string message;
+  void encode(ByteWriter& w) const;
+  static Result<Error> decode(ByteReader& r);
+};
+
+struct JoinRequest {
+  static constexpr MsgType kType = MsgType::kJoinRequest;
+  uint16_t p2p_port = 0;
+  std::string advertise_host;  // empty: the master uses the address it sees
+  uint32_t group = 0;
+  uint32_t connections = 0;    // K this peer opens to its successor
+  std::string client_version;
+  void encode(ByteWriter& w) const;
+  static Result<JoinRequest> decode(ByteReader& r);
+};
+
+struct JoinAccepted {
+  static constexpr MsgType kType = MsgType::kJoinAccepted;
+  Uuid peer_id{};
+  uint32_t heartbeat_interval_ms = 0;  // the master's expectations, so the peer pings often enough
+  uint32_t peer_timeout_ms = 0;
+  void encode(ByteWriter& w) const;
+  static Result<JoinAccepted> decode(ByteReader& r);
+};
+
+// Messages without a body.
+template <MsgType T>
+struct Empty {
+  static constexpr MsgType kType = T;
+  void encode(ByteWriter&) const {}
+  static Result<Empty> decode(ByteReader&) { return Empty{}; }
+};
+using Heartbeat = Empty<MsgType::kHeartbeat>;
+using VoteUpdate = Empty<MsgType::kVoteUpdate>;
+using WithdrawVote = Empty<MsgType::kWithdrawVote>;
+using Leave = Empty<MsgType::kLeave>;
+using P2PAccept = Empty<MsgType::kP2PAccept>;
+
+struct MemberInfo {
+  Uuid id{};
+  std::string host;
+  uint16_t port = 0;
+  uint32_t group = 0;
+  uint32_t connections = 0;
+  bool operator==(const MemberInfo& o) const {
+    return id == o.id && host == o.host && port == o.port && group == o.group && connections == o.connections;
+  }
+};
+
+struct TopologyUpdate {
+  static constexpr MsgType kType = MsgType::kTopologyUpdate;
+  uint64_t epoch = 0;
+  std::vector<MemberInfo> ring;  // global ring order
+  void encode(ByteWriter& w) const;
+  static Result<TopologyUpdate> decode(ByteReader& r);
+};
+
+// One epoch number: P2PReady (peer: my ring connections are up), TopologyReady (master: everyone's are).
+template <MsgType T>
+struct EpochMsg {
+  static constexpr MsgType kType = T;
+  uint64_t epoch = 0;
+  void encode(ByteWriter& w) const { w.u64(epoch); }
+  static Result<EpochMsg> decode(ByteReader& r) {
+    EpochMsg m;
+    PCCL_RETURN_IF_ERROR(r.u64(&m.epoch));
+    return m;
+  }
+};
+using P2PReady = EpochMsg<MsgType::kP2PReady>;
+using TopologyReady = EpochMsg<MsgType::kTopologyReady>;
+
+// A ring build that failed: TopologyFailed (master -> peers), P2PFailed (peer -> master).
+template <MsgType T>
+struct EpochFailure {
+  static constexpr MsgType kType = T;
+  uint64_t epoch = 0;
+  uint16_t code = 0;  // pccl::Code
+  std::string reason;
+  void encode(ByteWriter& w) const {
+    w.u64(epoch);
+    w.u16(code);
+    w.str(reason);
+  }
+  static Result<EpochFailure> decode(ByteReader& r) {
+    EpochFailure m;
+    PCCL_RETURN_IF_ERROR(r.u64(&m.epoch));
+    PCCL_RETURN_IF_ERROR(r.u16(&m.code));
+    PCCL_RETURN_IF_ERROR(r.str(&m.reason));
+    return m;
+  }
+};
+using TopologyFailed = EpochFailure<MsgType::kTopologyFailed>;
+using P2PFailed = EpochFailure<MsgType::kP2PFailed>;
+
+struct MembershipStatus {
+  static constexpr MsgType kType = MsgType::kMembershipStatus;
+  uint32_t accepted = 0;
+  uint32_t pending = 0;
+  uint8_t vote_open = 0;  // some peer is waiting in updateTopology
+  uint8_t stale = 0;      // a member left since the last ring was built
+  void encode(ByteWriter& w) const;
+  static Result<MembershipStatus> decode(ByteReader& r);
+};
+
+enum class LeaveReason : uint8_t { kGraceful = 0, kTimeout = 1, kConnectionLost = 2, kProtocolError = 3 };
+
+struct PeerLeft {
+  static constexpr MsgType kType = MsgType::kPeerLeft;
+  Uuid peer_id{};
+  uint8_t reason = 0;  // LeaveReason
+  std::string detail;
+  void encode(ByteWriter& w) const;
+  static Result<PeerLeft> decode(ByteReader& r);
+};
+
+struct P2PHello {
+  static constexpr MsgType kType = MsgType::kP2PHello;
+  Uuid sender_id{};
+  uint64_t epoch = 0;
+  uint32_t index = 0;  // which of the sender's K connections this is
+  void encode(ByteWriter& w) const;
+  static Result<P2PHello> decode(ByteReader& r);
+};
+
+// A whole frame (header + payload) ready to write.
+template <typename Msg>
+std::vector<uint8_t> encodeFrame(const Msg& msg, uint64_t epoch) {
+  std::vector<uint8_t> out(kHeaderSize);
+  ByteWriter w(&out);
+  msg.encode(w);
+  FrameHeader h;
+  h.type = static_cast<uint16_t>(Msg::kType);
+  h.epoch = epoch;
+  h.length = static_cast<uint32_t>(out.size() - kHeaderSize);
+  HeaderBytes hb = encodeHeader(h);
+  std::copy(hb.begin(), hb.end(), out.begin());
+  return out;
+}
+
+// Decodes a payload that must hold exactly one Msg.
+template <typename Msg>
+Result<Msg> decodePayload(const uint8_t* data, size_t size) {
+  ByteReader r(data, size);
+  auto m = Msg::decode(r);
+  if (!m.isOk()) return m.status().withContext(msgTypeName(static_cast<uint16_t>(Msg::kType)));
+  PCCL_RETURN_IF_ERROR(r.expectEnd().withContext(msgTypeName(static_cast<uint16_t>(Msg::kType))));
+  return m;
+}
+
+}  // namespace pccl::wire
+
+#endif  // PCCL_WIRE_MESSAGES_HPP_
