@@ -4,6 +4,7 @@
 #define PCCL_MASTER_HPP_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -22,6 +23,15 @@ struct MasterConfig {
   uint32_t max_pending_handshakes = 64;      // connections still handshaking at once
 };
 
+// A snapshot of the run, for monitoring and tests.
+struct MasterStats {
+  uint64_t epoch = 0;        // epoch of the newest ring (being built or built)
+  uint32_t accepted = 0;     // peers in the ring
+  uint32_t pending = 0;      // peers waiting to be admitted
+  bool building = false;     // a ring is being built right now
+  uint64_t connections = 0;  // authenticated control connections open
+};
+
 // Thread-safety: all methods may be called from any thread; the state lives on one internal event loop.
 class PCCL_API Master {
  public:
@@ -34,6 +44,10 @@ class PCCL_API Master {
   uint16_t port() const;       // the bound port (valid after start)
   std::string address() const; // "HOST:PORT" actually bound (valid after start)
   Status stop();               // closes every connection and joins the thread; idempotent
+  MasterStats stats() const;
+  // Blocks until `pred(stats())` holds (re-checked on every membership event) or `timeout_ms` passes.
+  // Returns whether it held.
+  bool waitFor(const std::function<bool(const MasterStats&)>& pred, uint32_t timeout_ms) const;
 
  private:
   class Impl;

@@ -3,7 +3,10 @@
 
 #include <fmt/format.h>
 
+#include <atomic>
+#include <condition_variable>
 #include <future>
+#include <mutex>
 #include <thread>
 
 #include "master/master_server.hpp"
@@ -13,10 +16,16 @@ namespace pccl {
 
 class Master::Impl {
  public:
-  explicit Impl(MasterConfig config) : server_(io_, std::move(config)) {}
+  explicit Impl(MasterConfig config)
+      : server_(io_, std::move(config), [this](const MasterStats& s) {
+          std::lock_guard<std::mutex> lk(stats_mu_);
+          stats_ = s;
+          stats_cv_.notify_all();
+        }) {}
   ~Impl() { (void)stop(); }
 
   Status start() {
+    std::lock_guard<std::mutex> lk(lifecycle_mu_);
     if (started_) return Status::invalidUsage("master already started");
     PCCL_RETURN_IF_ERROR(server_.open());
     started_ = true;
@@ -29,6 +38,7 @@ class Master::Impl {
   }
 
   Status stop() {
+    std::lock_guard<std::mutex> lk(lifecycle_mu_);
     if (!started_ || stopped_) return Status::ok();
     stopped_ = true;
     std::promise<void> done;
@@ -42,14 +52,28 @@ class Master::Impl {
     return Status::ok();
   }
 
+  MasterStats stats() const {
+    std::lock_guard<std::mutex> lk(stats_mu_);
+    return stats_;
+  }
+
+  bool waitFor(const std::function<bool(const MasterStats&)>& pred, uint32_t timeout_ms) const {
+    std::unique_lock<std::mutex> lk(stats_mu_);
+    return stats_cv_.wait_for(lk, Millis(timeout_ms), [&] { return pred(stats_); });
+  }
+
   uint16_t port() const { return started_ ? server_.port() : 0; }
   std::string address() const { return started_ ? server_.address() : std::string(); }
 
  private:
   asio::io_context io_;
+  mutable std::mutex stats_mu_;
+  mutable std::condition_variable stats_cv_;
+  MasterStats stats_;
   master::MasterServer server_;
+  std::mutex lifecycle_mu_;
   std::thread thread_;
-  bool started_ = false;
+  std::atomic<bool> started_{false};
   bool stopped_ = false;
 };
 
@@ -72,5 +96,9 @@ Status Master::start() { return impl_->start(); }
 uint16_t Master::port() const { return impl_->port(); }
 std::string Master::address() const { return impl_->address(); }
 Status Master::stop() { return impl_->stop(); }
+MasterStats Master::stats() const { return impl_->stats(); }
+bool Master::waitFor(const std::function<bool(const MasterStats&)>& pred, uint32_t timeout_ms) const {
+  return impl_->waitFor(pred, timeout_ms);
+}
 
 }  // namespace pccl

@@ -19,13 +19,14 @@ constexpr const char* kLog = "master";
 constexpr const char* kVersion = "pccl 0.1.0";
 }  // namespace
 
-MasterServer::MasterServer(asio::io_context& io, MasterConfig config)
+MasterServer::MasterServer(asio::io_context& io, MasterConfig config, StatsSink on_stats)
     : io_(io),
       config_(std::move(config)),
       key_(std::make_shared<net::AuthKey>(config_.secret)),
       ticker_(io),
       tick_period_(std::clamp<int64_t>(std::min<int64_t>(config_.heartbeat_interval_ms, config_.peer_timeout_ms / 4),
-                                       10, 1000)) {}
+                                       10, 1000)),
+      on_stats_(std::move(on_stats)) {}
 
 MasterServer::~MasterServer() = default;
 
@@ -77,6 +78,7 @@ void MasterServer::onAuthenticated(net::Authenticated auth) {
   registerHandlers(ref);
   uint64_t serial = ref.serial;
   PCCL_LOG_DEBUG(kLog, "authenticated connection from {}", ref.conn->peerName());
+  publishStats();
   ref.conn->start([this, serial](const wire::FrameHeader& h, const uint8_t* p, size_t n) -> Status {
         auto it = sessions_.find(serial);
         if (it == sessions_.end()) return Status::internal("frame for a closed session");
@@ -102,6 +104,14 @@ void MasterServer::registerHandlers(Session& s) {
   s.dispatcher.on<wire::WithdrawVote>([this, sp, requireJoined](const wire::FrameHeader&, const wire::WithdrawVote&) {
     PCCL_RETURN_IF_ERROR(requireJoined());
     apply(membership_.withdrawVote(sp->id));
+    return Status::ok();
+  });
+  s.dispatcher.on<wire::QueryStatus>([this, sp, requireJoined](const wire::FrameHeader&, const wire::QueryStatus& m) {
+    PCCL_RETURN_IF_ERROR(requireJoined());
+    wire::MembershipStatus st = membership_.status();
+    st.request_id = m.request_id;
+    sp->conn->send(st, membership_.epoch());
+    sp->last_tx = Clock::now();
     return Status::ok();
   });
   s.dispatcher.on<wire::P2PReady>([this, sp, requireJoined](const wire::FrameHeader&, const wire::P2PReady& m) {
@@ -166,6 +176,7 @@ void MasterServer::onClosed(uint64_t serial, const Status& reason) {
   std::unique_ptr<Session> s = std::move(it->second);
   sessions_.erase(it);
   if (stopping_ || !s->joined) {
+    if (!stopping_) publishStats();
     if (!reason.isOk() && !stopping_) {
       PCCL_LOG_WARN(kLog, "connection from {} closed before joining: {}", s->conn->peerName(), reason.toString());
     }
@@ -197,6 +208,18 @@ void MasterServer::apply(const Effects& fx) {
     s->conn->sendFrame(o.frame);
     s->last_tx = Clock::now();
   }
+  publishStats();
+}
+
+void MasterServer::publishStats() {
+  if (!on_stats_) return;
+  MasterStats st;
+  st.epoch = membership_.epoch();
+  st.accepted = static_cast<uint32_t>(membership_.acceptedCount());
+  st.pending = static_cast<uint32_t>(membership_.pendingCount());
+  st.building = membership_.runPhase() == Membership::RunPhase::kBuilding;
+  st.connections = sessions_.size();
+  on_stats_(st);
 }
 
 void MasterServer::tick() {

@@ -18,7 +18,8 @@ namespace pccl::master {
 
 class MasterServer {
  public:
-  MasterServer(asio::io_context& io, MasterConfig config);
+  using StatsSink = std::function<void(const MasterStats&)>;
+  MasterServer(asio::io_context& io, MasterConfig config, StatsSink on_stats);
   ~MasterServer();
 
   Status open();   // binds; any thread, before the loop runs
@@ -44,6 +45,7 @@ class MasterServer {
   void onClosed(uint64_t serial, const Status& reason);
   void apply(const Effects& fx);
   void tick();
+  void publishStats();
   Session* sessionById(const wire::Uuid& id);
 
   asio::io_context& io_;
@@ -57,6 +59,7 @@ class MasterServer {
   std::map<wire::Uuid, uint64_t> serial_by_id_;
   uint64_t next_serial_ = 1;
   bool stopping_ = false;
+  StatsSink on_stats_;
 };
 
 }  // namespace pccl::master

@@ -54,7 +54,6 @@ Effects Membership::join(const wire::MemberInfo& info) {
   PCCL_LOG_INFO(kLog, "peer {} joined from {}:{} (group {}, K={}); pending admission", shortId(info.id), info.host,
                 info.port, info.group, info.connections);
   maybeStartBuild(fx);
-  broadcastStatus(fx, false);
   return fx;
 }
 
@@ -68,7 +67,6 @@ Effects Membership::vote(const wire::Uuid& id) {
   it->second.voted = true;
   PCCL_LOG_DEBUG(kLog, "peer {} votes for a topology update", shortId(id));
   maybeStartBuild(fx);
-  broadcastStatus(fx, false);
   return fx;
 }
 
@@ -76,7 +74,6 @@ Effects Membership::withdrawVote(const wire::Uuid& id) {
   Effects fx;
   auto it = peers_.find(id);
   if (it != peers_.end()) it->second.voted = false;
-  broadcastStatus(fx, false);
   return fx;
 }
 
@@ -95,8 +92,6 @@ Effects Membership::p2pReady(const wire::Uuid& id, uint64_t epoch) {
   phase_ = RunPhase::kStable;
   stale_ = false;
   PCCL_LOG_INFO(kLog, "epoch {}: ring of {} peers is up", epoch_, ring_.size());
-  // Status first, so a peer whose updateTopology() returns already sees the cleared stale flag.
-  broadcastStatus(fx, true);
   wire::TopologyReady ready;
   ready.epoch = epoch_;
   sendToAccepted(fx, wire::encodeFrame(ready, epoch_));
@@ -108,7 +103,6 @@ Effects Membership::p2pFailed(const wire::Uuid& id, uint64_t epoch, Code code, c
   Effects fx;
   if (phase_ != RunPhase::kBuilding || epoch != epoch_ || !isAccepted(id)) return fx;
   failBuild(fx, code, fmt::format("peer {} could not build its ring connections: {}", shortId(id), reason));
-  broadcastStatus(fx, false);
   return fx;
 }
 
@@ -133,7 +127,6 @@ Effects Membership::remove(const wire::Uuid& id, wire::LeaveReason reason, const
     }
   }
   maybeStartBuild(fx);
-  broadcastStatus(fx, false);
   return fx;
 }
 
@@ -184,7 +177,6 @@ void Membership::failBuild(Effects& fx, Code code, const std::string& reason) {
     kv.second.voted = false;
     kv.second.ready = false;
   }
-  broadcastStatus(fx, false);  // before the failure, as for TopologyReady
   wire::TopologyFailed failed;
   failed.epoch = epoch_;
   failed.code = static_cast<uint16_t>(code);
@@ -196,16 +188,6 @@ void Membership::sendToAccepted(Effects& fx, const std::vector<uint8_t>& frame) 
   for (const auto& kv : peers_) {
     if (kv.second.phase == PeerPhase::kAccepted) fx.push_back(Outgoing{kv.first, frame});
   }
-}
-
-void Membership::broadcastStatus(Effects& fx, bool force) {
-  wire::MembershipStatus s = status();
-  if (!force && s.accepted == last_status_.accepted && s.pending == last_status_.pending &&
-      s.vote_open == last_status_.vote_open && s.stale == last_status_.stale) {
-    return;
-  }
-  last_status_ = s;
-  sendToAccepted(fx, wire::encodeFrame(s, epoch_));
 }
 
 }  // namespace pccl::master

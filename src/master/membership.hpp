@@ -64,7 +64,6 @@ class Membership {
   void startBuild(Effects& fx);
   void failBuild(Effects& fx, Code code, const std::string& reason);
   void sendToAccepted(Effects& fx, const std::vector<uint8_t>& frame) const;
-  void broadcastStatus(Effects& fx, bool force);
 
   std::map<wire::Uuid, Record> peers_;
   std::vector<wire::MemberInfo> ring_;
@@ -72,7 +71,6 @@ class Membership {
   uint64_t epoch_ = 0;
   RunPhase phase_ = RunPhase::kStable;
   bool stale_ = false;
-  wire::MembershipStatus last_status_{};
 };
 
 

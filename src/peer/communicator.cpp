@@ -6,6 +6,8 @@
 
 #include <condition_variable>
 #include <future>
+#include <map>
+#include <set>
 #include <mutex>
 #include <thread>
 
@@ -69,6 +71,7 @@ class Communicator::Impl {
   }
 
   ~Impl() {
+    if (!thread_.joinable()) return;  // init() failed before the io thread started
     (void)leave();
     std::promise<void> done;
     asio::post(io_, [this, &done] {
@@ -143,7 +146,6 @@ class Communicator::Impl {
     bool done = cv_.wait_until(lk, deadline, [&] { return state_ == PeerState::kFailed || builds_done_ > builds0; });
     if (state_ == PeerState::kFailed) return record(fatal_);
     if (done) return record(last_build_);
-    wire::MembershipStatus st = status_;
     lk.unlock();
     asio::post(io_, [this] {
       if (link_) link_->send(wire::WithdrawVote{}, epoch());
@@ -152,17 +154,34 @@ class Communicator::Impl {
       cv_.notify_all();
     });
     return record(Status::timeout(fmt::format(
-        "topology update not agreed within {} ms: every accepted peer ({}) must call pcclUpdateTopology",
-        config_.connect_timeout_ms, st.accepted)));
+        "topology update not agreed within {} ms: every accepted peer must call pcclUpdateTopology",
+        config_.connect_timeout_ms)));
   }
 
+  // One round trip to the master, so the answer reflects its state at the time of the call.
   Result<bool> arePeersPending() {
-    std::lock_guard<std::mutex> lk(mu_);
+    std::unique_lock<std::mutex> lk(mu_);
     if (!fatal_.isOk()) return record(fatal_);
     if (!peer::isJoined(state_)) {
       return record(Status::invalidUsage(fmt::format("not connected (state {})", peer::peerStateName(state_))));
     }
-    return status_.pending > 0 || status_.vote_open != 0 || status_.stale != 0;
+    const uint64_t id = ++next_query_;
+    waiting_.insert(id);
+    asio::post(io_, [this, id] {
+      if (link_) link_->send(wire::QueryStatus{id}, epoch());
+    });
+    bool answered = cv_.wait_for(lk, Millis(config_.peer_timeout_ms), [&] {
+      return !fatal_.isOk() || answers_.count(id) != 0;
+    });
+    waiting_.erase(id);
+    if (!fatal_.isOk()) return record(fatal_);
+    if (!answered) {
+      return record(Status::masterUnreachable(
+          fmt::format("master did not answer a status query within {} ms", config_.peer_timeout_ms)));
+    }
+    wire::MembershipStatus st = answers_[id];
+    answers_.erase(id);
+    return st.pending > 0 || st.vote_open != 0 || st.stale != 0;
   }
 
   Status leave() {
@@ -263,13 +282,13 @@ class Communicator::Impl {
     d.on<wire::TopologyFailed>([this](const wire::FrameHeader&, const wire::TopologyFailed& m) { return onFailed(m); });
     d.on<wire::MembershipStatus>([this](const wire::FrameHeader&, const wire::MembershipStatus& m) {
       std::lock_guard<std::mutex> lk(mu_);
-      status_ = m;
+      if (m.request_id == 0 || m.request_id > next_query_) return Status::protocol("unsolicited MembershipStatus");
+      if (waiting_.count(m.request_id) != 0) answers_[m.request_id] = m;
+      cv_.notify_all();
       return Status::ok();
     });
     d.on<wire::PeerLeft>([this](const wire::FrameHeader&, const wire::PeerLeft& m) {
       PCCL_LOG_INFO(kLog, "peer {}: peer {} left the run ({})", wire::shortId(id_), wire::shortId(m.peer_id), m.detail);
-      std::lock_guard<std::mutex> lk(mu_);
-      status_.stale = 1;
       return Status::ok();
     });
     link_->open(
@@ -345,7 +364,6 @@ class Communicator::Impl {
     Code code = m.code <= static_cast<uint16_t>(Code::kProtocolError) && m.code != 0 ? static_cast<Code>(m.code)
                                                                                      : Code::kPeerLost;
     last_build_ = Status(code, fmt::format("topology update to epoch {} failed: {}", m.epoch, m.reason));
-    status_.stale = 1;
     ++builds_done_;
     setState(PeerState::kMember);
     return Status::ok();
@@ -383,7 +401,9 @@ class Communicator::Impl {
   Status last_build_;     // outcome of the last ring build
   uint64_t builds_done_ = 0;
   Topology topology_;
-  wire::MembershipStatus status_{};
+  uint64_t next_query_ = 0;
+  std::map<uint64_t, wire::MembershipStatus> answers_;  // QueryStatus replies not yet collected
+  std::set<uint64_t> waiting_;
   PeerId id_{};
 
   mutable std::mutex err_mu_;

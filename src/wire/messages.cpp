@@ -24,6 +24,7 @@ const char* msgTypeName(uint16_t type) {
     case MsgType::kPeerLeft: return "PeerLeft";
     case MsgType::kLeave: return "Leave";
     case MsgType::kP2PFailed: return "P2PFailed";
+    case MsgType::kQueryStatus: return "QueryStatus";
     case MsgType::kP2PHello: return "P2PHello";
     case MsgType::kP2PAccept: return "P2PAccept";
   }
@@ -146,6 +147,7 @@ Result<TopologyUpdate> TopologyUpdate::decode(ByteReader& r) {
 }
 
 void MembershipStatus::encode(ByteWriter& w) const {
+  w.u64(request_id);
   w.u32(accepted);
   w.u32(pending);
   w.u8(vote_open);
@@ -153,6 +155,7 @@ void MembershipStatus::encode(ByteWriter& w) const {
 }
 Result<MembershipStatus> MembershipStatus::decode(ByteReader& r) {
   MembershipStatus m;
+  PCCL_RETURN_IF_ERROR(r.u64(&m.request_id));
   PCCL_RETURN_IF_ERROR(r.u32(&m.accepted));
   PCCL_RETURN_IF_ERROR(r.u32(&m.pending));
   PCCL_RETURN_IF_ERROR(r.u8(&m.vote_open));

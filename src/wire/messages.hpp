@@ -36,6 +36,7 @@ enum class MsgType : uint16_t {
   kPeerLeft = 26,
   kLeave = 27,
   kP2PFailed = 28,
+  kQueryStatus = 29,
   // Peer <-> peer (ring connections).
   kP2PHello = 48,
   kP2PAccept = 49,
@@ -184,8 +185,21 @@ struct EpochFailure {
 using TopologyFailed = EpochFailure<MsgType::kTopologyFailed>;
 using P2PFailed = EpochFailure<MsgType::kP2PFailed>;
 
+// Peer asks the master whether a topology update would change anything; answered by MembershipStatus.
+struct QueryStatus {
+  static constexpr MsgType kType = MsgType::kQueryStatus;
+  uint64_t request_id = 0;
+  void encode(ByteWriter& w) const { w.u64(request_id); }
+  static Result<QueryStatus> decode(ByteReader& r) {
+    QueryStatus m;
+    PCCL_RETURN_IF_ERROR(r.u64(&m.request_id));
+    return m;
+  }
+};
+
 struct MembershipStatus {
   static constexpr MsgType kType = MsgType::kMembershipStatus;
+  uint64_t request_id = 0;  // the QueryStatus this answers
   uint32_t accepted = 0;
   uint32_t pending = 0;
   uint8_t vote_open = 0;  // some peer is waiting in updateTopology

@@ -1,0 +1,159 @@
+// Helpers shared by the multi-peer tests: fast timing settings, an embedded master, and child
+// processes whose stdout is read line by line with deadlines (poll(), never sleep loops).
+#ifndef PCCL_TESTS_TEST_SUPPORT_HPP_
+#define PCCL_TESTS_TEST_SUPPORT_HPP_
+
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "pccl/communicator.hpp"
+#include "pccl/master.hpp"
+
+namespace pccl::test {
+
+constexpr uint32_t kHeartbeatMs = 100;
+constexpr uint32_t kTimeoutMs = 1000;
+
+inline MasterConfig fastMasterConfig(const std::string& secret = "") {
+  MasterConfig c;
+  c.listen_address = "127.0.0.1:0";
+  c.secret = secret;
+  c.heartbeat_interval_ms = kHeartbeatMs;
+  c.peer_timeout_ms = kTimeoutMs;
+  c.handshake_timeout_ms = 1000;
+  return c;
+}
+
+inline CommConfig fastCommConfig(uint16_t master_port, const std::string& secret = "") {
+  CommConfig c;
+  c.master_address = "127.0.0.1:" + std::to_string(master_port);
+  c.listen_address = "127.0.0.1:0";
+  c.secret = secret;
+  c.connections_per_peer = 2;
+  c.heartbeat_interval_ms = kHeartbeatMs;
+  c.peer_timeout_ms = kTimeoutMs;
+  c.connect_timeout_ms = 10000;
+  c.handshake_timeout_ms = 1000;
+  return c;
+}
+
+inline std::unique_ptr<Master> startMaster(const MasterConfig& config) {
+  auto m = Master::create(config);
+  if (!m.isOk()) return nullptr;
+  if (!(*m)->start().isOk()) return nullptr;
+  return std::move(m).value();
+}
+
+inline std::unique_ptr<Communicator> makeComm(const CommConfig& config) {
+  auto c = Communicator::create(config);
+  return c.isOk() ? std::move(c).value() : nullptr;
+}
+
+inline double secondsSince(std::chrono::steady_clock::time_point t) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
+}
+
+// A child process with its stdout on a pipe. Killed (SIGKILL) and reaped on destruction.
+class ChildProcess {
+ public:
+  explicit ChildProcess(std::vector<std::string> argv, std::vector<std::string> env = {}) {
+    int fds[2];
+    if (pipe2(fds, O_CLOEXEC) != 0) return;
+    pid_ = fork();
+    if (pid_ == 0) {
+      dup2(fds[1], STDOUT_FILENO);
+      for (const auto& e : env) putenv(const_cast<char*>(e.c_str()));
+      std::vector<char*> args;
+      for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+      args.push_back(nullptr);
+      execv(args[0], args.data());
+      _exit(127);
+    }
+    close(fds[1]);
+    fd_ = fds[0];
+  }
+  ~ChildProcess() {
+    if (pid_ > 0 && !reaped_) {
+      kill(pid_, SIGCONT);
+      kill(pid_, SIGKILL);
+      waitpid(pid_, nullptr, 0);
+    }
+    if (fd_ >= 0) close(fd_);
+  }
+  ChildProcess(const ChildProcess&) = delete;
+  ChildProcess& operator=(const ChildProcess&) = delete;
+
+  pid_t pid() const { return pid_; }
+  void signal(int sig) const { kill(pid_, sig); }
+
+  // The next unread line containing `needle`, or nullopt at the deadline / EOF.
+  std::optional<std::string> waitForLine(const std::string& needle, int timeout_ms) {
+    auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+    for (;;) {
+      size_t nl;
+      while ((nl = buffer_.find('\n')) != std::string::npos) {
+        std::string line = buffer_.substr(0, nl);
+        buffer_.erase(0, nl + 1);
+        lines_.push_back(line);
+        if (line.find(needle) != std::string::npos) return line;
+      }
+      auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || fd_ < 0) return std::nullopt;
+      pollfd p{fd_, POLLIN, 0};
+      int rc = poll(&p, 1, static_cast<int>(left.count()));
+      if (rc <= 0) continue;
+      char buf[4096];
+      ssize_t n = read(fd_, buf, sizeof(buf));
+      if (n <= 0) {
+        close(fd_);
+        fd_ = -1;
+        continue;
+      }
+      buffer_.append(buf, static_cast<size_t>(n));
+    }
+  }
+
+  // Exit status (or 128+signal), or -1 if it has not exited by the deadline. Waits on a pidfd.
+  int waitExit(int timeout_ms) {
+    int pidfd = static_cast<int>(syscall(SYS_pidfd_open, pid_, 0));
+    if (pidfd >= 0) {
+      pollfd p{pidfd, POLLIN, 0};
+      int rc = poll(&p, 1, timeout_ms);
+      close(pidfd);
+      if (rc <= 0) return -1;
+    }
+    int status = 0;
+    if (waitpid(pid_, &status, 0) != pid_) return -1;
+    reaped_ = true;
+    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  }
+
+  const std::vector<std::string>& lines() const { return lines_; }
+
+ private:
+  pid_t pid_ = -1;
+  int fd_ = -1;
+  bool reaped_ = false;
+  std::string buffer_;
+  std::vector<std::string> lines_;
+};
+
+inline std::vector<std::string> memberArgs(uint16_t port, const std::string& name) {
+  return {PCCL_RING_MEMBER_BIN, "--master", "127.0.0.1:" + std::to_string(port), "--name", name,
+          "--heartbeat-ms", std::to_string(kHeartbeatMs), "--timeout-ms", std::to_string(kTimeoutMs)};
+}
+
+}  // namespace pccl::test
+
+#endif  // PCCL_TESTS_TEST_SUPPORT_HPP_
