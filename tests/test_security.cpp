@@ -1,0 +1,256 @@
+// Authentication, version checks and hostile input against a live master (real sockets, real libsodium).
+#include <catch2/catch.hpp>
+
+#include <cstdlib>
+#include <random>
+#include <thread>
+
+#include "net/auth.hpp"
+#include "raw_socket.hpp"
+#include "test_support.hpp"
+
+using namespace pccl;
+using namespace pccl::test;
+
+namespace {
+
+struct CleanEnv {
+  CleanEnv() {
+    unsetenv("PCCL_SECRET");
+    unsetenv("PCCL_SECRET_FILE");
+  }
+};
+
+std::vector<uint8_t> helloFrame(const wire::Nonce& nonce, uint8_t flags, uint16_t version = wire::kProtocolVersion) {
+  wire::Hello h;
+  h.role = static_cast<uint8_t>(wire::Role::kPeerToMaster);
+  h.flags = flags;
+  h.nonce = nonce;
+  auto f = wire::encodeFrame(h, 0);
+  f[4] = static_cast<uint8_t>(version);
+  f[5] = static_cast<uint8_t>(version >> 8);
+  return f;
+}
+
+// Runs the client side of the handshake by hand; returns the socket after AuthOk (or a closed one).
+struct ManualHandshake {
+  RawSocket sock;
+  wire::Nonce client_nonce{};
+  wire::Nonce server_nonce{};
+  wire::Mac proof{};
+  bool authenticated = false;
+};
+
+ManualHandshake handshakeByHand(uint16_t port, const std::string& secret, const wire::Nonce& nonce,
+                                const wire::Mac* replayed_proof = nullptr) {
+  ManualHandshake m;
+  m.sock = RawSocket::connectTo(port);
+  m.client_nonce = nonce;
+  REQUIRE(m.sock.sendBytes(helloFrame(nonce, secret.empty() ? 0 : 1)));
+  auto reply = m.sock.recvFrame(2000);
+  REQUIRE(reply);
+  REQUIRE(reply->header.type == static_cast<uint16_t>(wire::MsgType::kHelloReply));
+  auto hr = wire::decodePayload<wire::HelloReply>(reply->payload.data(), reply->payload.size());
+  REQUIRE(hr.isOk());
+  m.server_nonce = hr->nonce;
+  net::AuthKey key(secret);
+  m.proof = replayed_proof ? *replayed_proof
+                           : key.proof(net::AuthKey::Side::kClient, static_cast<uint8_t>(wire::Role::kPeerToMaster),
+                                       m.client_nonce, m.server_nonce);
+  wire::AuthProof ap;
+  ap.mac = m.proof;
+  REQUIRE(m.sock.sendBytes(wire::encodeFrame(ap, 0)));
+  auto ok = m.sock.recvFrame(2000);
+  m.authenticated = ok && ok->header.type == static_cast<uint16_t>(wire::MsgType::kAuthOk);
+  return m;
+}
+
+// A member that must stay healthy through whatever a test throws at the master.
+void requireHealthy(Master& master, Communicator& member, uint32_t accepted) {
+  auto pending = member.arePeersPending();
+  REQUIRE(pending.isOk());
+  CHECK(master.stats().accepted == accepted);
+}
+
+}  // namespace
+
+TEST_CASE("security: the right secret authenticates master and ring connections", "[security]") {
+  CleanEnv env;
+  auto master = startMaster(fastMasterConfig("s3cret"));
+  REQUIRE(master);
+  auto a = makeComm(fastCommConfig(master->port(), "s3cret"));
+  auto b = makeComm(fastCommConfig(master->port(), "s3cret"));
+  REQUIRE(a->connect().isOk());
+  std::thread t([&] { CHECK(b->connect().isOk()); });
+  REQUIRE(master->waitFor([](const MasterStats& s) { return s.pending == 1; }, 5000));
+  REQUIRE(a->updateTopology().isOk());
+  t.join();
+  CHECK(b->topology().world_size == 2);
+}
+
+TEST_CASE("security: a wrong secret fails with AuthFailed and the run carries on", "[security]") {
+  CleanEnv env;
+  auto master = startMaster(fastMasterConfig("right"));
+  REQUIRE(master);
+  auto good = makeComm(fastCommConfig(master->port(), "right"));
+  REQUIRE(good->connect().isOk());
+  auto bad = makeComm(fastCommConfig(master->port(), "wrong"));
+  Status s = bad->connect();
+  CHECK(s.code() == Code::kAuthFailed);
+  CHECK_THAT(s.message(), Catch::Contains("wrong shared secret"));
+  CHECK_THAT(bad->lastError(), Catch::Contains("AuthFailed"));
+  requireHealthy(*master, *good, 1);
+  REQUIRE(good->updateTopology().isOk());
+}
+
+TEST_CASE("security: secret on one side only is refused on both sides", "[security]") {
+  CleanEnv env;
+  SECTION("master requires a secret, peer has none") {
+    auto master = startMaster(fastMasterConfig("right"));
+    auto peer = makeComm(fastCommConfig(master->port(), ""));
+    Status s = peer->connect();
+    CHECK(s.code() == Code::kAuthFailed);
+    CHECK_THAT(s.message(), Catch::Contains("requires a shared secret"));
+  }
+  SECTION("peer has a secret, master is open") {
+    auto master = startMaster(fastMasterConfig(""));
+    auto peer = makeComm(fastCommConfig(master->port(), "mine"));
+    Status s = peer->connect();
+    CHECK(s.code() == Code::kAuthFailed);
+    CHECK_THAT(s.message(), Catch::Contains("refusing an unauthenticated server"));
+  }
+  SECTION("the secret may come from PCCL_SECRET") {
+    auto master = startMaster(fastMasterConfig("from-env"));
+    setenv("PCCL_SECRET", "from-env", 1);
+    auto peer = makeComm(fastCommConfig(master->port(), ""));
+    unsetenv("PCCL_SECRET");
+    CHECK(peer->connect().isOk());
+  }
+}
+
+TEST_CASE("security: a replayed handshake proof is rejected", "[security]") {
+  CleanEnv env;
+  auto master = startMaster(fastMasterConfig("k"));
+  REQUIRE(master);
+  wire::Nonce nonce = net::randomNonce();
+  ManualHandshake first = handshakeByHand(master->port(), "k", nonce);
+  REQUIRE(first.authenticated);
+  // Same Hello, same proof, new connection: the master's fresh nonce makes the old proof worthless.
+  ManualHandshake replay = handshakeByHand(master->port(), "k", nonce, &first.proof);
+  CHECK_FALSE(replay.authenticated);
+  CHECK(replay.sock.waitClosed(2000));
+}
+
+TEST_CASE("security: protocol version mismatch is reported with both versions", "[security]") {
+  CleanEnv env;
+  SECTION("a newer client talking to this master") {
+    auto master = startMaster(fastMasterConfig());
+    RawSocket s = RawSocket::connectTo(master->port());
+    REQUIRE(s.sendBytes(helloFrame(net::randomNonce(), 0, 2)));
+    auto reply = s.recvFrame(2000);
+    REQUIRE(reply);
+    REQUIRE(reply->header.type == static_cast<uint16_t>(wire::MsgType::kError));
+    auto e = wire::decodePayload<wire::Error>(reply->payload.data(), reply->payload.size());
+    REQUIRE(e.isOk());
+    CHECK(e->code == static_cast<uint16_t>(Code::kVersionMismatch));
+    CHECK_THAT(e->message, Catch::Contains("version 2") && Catch::Contains("version 1"));
+    CHECK(s.waitClosed(2000));
+  }
+  SECTION("this client talking to a master of another version") {
+    RawListener fake;
+    std::thread server([&] {
+      RawSocket c = fake.accept(5000);
+      if (!c.ok()) return;
+      (void)c.recvFrame(2000);
+      wire::HelloReply r;
+      auto f = wire::encodeFrame(r, 0);
+      f[4] = 7;  // version 7
+      c.sendBytes(f);
+      c.waitClosed(3000);
+    });
+    auto peer = makeComm(fastCommConfig(fake.port()));
+    Status st = peer->connect();
+    server.join();
+    CHECK(st.code() == Code::kVersionMismatch);
+    CHECK_THAT(st.message(), Catch::Contains("version 7") && Catch::Contains("version 1"));
+  }
+}
+
+TEST_CASE("security: silent connections are dropped at the handshake deadline", "[security]") {
+  CleanEnv env;
+  auto master = startMaster(fastMasterConfig("k"));  // handshake timeout 1000 ms
+  REQUIRE(master);
+  std::vector<RawSocket> silent;
+  for (int i = 0; i < 8; ++i) silent.push_back(RawSocket::connectTo(master->port()));
+  // They do not tie up the master: a real peer gets in meanwhile.
+  auto good = makeComm(fastCommConfig(master->port(), "k"));
+  REQUIRE(good->connect().isOk());
+  auto t0 = std::chrono::steady_clock::now();
+  for (auto& s : silent) CHECK(s.waitClosed(3000));
+  CHECK(secondsSince(t0) < 2.5);
+  requireHealthy(*master, *good, 1);
+}
+
+TEST_CASE("security: garbage sent to a live master closes only that connection", "[security]") {
+  CleanEnv env;
+  auto master = startMaster(fastMasterConfig());
+  REQUIRE(master);
+  auto good = makeComm(fastCommConfig(master->port()));
+  REQUIRE(good->connect().isOk());
+
+  std::mt19937 rng(1234);
+  SECTION("random bytes") {
+    for (int i = 0; i < 20; ++i) {
+      std::vector<uint8_t> junk(1 + rng() % 300);
+      for (auto& b : junk) b = static_cast<uint8_t>(rng());
+      RawSocket s = RawSocket::connectTo(master->port());
+      s.sendBytes(junk);
+      CHECK(s.waitClosed(3000));
+    }
+  }
+  SECTION("wrong magic") {
+    auto f = helloFrame(net::randomNonce(), 0);
+    f[0] = 'X';
+    RawSocket s = RawSocket::connectTo(master->port());
+    s.sendBytes(f);
+    CHECK(s.waitClosed(3000));
+  }
+  SECTION("oversized length is refused before allocating") {
+    wire::FrameHeader h;
+    h.type = static_cast<uint16_t>(wire::MsgType::kHello);
+    h.length = 0xFFFFFFF0u;
+    auto hb = wire::encodeHeader(h);
+    RawSocket s = RawSocket::connectTo(master->port());
+    s.sendBytes(std::vector<uint8_t>(hb.begin(), hb.end()));
+    auto t0 = std::chrono::steady_clock::now();
+    CHECK(s.waitClosed(3000));  // at once: the header alone is enough to refuse it
+    CHECK(secondsSince(t0) < 0.5);
+  }
+  SECTION("truncated frame then hang-up") {
+    auto f = helloFrame(net::randomNonce(), 0);
+    f.resize(f.size() - 5);
+    RawSocket s = RawSocket::connectTo(master->port());
+    s.sendBytes(f);
+  }
+  SECTION("after authentication: unknown type, bad payload, message before JoinRequest") {
+    for (uint16_t type : {uint16_t{63}, uint16_t{1000}, uint16_t{16}, uint16_t{19}}) {
+      ManualHandshake m = handshakeByHand(master->port(), "", net::randomNonce());
+      REQUIRE(m.authenticated);
+      wire::FrameHeader h;
+      h.type = type;
+      h.length = 3;  // too short for a JoinRequest; VoteUpdate before joining; unknown types
+      auto hb = wire::encodeHeader(h);
+      std::vector<uint8_t> f(hb.begin(), hb.end());
+      f.insert(f.end(), {1, 2, 3});
+      m.sock.sendBytes(f);
+      CHECK(m.sock.waitClosed(3000));
+    }
+  }
+  requireHealthy(*master, *good, 1);
+  auto late = makeComm(fastCommConfig(master->port()));
+  std::thread t([&] { CHECK(late->connect().isOk()); });
+  REQUIRE(master->waitFor([](const MasterStats& s) { return s.pending == 1; }, 5000));
+  REQUIRE(good->updateTopology().isOk());
+  t.join();
+  CHECK(master->stats().accepted == 2);
+}
