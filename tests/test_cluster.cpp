@@ -58,7 +58,7 @@ void requireSameRing(const std::vector<std::unique_ptr<Communicator>>& peers) {
 
 }  // namespace
 
-TEST_CASE("cluster: 1, 2, 3 and 7 peers form one identical ring", "[cluster]") {
+TEST_CASE("cluster: 1 2 3 and 7 peers form one identical ring", "[cluster]") {
   for (size_t n : {1u, 2u, 3u, 7u}) {
     DYNAMIC_SECTION("peers=" << n) {
       auto master = startMaster(fastMasterConfig());
@@ -177,7 +177,7 @@ TEST_CASE("cluster: bad configurations are rejected at create", "[cluster]") {
   CHECK(Master::create(m).status().code() == Code::kInvalidArgument);
 }
 
-TEST_CASE("cluster: connect times out when nobody admits, and can be retried", "[cluster]") {
+TEST_CASE("cluster: connect times out when nobody admits and can be retried", "[cluster]") {
   auto master = startMaster(fastMasterConfig());
   REQUIRE(master);
   auto cfg = fastCommConfig(master->port());

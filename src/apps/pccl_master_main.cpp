@@ -51,7 +51,7 @@ int main(int argc, char** argv) {
   pccl::Status started = (*master)->start();
   if (!started.isOk()) {
     std::fprintf(stderr, "pccl-master: %s\n", started.toString().c_str());
-    return 1;
+    return started.code() == pccl::Code::kInvalidArgument ? 2 : 1;
   }
   std::printf("pccl-master listening on %s\n", (*master)->address().c_str());
   std::fflush(stdout);
