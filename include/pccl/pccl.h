@@ -135,6 +135,10 @@ PCCL_API pcclResult_t pcclMasterCreate(const pcclMasterConfig_t* config, pcclMas
 /* Binds and serves in a background thread; returns at once. */
 PCCL_API pcclResult_t pcclMasterStart(pcclMaster_t master);
 PCCL_API pcclResult_t pcclMasterGetPort(pcclMaster_t master, uint16_t* port);
+/* Blocks until at least `accepted` peers are in the ring and at least `pending` wait for admission,
+ * or returns pcclTimeout after timeout_ms. Lets a launcher wait for its workers without polling. */
+PCCL_API pcclResult_t pcclMasterWaitForPeers(pcclMaster_t master, uint32_t accepted, uint32_t pending,
+                                             uint32_t timeout_ms);
 PCCL_API pcclResult_t pcclMasterStop(pcclMaster_t master);
 /* Stops (if running) and frees. NULL is accepted. */
 PCCL_API pcclResult_t pcclMasterDestroy(pcclMaster_t master);

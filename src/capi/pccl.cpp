@@ -271,6 +271,19 @@ pcclResult_t pcclMasterGetPort(pcclMaster_t master, uint16_t* port) {
   });
 }
 
+pcclResult_t pcclMasterWaitForPeers(pcclMaster_t master, uint32_t accepted, uint32_t pending, uint32_t timeout_ms) {
+  return guarded([&]() -> pcclResult_t {
+    PCCL_CHECK_MASTER(master);
+    bool ok = master->impl->waitFor(
+        [&](const pccl::MasterStats& s) { return s.accepted >= accepted && s.pending >= pending; }, timeout_ms);
+    if (ok) return pcclSuccess;
+    pccl::MasterStats s = master->impl->stats();
+    return fail(pcclTimeout, "after " + std::to_string(timeout_ms) + " ms: " + std::to_string(s.accepted) +
+                                 " accepted (wanted " + std::to_string(accepted) + "), " + std::to_string(s.pending) +
+                                 " pending (wanted " + std::to_string(pending) + ")");
+  });
+}
+
 pcclResult_t pcclMasterStop(pcclMaster_t master) {
   return guarded([&]() -> pcclResult_t {
     PCCL_CHECK_MASTER(master);

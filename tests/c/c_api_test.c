@@ -1,0 +1,114 @@
+/* The C API from a C99 program: an embedded master, two peers (one on a second thread), the
+ * connect -> update -> destroy flow, attributes, and argument checking. Exit 0 = pass. */
+#define _POSIX_C_SOURCE 200809L
+#include <pccl/pccl.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <string.h>
+
+static int g_failures = 0;
+#define EXPECT(cond)                                                    \
+  do {                                                                  \
+    if (!(cond)) {                                                      \
+      fprintf(stderr, "%s:%d: EXPECT(%s) failed\n", __FILE__, __LINE__, #cond); \
+      ++g_failures;                                                     \
+    }                                                                   \
+  } while (0)
+
+static char g_address[64];
+
+static pcclComm_t makeComm(void) {
+  pcclCommConfig_t c = PCCL_COMM_CONFIG_INIT;
+  pcclComm_t comm = NULL;
+  c.master_address = g_address;
+  c.listen_address = "127.0.0.1:0";
+  c.secret = "c-secret";
+  c.secret_len = strlen("c-secret");
+  c.heartbeat_interval_ms = 100;
+  c.peer_timeout_ms = 1000;
+  c.connect_timeout_ms = 10000;
+  EXPECT(pcclCommCreate(&c, &comm) == pcclSuccess);
+  return comm;
+}
+
+static void* joinLate(void* arg) {
+  pcclComm_t comm = (pcclComm_t)arg;
+  pcclResult_t r = pcclConnect(comm);
+  if (r != pcclSuccess) fprintf(stderr, "late connect: %s: %s\n", pcclGetErrorString(r), pcclGetLastError(comm));
+  EXPECT(r == pcclSuccess);
+  return NULL;
+}
+
+int main(void) {
+  pcclMasterConfig_t mc = PCCL_MASTER_CONFIG_INIT;
+  pcclMaster_t master = NULL;
+  uint16_t port = 0;
+  pcclComm_t a, b;
+  pthread_t thread;
+  int pending = -1;
+  int64_t v = -1;
+
+  /* Arguments are checked, with a useful message. */
+  EXPECT(pcclMasterCreate(NULL, &master) == pcclInvalidArgument);
+  EXPECT(strstr(pcclGetLastError(NULL), "config") != NULL);
+  EXPECT(pcclConnect(NULL) == pcclInvalidArgument);
+  EXPECT(pcclGetAttribute((pcclComm_t)&mc, PCCL_ATTR_RANK, &v) == pcclInvalidArgument);
+  EXPECT(strcmp(pcclGetErrorString(pcclAuthFailed), "authentication failed") == 0);
+  {
+    pcclMasterConfig_t bad = mc;
+    bad.struct_size = 3;
+    EXPECT(pcclMasterCreate(&bad, &master) == pcclInvalidArgument);
+  }
+
+  mc.listen_address = "127.0.0.1:0";
+  mc.secret = "c-secret";
+  mc.secret_len = strlen("c-secret");
+  mc.heartbeat_interval_ms = 100;
+  mc.peer_timeout_ms = 1000;
+  EXPECT(pcclMasterCreate(&mc, &master) == pcclSuccess);
+  EXPECT(pcclMasterGetPort(master, &port) == pcclInvalidUsage); /* not started yet */
+  EXPECT(pcclMasterStart(master) == pcclSuccess);
+  EXPECT(pcclMasterGetPort(master, &port) == pcclSuccess && port != 0);
+  snprintf(g_address, sizeof g_address, "127.0.0.1:%u", (unsigned)port);
+
+  a = makeComm();
+  b = makeComm();
+  EXPECT(pcclUpdateTopology(a) == pcclInvalidUsage); /* not connected yet */
+  EXPECT(strlen(pcclGetLastError(a)) > 0);
+  EXPECT(pcclConnect(a) == pcclSuccess);
+  EXPECT(pcclGetAttribute(a, PCCL_ATTR_WORLD_SIZE, &v) == pcclSuccess && v == 1);
+  EXPECT(pcclGetAttribute(a, PCCL_ATTR_EPOCH, &v) == pcclSuccess && v == 1);
+
+  pthread_create(&thread, NULL, joinLate, b);
+  EXPECT(pcclMasterWaitForPeers(master, 1, 1, 5000) == pcclSuccess); /* b is pending */
+  EXPECT(pcclArePeersPending(a, &pending) == pcclSuccess && pending == 1);
+  EXPECT(pcclMasterWaitForPeers(master, 5, 0, 10) == pcclTimeout);
+  EXPECT(strstr(pcclGetLastError(NULL), "1 accepted") != NULL);
+  EXPECT(pcclUpdateTopology(a) == pcclSuccess);
+  pthread_join(thread, NULL);
+
+  EXPECT(pcclGetAttribute(a, PCCL_ATTR_WORLD_SIZE, &v) == pcclSuccess && v == 2);
+  EXPECT(pcclGetAttribute(b, PCCL_ATTR_GROUP_WORLD_SIZE, &v) == pcclSuccess && v == 2);
+  {
+    int64_t ra = -1, rb = -1, ea = -1, eb = -1;
+    pcclGetAttribute(a, PCCL_ATTR_RANK, &ra);
+    pcclGetAttribute(b, PCCL_ATTR_RANK, &rb);
+    pcclGetAttribute(a, PCCL_ATTR_EPOCH, &ea);
+    pcclGetAttribute(b, PCCL_ATTR_EPOCH, &eb);
+    EXPECT(ra != rb && ea == eb && ea == 2);
+  }
+  EXPECT(pcclArePeersPending(a, &pending) == pcclSuccess && pending == 0);
+  EXPECT(pcclGetAttribute(a, (pcclAttribute_t)99, &v) == pcclInvalidArgument);
+
+  EXPECT(pcclCommDestroy(b) == pcclSuccess);
+  EXPECT(pcclCommDestroy(b) == pcclInvalidArgument); /* stale handle: an error, not a crash */
+  EXPECT(pcclUpdateTopology(a) == pcclSuccess);      /* ring of one after b left */
+  EXPECT(pcclGetAttribute(a, PCCL_ATTR_WORLD_SIZE, &v) == pcclSuccess && v == 1);
+  EXPECT(pcclCommDestroy(a) == pcclSuccess);
+  EXPECT(pcclCommDestroy(NULL) == pcclSuccess);
+  EXPECT(pcclMasterStop(master) == pcclSuccess);
+  EXPECT(pcclMasterDestroy(master) == pcclSuccess);
+
+  if (g_failures == 0) printf("c_api_test: all checks passed\n");
+  return g_failures == 0 ? 0 : 1;
+}
