@@ -1,0 +1,19 @@
+#!/usr/bin/env bash
+# Installs pccl's build and test dependencies from Debian 12 packages (skipped when already present).
+set -euo pipefail
+PACKAGES=(cmake ninja-build g++ gcc pkg-config libasio-dev libsodium-dev libzstd-dev libfmt-dev libcli11-dev catch2)
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  exit 0
+fi
+if [ "$(id -u)" -ne 0 ]; then
+  echo "pccl: missing packages: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})" >&2
+  exit 1
+fi
+echo "pccl: installing ${missing[*]}" >&2
+export DEBIAN_FRONTEND=noninteractive
+apt-get update -qq
+apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
