@@ -19,7 +19,7 @@ struct MasterConfig {
   uint32_t heartbeat_interval_ms = 1000;     // how often the master pings each peer
   uint32_t peer_timeout_ms = 10000;          // silence after which a peer is declared dead
   uint32_t handshake_timeout_ms = 5000;      // an unauthenticated connection is dropped after this
-  uint32_t max_peers = 1024;                 // connections beyond this are refused
+  uint32_t max_peers = 1024;                 // a JoinRequest beyond this gets Error(InvalidUsage)
   uint32_t max_pending_handshakes = 64;      // connections still handshaking at once
 };
 

@@ -121,7 +121,8 @@ void MasterServer::registerHandlers(Session& s) {
   });
   s.dispatcher.on<wire::P2PFailed>([this, sp, requireJoined](const wire::FrameHeader&, const wire::P2PFailed& m) {
     PCCL_RETURN_IF_ERROR(requireJoined());
-    Code code = m.code <= static_cast<uint16_t>(Code::kProtocolError) ? static_cast<Code>(m.code) : Code::kPeerLost;
+    Code code = m.code != 0 && m.code <= static_cast<uint16_t>(Code::kProtocolError) ? static_cast<Code>(m.code)
+                                                                                     : Code::kPeerLost;
     apply(membership_.p2pFailed(sp->id, m.epoch, code, m.reason));
     return Status::ok();
   });

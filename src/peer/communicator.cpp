@@ -61,7 +61,8 @@ class Communicator::Impl {
       : config_(std::move(config)),
         master_addr_(std::move(master)),
         key_(std::make_shared<net::AuthKey>(secret)),
-        pool_(std::make_unique<peer::RingPool>(io_, key_, Millis(config_.handshake_timeout_ms))) {
+        pool_(std::make_unique<peer::RingPool>(io_, key_, Millis(config_.handshake_timeout_ms),
+                                               Millis(config_.connect_timeout_ms))) {
     net::ListenerConfig lc;
     lc.address = std::move(listen);
     lc.key = key_;

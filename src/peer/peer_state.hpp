@@ -5,7 +5,7 @@
 //   kMember --updateTopology()--> kVoting --TopologyUpdate--> kBuildingRing
 //   kVoting --deadline (vote withdrawn)--> kMember
 //   kConnecting --failure--> kIdle          kPending/kBuildingRing --connect() deadline--> kIdle
-//   any non-terminal --master lost / kicked--> kFailed      any joined --leave()--> kLeft
+//   any joined state --master lost / kicked--> kFailed   any joined --leave()--> kLeft
 #ifndef PCCL_PEER_PEER_STATE_HPP_
 #define PCCL_PEER_PEER_STATE_HPP_
 

@@ -42,8 +42,14 @@ RingPlan planRing(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& s
   return plan;
 }
 
-RingPool::RingPool(asio::io_context& io, std::shared_ptr<const net::AuthKey> key, Millis timeout)
-    : io_(io), key_(std::move(key)), timeout_(timeout), deadline_(io) {}
+RingPool::RingPool(asio::io_context& io, std::shared_ptr<const net::AuthKey> key, Millis handshake_timeout,
+                   Millis build_timeout)
+    : io_(io),
+      key_(std::move(key)),
+      timeout_(handshake_timeout),
+      build_timeout_(build_timeout),
+      sweep_(io),
+      deadline_(io) {}
 
 RingPool::~RingPool() {
   *alive_ = false;
@@ -77,12 +83,12 @@ void RingPool::build(const RingPlan& plan, Done done) {
   if (plan.alone) return finish(Status::ok());
   out_.assign(plan.successor_connections, nullptr);
   in_.assign(plan.predecessor_connections, nullptr);
-  deadline_.expires_after(timeout_);
+  deadline_.expires_after(build_timeout_);
   deadline_.async_wait([this, alive = alive_, epoch = plan.epoch](const asio::error_code& ec) {
     if (ec || !*alive || !building_ || plan_.epoch != epoch) return;
     finish(Status::timeout(fmt::format("ring connections for epoch {} not up within {} ms ({}/{} to successor {}, "
                                        "{}/{} from predecessor {})",
-                                       epoch, timeout_.count(), outboundCount(), out_.size(),
+                                       epoch, build_timeout_.count(), outboundCount(), out_.size(),
                                        wire::shortId(plan_.successor.id), inboundCount(), in_.size(),
                                        wire::shortId(plan_.predecessor))));
   });
@@ -121,6 +127,11 @@ void RingPool::connectOne(uint32_t index, uint64_t epoch) {
             std::weak_ptr<net::Connection> weak = conn;
             conn->start(
                 [this, index, weak, stale](const wire::FrameHeader& h, const uint8_t* p, size_t n) -> Status {
+                  if (out_.size() > index && out_[index] != nullptr && out_[index] == weak.lock()) {
+                    // Accepted already: nothing else is defined on a ring connection yet.
+                    return Status::protocol(std::string("unexpected ") + wire::msgTypeName(h.type) +
+                                            " on a ring connection");
+                  }
                   if (stale()) return Status::ok();
                   if (h.type == static_cast<uint16_t>(wire::MsgType::kError)) {
                     auto e = wire::decodePayload<wire::Error>(p, n);
@@ -194,6 +205,7 @@ void RingPool::onHello(const std::shared_ptr<net::Connection>& conn, const wire:
       return;
     }
     parked_.push_back(Parked{conn, hello, Clock::now()});
+    armSweep();
     return;
   }
   if (hello.epoch < plan_.epoch) {
@@ -229,6 +241,16 @@ void RingPool::sweepParked() {
     if (p.conn->isOpen() && now - p.since > timeout_) p.conn->close(Status::timeout("parked too long"));
   }
   parked_.erase(std::remove_if(parked_.begin(), parked_.end(), expired), parked_.end());
+}
+
+void RingPool::armSweep() {
+  if (parked_.empty()) return;
+  sweep_.expires_after(timeout_);
+  sweep_.async_wait([this, alive = alive_](const asio::error_code& ec) {
+    if (ec || !*alive) return;
+    sweepParked();
+    armSweep();
+  });
 }
 
 void RingPool::maybeDone() {

@@ -34,7 +34,10 @@ class RingPool {
  public:
   using Done = std::function<void(uint64_t epoch, const Status&)>;
 
-  RingPool(asio::io_context& io, std::shared_ptr<const net::AuthKey> key, Millis timeout);
+  // handshake_timeout bounds each connection's authentication (and parked connections);
+  // build_timeout bounds a whole build.
+  RingPool(asio::io_context& io, std::shared_ptr<const net::AuthKey> key, Millis handshake_timeout,
+           Millis build_timeout);
   ~RingPool();
 
   void build(const RingPlan& plan, Done done);  // replaces the previous pool
@@ -57,10 +60,13 @@ class RingPool {
   void finish(const Status& s);
   void maybeDone();
   void sweepParked();
+  void armSweep();
 
   asio::io_context& io_;
   std::shared_ptr<const net::AuthKey> key_;
   Millis timeout_;
+  Millis build_timeout_;
+  asio::steady_timer sweep_;
   RingPlan plan_;
   bool building_ = false;
   Done done_;

@@ -75,7 +75,8 @@ Result<AuthOk> AuthOk::decode(ByteReader& r) {
 
 void Error::encode(ByteWriter& w) const {
   w.u16(code);
-  w.str(message);
+  // Bounded so an Error always fits the handshake frame limit.
+  w.str(message.size() <= kMaxErrorText ? message : message.substr(0, kMaxErrorText));
 }
 Result<Error> Error::decode(ByteReader& r) {
   Error m;

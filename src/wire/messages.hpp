@@ -87,6 +87,7 @@ struct AuthOk {
 };
 
 // Sent before closing a connection on purpose: says why (a pccl::Code and a message).
+inline constexpr size_t kMaxErrorText = 1024;
 struct Error {
   static constexpr MsgType kType = MsgType::kError;
   uint16_t code = 0;
