@@ -89,7 +89,7 @@ void MasterLink::tick() {
     conn_->send(wire::Heartbeat{}, 0);
     last_tx_ = now;
   }
-  Millis period = std::max(Millis(5), std::min(interval_, timeout_ / 4));
+  Millis period = std::clamp(std::min(interval_, timeout_ / 20), Millis(5), Millis(1000));
   timer_.expires_after(period);
   timer_.async_wait([this, alive = alive_](const asio::error_code& ec) {
     if (!ec && *alive) tick();
