@@ -1,4 +1,4 @@
-// pccl::Communicator: one peer's membership in a run, and (later) its collectives.
+// pccl::Communicator: one peer's membership in a run, and its collectives.
 #ifndef PCCL_COMMUNICATOR_HPP_
 #define PCCL_COMMUNICATOR_HPP_
 
@@ -10,6 +10,7 @@
 
 #include "pccl/export.h"
 #include "pccl/status.hpp"
+#include "pccl/types.hpp"
 
 namespace pccl {
 
@@ -25,6 +26,8 @@ struct CommConfig {
   uint32_t handshake_timeout_ms = 5000;      // deadline of one connection's authentication
   std::string secret;                        // empty: PCCL_SECRET / PCCL_SECRET_FILE, else none
   bool encrypt = false;                      // reserved: encryption lands with the hardening issue
+  uint32_t op_timeout_ms = 1800000;          // deadline of one collective, from the call to its result
+  uint32_t segment_bytes = 1 << 20;          // largest pipelining unit on the ring (all peers must agree)
 };
 
 using PeerId = std::array<uint8_t, 16>;
@@ -46,8 +49,25 @@ struct Topology {
   std::vector<RingMember> ring;   // global ring order; a group's ring is its members in this order
 };
 
+// An all-reduce started with allReduceAsync(). Copyable; every copy refers to the same operation.
+// Thread-safe. The buffers passed to allReduceAsync() belong to pccl until the operation is done.
+class PCCL_API ReduceHandle {
+ public:
+  struct State;
+  ReduceHandle() = default;
+  explicit ReduceHandle(std::shared_ptr<State> state) : state_(std::move(state)) {}
+  // Blocks until the operation is done (it always ends: its deadline is op_timeout_ms).
+  Result<ReduceInfo> wait() const;
+  bool test() const;  // true once done; wait() then returns at once
+  bool valid() const { return state_ != nullptr; }
+
+ private:
+  std::shared_ptr<State> state_;
+};
+
 // Thread-safety: methods may be called from any thread, but connect(), updateTopology() and leave()
-// must not overlap each other. See docs/concurrency.md.
+// must not overlap each other or any collective. Collectives may overlap each other when their tags
+// differ. See docs/concurrency.md.
 class PCCL_API Communicator {
  public:
   static Result<std::unique_ptr<Communicator>> create(CommConfig config);
@@ -58,6 +78,13 @@ class PCCL_API Communicator {
   Status connect();         // join; blocks until admitted and the ring is built, or the deadline
   Status updateTopology();  // collective vote: admit pending peers, drop lost ones, rebuild the ring
   Result<bool> arePeersPending();  // true when updateTopology() would change the membership
+  // Reduces `count` elements of `send` across the group's peers into `recv` (send == recv: in place;
+  // otherwise the two must not overlap). Every peer of the group calls it with the same tag, count,
+  // dtype, op and quantization. On failure `send` is untouched and, in place, `recv` holds its input.
+  Result<ReduceInfo> allReduce(const void* send, void* recv, size_t count, DataType dtype, RedOp op,
+                               const ReduceOptions& options = {});
+  Result<ReduceHandle> allReduceAsync(const void* send, void* recv, size_t count, DataType dtype, RedOp op,
+                                      const ReduceOptions& options = {});
   Topology topology() const;
   PeerId id() const;
   uint16_t listenPort() const;

@@ -99,6 +99,7 @@ void MasterServer::registerHandlers(Session& s) {
   s.dispatcher.on<wire::Heartbeat>([](const wire::FrameHeader&, const wire::Heartbeat&) { return Status::ok(); });
   s.dispatcher.on<wire::VoteUpdate>([this, sp, requireJoined](const wire::FrameHeader&, const wire::VoteUpdate&) {
     PCCL_RETURN_IF_ERROR(requireJoined());
+    apply(ops_.voteStarted(sp->id));
     apply(membership_.vote(sp->id));
     return Status::ok();
   });
@@ -113,6 +114,37 @@ void MasterServer::registerHandlers(Session& s) {
     st.request_id = m.request_id;
     sp->conn->send(st, membership_.epoch());
     sp->last_tx = Clock::now();
+    return Status::ok();
+  });
+  s.dispatcher.on<wire::OpAnnounce>([this, sp, requireJoined](const wire::FrameHeader&, const wire::OpAnnounce& m) {
+    PCCL_RETURN_IF_ERROR(requireJoined());
+    const uint32_t group = groupOf(sp->id);
+    bool in_ring = false;
+    for (const auto& r : membership_.ring()) in_ring = in_ring || r.id == sp->id;
+    std::vector<wire::Uuid> members;
+    for (const auto& r : membership_.ring()) {
+      if (in_ring && r.group == group && membership_.isAccepted(r.id)) members.push_back(r.id);
+    }
+    bool busy = membership_.status().vote_open != 0 || membership_.runPhase() != Membership::RunPhase::kStable;
+    apply(ops_.announce(sp->id, group, members, membership_.epoch(), busy, m));
+    return Status::ok();
+  });
+  s.dispatcher.on<wire::OpDone>([this, sp, requireJoined](const wire::FrameHeader&, const wire::OpDone& m) {
+    PCCL_RETURN_IF_ERROR(requireJoined());
+    apply(ops_.done(sp->id, m.op_id));
+    return Status::ok();
+  });
+  s.dispatcher.on<wire::OpFailed>([this, sp, requireJoined](const wire::FrameHeader&, const wire::OpFailed& m) {
+    PCCL_RETURN_IF_ERROR(requireJoined());
+    Code code = m.code != 0 && m.code <= static_cast<uint16_t>(Code::kProtocolError) ? static_cast<Code>(m.code)
+                                                                                     : Code::kPeerLost;
+    if (m.op_id == 0) {
+      apply(ops_.withdraw(sp->id, groupOf(sp->id), m.tag, code, m.reason));
+      return Status::ok();
+    }
+    bool aborted = false;
+    apply(ops_.failed(sp->id, m.op_id, code, m.reason, &aborted));
+    if (aborted) membership_.markStale();
     return Status::ok();
   });
   s.dispatcher.on<wire::P2PReady>([this, sp, requireJoined](const wire::FrameHeader&, const wire::P2PReady& m) {
@@ -132,7 +164,7 @@ void MasterServer::registerHandlers(Session& s) {
     wire::Uuid id = sp->id;
     serial_by_id_.erase(id);
     sp->joined = false;  // the close handler must not report a second departure
-    apply(membership_.remove(id, wire::LeaveReason::kGraceful, ""));
+    removePeer(id, wire::LeaveReason::kGraceful, "");
     sp->conn->close(Status::ok());
     return Status::ok();
   });
@@ -193,7 +225,19 @@ void MasterServer::onClosed(uint64_t serial, const Status& reason) {
   if (why == wire::LeaveReason::kProtocolError) {
     PCCL_LOG_WARN(kLog, "dropping peer {} at {}: {}", shortId(s->id), s->conn->peerName(), reason.toString());
   }
-  apply(membership_.remove(s->id, why, reason.message()));
+  removePeer(s->id, why, reason.message());
+}
+
+void MasterServer::removePeer(const wire::Uuid& id, wire::LeaveReason why, const std::string& detail) {
+  apply(ops_.peerGone(id, detail.empty() ? "left" : detail));
+  apply(membership_.remove(id, why, detail));
+}
+
+uint32_t MasterServer::groupOf(const wire::Uuid& id) const {
+  for (const auto& r : membership_.ring()) {
+    if (r.id == id) return r.group;
+  }
+  return 0;
 }
 
 MasterServer::Session* MasterServer::sessionById(const wire::Uuid& id) {

@@ -9,6 +9,7 @@
 #include <string>
 
 #include "master/membership.hpp"
+#include "master/op_coordinator.hpp"
 #include "net/connection.hpp"
 #include "net/listener.hpp"
 #include "pccl/master.hpp"
@@ -46,7 +47,9 @@ class MasterServer {
   void apply(const Effects& fx);
   void tick();
   void publishStats();
+  void removePeer(const wire::Uuid& id, wire::LeaveReason why, const std::string& detail);
   Session* sessionById(const wire::Uuid& id);
+  uint32_t groupOf(const wire::Uuid& id) const;  // its group in the current ring (0 if not in it)
 
   asio::io_context& io_;
   MasterConfig config_;
@@ -55,6 +58,7 @@ class MasterServer {
   asio::steady_timer ticker_;
   Millis tick_period_;
   Membership membership_;
+  OpCoordinator ops_;
   std::map<uint64_t, std::unique_ptr<Session>> sessions_;  // by serial
   std::map<wire::Uuid, uint64_t> serial_by_id_;
   uint64_t next_serial_ = 1;

@@ -41,6 +41,10 @@ class Membership {
   // Graceful leave, heartbeat timeout, broken connection. Unknown ids are ignored.
   Effects remove(const wire::Uuid& id, wire::LeaveReason reason, const std::string& detail);
 
+  // The current ring can no longer be used (a collective was aborted mid-transfer): the next
+  // arePeersPending() answers true so that every peer calls updateTopology().
+  void markStale() { stale_ = true; }
+
   uint64_t epoch() const { return epoch_; }
   RunPhase runPhase() const { return phase_; }
   bool contains(const wire::Uuid& id) const { return peers_.count(id) != 0; }

@@ -11,13 +11,12 @@
 
 #include "net/asio.hpp"
 #include "net/auth.hpp"
+#include "net/frame_io.hpp"
 #include "pccl/status.hpp"
 #include "util/clock.hpp"
 
 namespace pccl::net {
 
-// Maps a received wire::Error to a Status, prefixed with who sent it.
-Status statusFromRemoteError(const wire::Error& e, const std::string& who);
 
 struct ClientHandshake {
   wire::Role role = wire::Role::kPeerToMaster;

@@ -12,7 +12,7 @@ namespace pccl::peer {
 
 namespace {
 constexpr const char* kLog = "ring";
-constexpr size_t kMaxParked = 256;
+constexpr size_t kMaxEarly = 256;
 }  // namespace
 
 RingPlan planRing(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& self, uint64_t epoch,
@@ -44,39 +44,33 @@ RingPlan planRing(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& s
 
 RingPool::RingPool(asio::io_context& io, std::shared_ptr<const net::AuthKey> key, Millis handshake_timeout,
                    Millis build_timeout)
-    : io_(io),
-      key_(std::move(key)),
-      timeout_(handshake_timeout),
-      build_timeout_(build_timeout),
-      sweep_(io),
-      deadline_(io) {}
+    : io_(io), key_(std::move(key)), timeout_(handshake_timeout), build_timeout_(build_timeout), deadline_(io) {}
 
 RingPool::~RingPool() {
   *alive_ = false;
-  reset();
-  for (auto& p : parked_) p.conn->close(Status::ok());
-  for (auto& c : unidentified_) c->close(Status::ok());
+  reset(Status::ok());
+  for (auto& e : early_) e.io->fail(Status::ok());
 }
 
-size_t RingPool::outboundCount() const {
-  return static_cast<size_t>(std::count_if(out_.begin(), out_.end(), [](const auto& c) { return c != nullptr; }));
-}
-size_t RingPool::inboundCount() const {
-  return static_cast<size_t>(std::count_if(in_.begin(), in_.end(), [](const auto& c) { return c != nullptr; }));
+size_t RingPool::count(const Channels& c) const {
+  return static_cast<size_t>(std::count_if(c.begin(), c.end(), [](const auto& ch) { return ch != nullptr; }));
 }
 
-void RingPool::reset() {
+void RingPool::reset(const Status& why) {
   building_ = false;
   done_ = nullptr;
   deadline_.cancel();
-  for (auto& c : out_) if (c) c->close(Status::ok());
-  for (auto& c : in_) if (c) c->close(Status::ok());
+  Channels all = std::move(out_);
+  all.insert(all.end(), in_.begin(), in_.end());
   out_.clear();
   in_.clear();
+  for (auto& c : all) {
+    if (c) c->close(why.isOk() ? Status::peerLost("ring connections reset") : why);
+  }
 }
 
 void RingPool::build(const RingPlan& plan, Done done) {
-  reset();
+  reset(Status::ok());
   plan_ = plan;
   done_ = std::move(done);
   building_ = true;
@@ -88,15 +82,17 @@ void RingPool::build(const RingPlan& plan, Done done) {
     if (ec || !*alive || !building_ || plan_.epoch != epoch) return;
     finish(Status::timeout(fmt::format("ring connections for epoch {} not up within {} ms ({}/{} to successor {}, "
                                        "{}/{} from predecessor {})",
-                                       epoch, build_timeout_.count(), outboundCount(), out_.size(),
-                                       wire::shortId(plan_.successor.id), inboundCount(), in_.size(),
+                                       epoch, build_timeout_.count(), count(out_), out_.size(),
+                                       wire::shortId(plan_.successor.id), count(in_), in_.size(),
                                        wire::shortId(plan_.predecessor))));
   });
   for (uint32_t i = 0; i < plan.successor_connections; ++i) connectOne(i, plan.epoch);
   // Connections that reached us before we learnt this epoch.
-  std::vector<Parked> parked = std::move(parked_);
-  parked_.clear();
-  for (auto& p : parked) onHello(p.conn, p.hello);
+  std::vector<Early> early = std::move(early_);
+  early_.clear();
+  for (auto& e : early) {
+    if (!e.io->done()) onHello(e.io, e.hello);
+  }
 }
 
 void RingPool::connectOne(uint32_t index, uint64_t epoch) {
@@ -109,153 +105,92 @@ void RingPool::connectOne(uint32_t index, uint64_t epoch) {
   auto fail = [this, stale, who](const Status& s) {
     if (!stale()) finish(s.withContext(who));
   };
+  auto onAuthenticated = [this, index, epoch, who, stale, fail](net::Tcp::socket sock) {
+    auto io = std::make_shared<net::FrameIo>(std::move(sock), timeout_, fail);
+    io->armDeadline();
+    wire::P2PHello hello;
+    hello.sender_id = plan_.self;
+    hello.epoch = epoch;
+    hello.index = index;
+    io->write(wire::encodeFrame(hello, epoch), [this, io, index, epoch, who, stale] {
+      io->readFrame([this, io, index, epoch, who, stale](Status s, const wire::FrameHeader& h,
+                                                         const std::vector<uint8_t>& p) {
+        if (stale()) return io->fail(Status::ok());
+        if (s.isOk()) s = net::expectFrame<wire::P2PAccept>(h, p, who).status();
+        if (!s.isOk()) return io->fail(s);
+        out_[index] = std::make_shared<net::DataChannel>(io->release(), epoch, who);
+        maybeDone();
+      });
+    });
+  };
   resolver->async_resolve(
       plan_.successor.host, std::to_string(plan_.successor.port),
-      [this, resolver, socket, index, epoch, who, stale, fail](const asio::error_code& ec,
-                                                               net::Tcp::resolver::results_type res) {
+      [this, resolver, socket, who, stale, fail, onAuthenticated](const asio::error_code& ec,
+                                                                  net::Tcp::resolver::results_type res) {
         if (stale()) return;
         if (ec) return fail(Status::peerLost("resolve failed: " + ec.message()));
-        asio::async_connect(*socket, res, [this, socket, index, epoch, who, stale, fail](const asio::error_code& ec2,
-                                                                                        const net::Tcp::endpoint&) {
+        asio::async_connect(*socket, res, [this, socket, who, stale, fail, onAuthenticated](
+                                              const asio::error_code& ec2, const net::Tcp::endpoint&) {
           if (stale()) return;
           if (ec2) return fail(Status::peerLost("connect failed: " + ec2.message()));
           net::ClientHandshake hs{wire::Role::kPeerToPeer, key_, timeout_, who};
-          net::asyncClientHandshake(std::move(*socket), hs, [this, index, epoch, stale, fail](Result<net::Tcp::socket> r) {
+          net::asyncClientHandshake(std::move(*socket), hs, [stale, fail, onAuthenticated](Result<net::Tcp::socket> r) {
             if (stale()) return;
             if (!r.isOk()) return fail(r.status());
-            auto conn = std::make_shared<net::Connection>(std::move(r).value(), wire::kMaxControlPayload);
-            std::weak_ptr<net::Connection> weak = conn;
-            conn->start(
-                [this, index, weak, stale](const wire::FrameHeader& h, const uint8_t* p, size_t n) -> Status {
-                  if (out_.size() > index && out_[index] != nullptr && out_[index] == weak.lock()) {
-                    // Accepted already: nothing else is defined on a ring connection yet.
-                    return Status::protocol(std::string("unexpected ") + wire::msgTypeName(h.type) +
-                                            " on a ring connection");
-                  }
-                  if (stale()) return Status::ok();
-                  if (h.type == static_cast<uint16_t>(wire::MsgType::kError)) {
-                    auto e = wire::decodePayload<wire::Error>(p, n);
-                    return e.isOk() ? net::statusFromRemoteError(*e, "ring successor") : e.status();
-                  }
-                  auto acc = wire::decodePayload<wire::P2PAccept>(p, n);
-                  if (h.type != static_cast<uint16_t>(wire::MsgType::kP2PAccept) || !acc.isOk() ||
-                      index >= out_.size() || out_[index]) {
-                    return Status::protocol("expected P2PAccept from the ring successor");
-                  }
-                  out_[index] = weak.lock();
-                  maybeDone();
-                  return Status::ok();
-                },
-                [this, index, stale, fail, weak](const Status& why) {
-                  if (stale()) return;
-                  // A ring connection that breaks before the ring is complete fails the build.
-                  if (index < out_.size() && (out_[index] == nullptr || out_[index] == weak.lock())) {
-                    fail(why.code() == Code::kOk ? Status::peerLost("closed") : why);
-                  }
-                });
-            wire::P2PHello hello;
-            hello.sender_id = plan_.self;
-            hello.epoch = epoch;
-            hello.index = index;
-            conn->send(hello, epoch);
+            onAuthenticated(std::move(r).value());
           });
         });
       });
 }
 
 void RingPool::adopt(net::Tcp::socket socket) {
-  auto conn = std::make_shared<net::Connection>(std::move(socket), wire::kMaxControlPayload);
-  std::weak_ptr<net::Connection> weak = conn;
-  auto got_hello = std::make_shared<bool>(false);
-  unidentified_.push_back(conn);
-  conn->start(
-      [this, weak, got_hello, alive = alive_](const wire::FrameHeader& h, const uint8_t* p, size_t n) -> Status {
-        if (!*alive) return Status::ok();
-        if (*got_hello) return Status::protocol(std::string("unexpected ") + wire::msgTypeName(h.type) + " on a ring connection");
-        if (h.type != static_cast<uint16_t>(wire::MsgType::kP2PHello)) {
-          return Status::protocol("the first message on a ring connection must be P2PHello");
-        }
-        auto hello = wire::decodePayload<wire::P2PHello>(p, n);
-        if (!hello.isOk()) return hello.status();
-        *got_hello = true;
-        auto c = weak.lock();
-        unidentified_.erase(std::remove(unidentified_.begin(), unidentified_.end(), c), unidentified_.end());
-        onHello(c, *hello);
-        return Status::ok();
-      },
-      [this, weak, alive = alive_](const Status& why) {
-        if (!*alive) return;
-        auto c = weak.lock();
-        unidentified_.erase(std::remove(unidentified_.begin(), unidentified_.end(), c), unidentified_.end());
-        auto it = std::find(in_.begin(), in_.end(), c);
-        if (it != in_.end() && c != nullptr) {
-          PCCL_LOG_DEBUG(kLog, "inbound ring connection from {} closed: {}", c->peerName(), why.toString());
-          if (building_) finish(Status::peerLost("ring predecessor closed a connection: " + why.message()));
-        }
-      });
+  std::string who = net::remoteName(socket);
+  auto io = std::make_shared<net::FrameIo>(std::move(socket), timeout_, [who](const Status& s) {
+    if (!s.isOk()) PCCL_LOG_DEBUG(kLog, "ring connection from {} dropped: {}", who, s.toString());
+  });
+  io->armDeadline();
+  io->readFrame([this, io, alive = alive_, who](Status s, const wire::FrameHeader& h, const std::vector<uint8_t>& p) {
+    if (!*alive) return io->fail(Status::ok());
+    auto hello = s.isOk() ? net::expectFrame<wire::P2PHello>(h, p, who) : Result<wire::P2PHello>(s);
+    if (!hello.isOk()) return io->fail(hello.status());
+    onHello(io, *hello);
+  });
 }
 
-void RingPool::onHello(const std::shared_ptr<net::Connection>& conn, const wire::P2PHello& hello) {
-  if (!conn || !conn->isOpen()) return;
-  bool known_epoch = building_ || plan_.epoch != 0;
-  if (!known_epoch || hello.epoch > plan_.epoch) {
-    sweepParked();
-    if (parked_.size() >= kMaxParked) {
-      conn->sendErrorAndClose(Status::invalidUsage("too many ring connections waiting for their epoch"), hello.epoch);
-      return;
+void RingPool::onHello(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello) {
+  const uint64_t epoch = plan_.epoch;
+  if (hello.epoch > epoch || (!building_ && epoch == 0)) {
+    // From a ring we have not heard of yet: wait for our TopologyUpdate (the FrameIo deadline bounds it).
+    early_.erase(std::remove_if(early_.begin(), early_.end(), [](const Early& e) { return e.io->done(); }),
+                 early_.end());
+    if (early_.size() >= kMaxEarly) {
+      return io->rejectWith(Status::invalidUsage("too many ring connections waiting for their epoch"));
     }
-    parked_.push_back(Parked{conn, hello, Clock::now()});
-    armSweep();
+    early_.push_back(Early{io, hello});
     return;
   }
-  if (hello.epoch < plan_.epoch) {
-    conn->sendErrorAndClose(Status::invalidUsage(fmt::format("stale epoch {}: this peer is at epoch {}", hello.epoch,
-                                                             plan_.epoch)),
-                            plan_.epoch);
-    return;
+  if (hello.epoch < epoch) {
+    return io->rejectWith(Status::invalidUsage(fmt::format("stale epoch {}: this peer is at epoch {}", hello.epoch, epoch)));
   }
-  place(conn, hello);
-}
-
-void RingPool::place(const std::shared_ptr<net::Connection>& conn, const wire::P2PHello& hello) {
-  if (hello.sender_id != plan_.predecessor || plan_.alone) {
-    conn->sendErrorAndClose(Status::invalidUsage(fmt::format("peer {} is not our ring predecessor in epoch {}",
-                                                             wire::shortId(hello.sender_id), plan_.epoch)),
-                            plan_.epoch);
-    return;
+  if (!building_ || plan_.alone || hello.sender_id != plan_.predecessor) {
+    return io->rejectWith(Status::invalidUsage(
+        fmt::format("peer {} is not our ring predecessor in epoch {}", wire::shortId(hello.sender_id), epoch)));
   }
   if (hello.index >= in_.size() || in_[hello.index] != nullptr) {
-    conn->sendErrorAndClose(Status::invalidUsage(fmt::format("bad or duplicate ring connection index {}", hello.index)),
-                            plan_.epoch);
-    return;
+    return io->rejectWith(Status::invalidUsage(fmt::format("bad or duplicate ring connection index {}", hello.index)));
   }
-  in_[hello.index] = conn;
-  conn->send(wire::P2PAccept{}, plan_.epoch);
-  maybeDone();
-}
-
-void RingPool::sweepParked() {
-  const TimePoint now = Clock::now();
-  auto expired = [&](const Parked& p) { return !p.conn->isOpen() || now - p.since > timeout_; };
-  for (auto& p : parked_) {
-    if (p.conn->isOpen() && now - p.since > timeout_) p.conn->close(Status::timeout("parked too long"));
-  }
-  parked_.erase(std::remove_if(parked_.begin(), parked_.end(), expired), parked_.end());
-}
-
-void RingPool::armSweep() {
-  if (parked_.empty()) return;
-  sweep_.expires_after(timeout_);
-  sweep_.async_wait([this, alive = alive_](const asio::error_code& ec) {
-    if (ec || !*alive) return;
-    sweepParked();
-    armSweep();
+  const uint32_t index = hello.index;
+  std::string who = "ring predecessor " + wire::shortId(hello.sender_id);
+  io->write(wire::encodeFrame(wire::P2PAccept{}, epoch), [this, io, index, epoch, who, alive = alive_] {
+    if (!*alive || !building_ || plan_.epoch != epoch || index >= in_.size()) return io->fail(Status::ok());
+    in_[index] = std::make_shared<net::DataChannel>(io->release(), epoch, who);
+    maybeDone();
   });
 }
 
 void RingPool::maybeDone() {
   if (!building_) return;
-  if (outboundCount() == out_.size() && inboundCount() == in_.size()) finish(Status::ok());
+  if (count(out_) == out_.size() && count(in_) == in_.size()) finish(Status::ok());
 }
 
 void RingPool::finish(const Status& s) {
@@ -265,10 +200,13 @@ void RingPool::finish(const Status& s) {
   Done done = std::move(done_);
   done_ = nullptr;
   if (!s.isOk()) {
-    for (auto& c : out_) if (c) c->close(Status::ok());
-    for (auto& c : in_) if (c) c->close(Status::ok());
+    Channels all = std::move(out_);
+    all.insert(all.end(), in_.begin(), in_.end());
     out_.clear();
     in_.clear();
+    for (auto& c : all) {
+      if (c) c->close(s);
+    }
   }
   if (done) done(plan_.epoch, s);
 }

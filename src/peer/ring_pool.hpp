@@ -1,6 +1,8 @@
 // The authenticated pool of ring connections for one epoch: K outbound connections to our ring
 // successor (we send on them) and our predecessor's K inbound ones (we receive on them).
-// Inbound connections that arrive before we have learnt their epoch are parked until we do.
+// Each is authenticated, then introduced with P2PHello / P2PAccept, then becomes a DataChannel.
+// Inbound connections that arrive before we have learnt their epoch wait (bounded by the handshake
+// deadline) until we do.
 // Thread: the communicator's io thread.
 #ifndef PCCL_PEER_RING_POOL_HPP_
 #define PCCL_PEER_RING_POOL_HPP_
@@ -10,7 +12,8 @@
 #include <string>
 #include <vector>
 
-#include "net/connection.hpp"
+#include "net/data_channel.hpp"
+#include "net/frame_io.hpp"
 #include "net/handshake.hpp"
 #include "wire/messages.hpp"
 
@@ -33,47 +36,45 @@ RingPlan planRing(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& s
 class RingPool {
  public:
   using Done = std::function<void(uint64_t epoch, const Status&)>;
+  using Channels = std::vector<std::shared_ptr<net::DataChannel>>;
 
-  // handshake_timeout bounds each connection's authentication (and parked connections);
+  // handshake_timeout bounds each connection's authentication and hello (and early arrivals);
   // build_timeout bounds a whole build.
   RingPool(asio::io_context& io, std::shared_ptr<const net::AuthKey> key, Millis handshake_timeout,
            Millis build_timeout);
   ~RingPool();
 
   void build(const RingPlan& plan, Done done);  // replaces the previous pool
-  void reset();                                  // closes every ring connection
+  void reset(const Status& why);               // closes every ring connection
   // An authenticated peer-to-peer socket from our listener; reads its P2PHello.
   void adopt(net::Tcp::socket socket);
 
-  size_t outboundCount() const;
-  size_t inboundCount() const;
+  // Valid once `done` reported success, until the next build or reset.
+  const Channels& outbound() const { return out_; }
+  const Channels& inbound() const { return in_; }
+  const RingPlan& plan() const { return plan_; }
 
  private:
-  struct Parked {
-    std::shared_ptr<net::Connection> conn;
+  struct Early {
+    std::shared_ptr<net::FrameIo> io;
     wire::P2PHello hello;
-    TimePoint since;
   };
   void connectOne(uint32_t index, uint64_t epoch);
-  void onHello(const std::shared_ptr<net::Connection>& conn, const wire::P2PHello& hello);
-  void place(const std::shared_ptr<net::Connection>& conn, const wire::P2PHello& hello);
+  void onHello(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello);
   void finish(const Status& s);
   void maybeDone();
-  void sweepParked();
-  void armSweep();
+  size_t count(const Channels& c) const;
 
   asio::io_context& io_;
   std::shared_ptr<const net::AuthKey> key_;
   Millis timeout_;
   Millis build_timeout_;
-  asio::steady_timer sweep_;
   RingPlan plan_;
   bool building_ = false;
   Done done_;
-  std::vector<std::shared_ptr<net::Connection>> out_;
-  std::vector<std::shared_ptr<net::Connection>> in_;
-  std::vector<std::shared_ptr<net::Connection>> unidentified_;
-  std::vector<Parked> parked_;
+  Channels out_;
+  Channels in_;
+  std::vector<Early> early_;
   asio::steady_timer deadline_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

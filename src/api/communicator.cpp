@@ -5,12 +5,16 @@
 #include <fmt/format.h>
 
 #include <condition_variable>
+#include <cstring>
 #include <future>
 #include <map>
 #include <set>
 #include <mutex>
 #include <thread>
 
+#include "codec/dtype.hpp"
+#include "collective/buffer_pool.hpp"
+#include "collective/collectives.hpp"
 #include "net/auth.hpp"
 #include "net/listener.hpp"
 #include "peer/master_link.hpp"
@@ -49,6 +53,64 @@ Topology topologyFrom(const std::vector<wire::MemberInfo>& ring, const wire::Uui
 }
 }  // namespace
 
+struct ReduceHandle::State {
+  std::mutex mu;
+  std::condition_variable cv;
+  bool done = false;
+  Status status;
+  ReduceInfo info;
+};
+
+Result<ReduceInfo> ReduceHandle::wait() const {
+  if (!state_) return Status::invalidUsage("wait() on an empty ReduceHandle");
+  std::unique_lock<std::mutex> lk(state_->mu);
+  // No deadline here on purpose: the io thread ends every operation by its op_timeout_ms deadline,
+  // and returning earlier would hand back buffers that pccl may still write.
+  state_->cv.wait(lk, [&] { return state_->done; });
+  if (!state_->status.isOk()) return state_->status;
+  return state_->info;
+}
+
+bool ReduceHandle::test() const {
+  if (!state_) return true;
+  std::lock_guard<std::mutex> lk(state_->mu);
+  return state_->done;
+}
+
+namespace {
+// Argument checks that need no state: types, pointers, sizes, overlap, unsupported options.
+Status checkReduceArgs(const void* send, void* recv, size_t count, DataType dtype, RedOp op, const ReduceOptions& o) {
+  if (!codec::isValidDType(static_cast<uint8_t>(dtype))) {
+    return Status::invalidArgument(fmt::format("unknown data type {}", static_cast<int>(dtype)));
+  }
+  if (!codec::isValidRedOp(static_cast<uint8_t>(op))) {
+    return Status::invalidArgument(fmt::format("unknown reduction op {}", static_cast<int>(op)));
+  }
+  if (!codec::isValidQuant(static_cast<uint8_t>(o.quant))) {
+    return Status::invalidArgument(fmt::format("unknown quantization {}", static_cast<int>(o.quant)));
+  }
+  if (o.quant != Quant::kNone) {
+    return Status::unsupported(fmt::format("quantization {} is not available in this version of pccl",
+                                           codec::quantName(static_cast<codec::Quant>(o.quant))));
+  }
+  if (o.compress) return Status::unsupported("compression is not available in this version of pccl");
+  if (o.location != BufferLocation::kHost) {
+    return Status::unsupported("device buffers need a GPU build of pccl; this build takes host memory only");
+  }
+  if (count == 0) return Status::ok();
+  if (send == nullptr || recv == nullptr) return Status::invalidArgument("send and recv buffers must not be NULL");
+  const size_t elem = codec::dtypeSize(static_cast<codec::DType>(dtype));
+  if (count > SIZE_MAX / elem) return Status::invalidArgument(fmt::format("count {} overflows the address space", count));
+  const auto* s = static_cast<const uint8_t*>(send);
+  const auto* r = static_cast<const uint8_t*>(recv);
+  const size_t bytes = count * elem;
+  if (s != r && s < r + bytes && r < s + bytes) {
+    return Status::invalidArgument("send and recv overlap without being the same buffer (in place needs send == recv)");
+  }
+  return Status::ok();
+}
+}  // namespace
+
 std::string formatPeerId(const PeerId& id) {
   std::string s;
   for (uint8_t b : id) s += fmt::format("{:02x}", b);
@@ -62,7 +124,9 @@ class Communicator::Impl {
         master_addr_(std::move(master)),
         key_(std::make_shared<net::AuthKey>(secret)),
         pool_(std::make_unique<peer::RingPool>(io_, key_, Millis(config_.handshake_timeout_ms),
-                                               Millis(config_.connect_timeout_ms))) {
+                                               Millis(config_.connect_timeout_ms))),
+        colls_(std::make_unique<collective::Collectives>(io_, &buffers_,
+                                                         [this](const Status& s) { pool_->reset(s); })) {
     net::ListenerConfig lc;
     lc.address = std::move(listen);
     lc.key = key_;
@@ -77,8 +141,11 @@ class Communicator::Impl {
     std::promise<void> done;
     asio::post(io_, [this, &done] {
       listener_->close();
+      colls_->failAll(Status::invalidUsage("the communicator was destroyed"));
+      colls_->setLink(nullptr);
       link_.reset();
-      pool_.reset();
+      pool_.reset();  // closes the ring's connections, which report to colls_
+      colls_.reset();
       done.set_value();
     });
     done.get_future().wait_for(kLeaveTimeout);
@@ -138,6 +205,10 @@ class Communicator::Impl {
       return record(Status::invalidUsage(
           fmt::format("updateTopology() needs a connected member; this peer is {}", peer::peerStateName(state_))));
     }
+    if (!inflight_.empty()) {
+      return record(Status::invalidUsage(fmt::format(
+          "updateTopology() while {} collective(s) are in flight: wait for them first", inflight_.size())));
+    }
     setState(PeerState::kVoting);
     const uint64_t builds0 = builds_done_;
     asio::post(io_, [this] {
@@ -185,6 +256,59 @@ class Communicator::Impl {
     return st.pending > 0 || st.vote_open != 0 || st.stale != 0;
   }
 
+  Result<ReduceHandle> allReduceAsync(const void* send, void* recv, size_t count, DataType dtype, RedOp op,
+                                      const ReduceOptions& o) {
+    PCCL_RETURN_IF_ERROR(record(checkReduceArgs(send, recv, count, dtype, op, o)));
+    collective::ReduceRequest req;
+    req.submitted = Clock::now();
+    req.tag = o.tag;
+    req.count = count;
+    req.dtype = static_cast<codec::DType>(dtype);
+    req.op = static_cast<codec::RedOp>(op);
+    req.quant = static_cast<codec::Quant>(o.quant);
+    req.segment_bytes = config_.segment_bytes;
+    req.timeout = Millis(config_.op_timeout_ms);
+    req.output = static_cast<uint8_t*>(recv);
+    req.input = static_cast<const uint8_t*>(send);
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (!fatal_.isOk()) return record(fatal_);
+      if (state_ != PeerState::kMember) {
+        return record(Status::invalidUsage(
+            fmt::format("allReduce needs a connected member with a ring; this peer is {}", peer::peerStateName(state_))));
+      }
+      if (inflight_.count(o.tag) != 0) {
+        return record(Status::invalidUsage(fmt::format(
+            "tag {} is still in flight on this peer: concurrent collectives need distinct tags", o.tag)));
+      }
+      inflight_.insert(o.tag);
+    }
+    const size_t bytes = count * codec::dtypeSize(req.dtype);
+    if (send == recv && count > 0) {
+      // In place: the ring reads a saved copy of the input, so a failure can put it back.
+      req.saved = buffers_.acquire(bytes);
+      std::memcpy(req.saved.data.get(), recv, bytes);
+      req.input = req.saved.data.get();
+    }
+    auto state = std::make_shared<ReduceHandle::State>();
+    const uint64_t tag = o.tag;
+    auto done = [this, state, tag](const collective::ReduceOutcome& out) {
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        inflight_.erase(tag);
+      }
+      if (!out.status.isOk()) (void)record(out.status);
+      std::lock_guard<std::mutex> lk(state->mu);
+      state->done = true;
+      state->status = out.status;
+      state->info = ReduceInfo{out.tx_bytes, out.rx_bytes, out.world_size, out.seconds};
+      state->cv.notify_all();
+    };
+    auto shared_req = std::make_shared<collective::ReduceRequest>(std::move(req));
+    asio::post(io_, [this, shared_req, done] { colls_->submit(std::move(*shared_req), done); });
+    return ReduceHandle(state);
+  }
+
   Status leave() {
     {
       std::lock_guard<std::mutex> lk(mu_);
@@ -195,7 +319,8 @@ class Communicator::Impl {
     std::promise<void> left;
     auto fut = left.get_future();
     asio::post(io_, [this, &left] {
-      pool_->reset();
+      colls_->failAll(Status::invalidUsage("the communicator left the run"));
+      pool_->reset(Status::ok());
       if (!link_) return left.set_value();
       link_->leave(epoch(), [&left] { left.set_value(); });
     });
@@ -259,7 +384,8 @@ class Communicator::Impl {
   void teardown() {
     std::promise<void> done;
     asio::post(io_, [this, &done] {
-      pool_->reset();
+      colls_->failAll(Status::timeout("connect() gave up"));
+      pool_->reset(Status::ok());
       if (link_) link_->close();
       std::lock_guard<std::mutex> lk(mu_);
       if (state_ != PeerState::kFailed) {
@@ -276,7 +402,20 @@ class Communicator::Impl {
 
   void ioStartSession() {
     link_ = std::make_unique<peer::MasterLink>(io_, key_, Millis(config_.handshake_timeout_ms));
+    colls_->setLink(link_.get());
     wire::Dispatcher& d = link_->dispatcher();
+    d.on<wire::OpStart>([this](const wire::FrameHeader&, const wire::OpStart& m) {
+      colls_->onStart(m);
+      return Status::ok();
+    });
+    d.on<wire::OpAbort>([this](const wire::FrameHeader&, const wire::OpAbort& m) {
+      colls_->onAbort(m);
+      return Status::ok();
+    });
+    d.on<wire::OpComplete>([this](const wire::FrameHeader&, const wire::OpComplete& m) {
+      colls_->onComplete(m);
+      return Status::ok();
+    });
     d.on<wire::JoinAccepted>([this](const wire::FrameHeader&, const wire::JoinAccepted& m) { return onJoined(m); });
     d.on<wire::TopologyUpdate>([this](const wire::FrameHeader&, const wire::TopologyUpdate& m) { return onTopology(m); });
     d.on<wire::TopologyReady>([this](const wire::FrameHeader&, const wire::TopologyReady& m) { return onReady(m); });
@@ -319,6 +458,7 @@ class Communicator::Impl {
     std::lock_guard<std::mutex> lk(mu_);
     if (state_ != PeerState::kConnecting) return Status::protocol("JoinAccepted while not joining");
     id_ = m.peer_id;
+    colls_->setName("peer " + wire::shortId(id_));
     PCCL_LOG_INFO(kLog, "peer {}: joined, pending admission", wire::shortId(id_));
     setState(PeerState::kPending);
     return Status::ok();
@@ -333,6 +473,7 @@ class Communicator::Impl {
       std::lock_guard<std::mutex> lk(mu_);
       setState(PeerState::kBuildingRing);
     }
+    colls_->clearRing();
     peer::RingPlan plan = peer::planRing(m.ring, id_, m.epoch, config_.connections_per_peer);
     pool_->build(plan, [this](uint64_t epoch, const Status& s) {
       if (!link_) return;
@@ -348,6 +489,8 @@ class Communicator::Impl {
 
   Status onReady(const wire::TopologyReady& m) {
     if (m.epoch != building_.epoch) return Status::ok();
+    colls_->setRing(building_.epoch, building_.group_rank, building_.group_world_size, pool_->outbound(),
+                    pool_->inbound());
     std::lock_guard<std::mutex> lk(mu_);
     topology_ = building_;
     last_build_ = Status::ok();
@@ -360,7 +503,8 @@ class Communicator::Impl {
   }
 
   Status onFailed(const wire::TopologyFailed& m) {
-    pool_->reset();
+    colls_->clearRing();
+    pool_->reset(Status::ok());
     std::lock_guard<std::mutex> lk(mu_);
     Code code = m.code <= static_cast<uint16_t>(Code::kProtocolError) && m.code != 0 ? static_cast<Code>(m.code)
                                                                                      : Code::kPeerLost;
@@ -371,7 +515,8 @@ class Communicator::Impl {
   }
 
   void onLost(const Status& s) {
-    pool_->reset();
+    colls_->failAll(s);
+    pool_->reset(Status::ok());
     std::lock_guard<std::mutex> lk(mu_);
     if (state_ == PeerState::kConnecting) {
       connect_error_ = s;
@@ -392,6 +537,8 @@ class Communicator::Impl {
   std::shared_ptr<net::Listener> listener_;
   std::unique_ptr<peer::MasterLink> link_;  // io thread
   std::unique_ptr<peer::RingPool> pool_;    // io thread
+  collective::BufferPool buffers_;          // thread-safe
+  std::unique_ptr<collective::Collectives> colls_;  // io thread
   Topology building_;                       // io thread: the topology being built
 
   mutable std::mutex mu_;
@@ -405,6 +552,7 @@ class Communicator::Impl {
   uint64_t next_query_ = 0;
   std::map<uint64_t, wire::MembershipStatus> answers_;  // QueryStatus replies not yet collected
   std::set<uint64_t> waiting_;
+  std::set<uint64_t> inflight_;  // tags of collectives not yet done
   PeerId id_{};
 
   mutable std::mutex err_mu_;
@@ -429,6 +577,11 @@ Result<std::unique_ptr<Communicator>> Communicator::create(CommConfig config) {
     return Status::invalidArgument("connect_timeout_ms and handshake_timeout_ms must be > 0");
   }
   if (config.encrypt) return Status::unsupported("encryption is not available in this build yet");
+  if (config.op_timeout_ms == 0) return Status::invalidArgument("op_timeout_ms must be > 0");
+  if (config.segment_bytes < 64 || config.segment_bytes > wire::kMaxDataPayload) {
+    return Status::invalidArgument(fmt::format("segment_bytes must be 64..{}, got {}", wire::kMaxDataPayload,
+                                               config.segment_bytes));
+  }
   if (config.advertise_host.size() > 255) return Status::invalidArgument("advertise_host longer than 255 bytes");
   PCCL_ASSIGN_OR_RETURN(std::string secret, resolveSecret(config.secret));
   auto impl = std::make_unique<Impl>(std::move(config), std::move(secret), std::move(master), std::move(listen));
@@ -446,5 +599,14 @@ PeerId Communicator::id() const { return impl_->id(); }
 uint16_t Communicator::listenPort() const { return impl_->listenPort(); }
 std::string Communicator::lastError() const { return impl_->lastError(); }
 Status Communicator::leave() { return impl_->leave(); }
+Result<ReduceHandle> Communicator::allReduceAsync(const void* send, void* recv, size_t count, DataType dtype, RedOp op,
+                                                  const ReduceOptions& options) {
+  return impl_->allReduceAsync(send, recv, count, dtype, op, options);
+}
+Result<ReduceInfo> Communicator::allReduce(const void* send, void* recv, size_t count, DataType dtype, RedOp op,
+                                           const ReduceOptions& options) {
+  PCCL_ASSIGN_OR_RETURN(ReduceHandle h, impl_->allReduceAsync(send, recv, count, dtype, op, options));
+  return h.wait();
+}
 
 }  // namespace pccl

@@ -1,0 +1,38 @@
+// Element types, reduction operators and per-operation options of the C++ API. Numbered exactly as
+// their C counterparts in pccl.h (pcclDataType_t, pcclRedOp_t, pcclQuant_t).
+#ifndef PCCL_TYPES_HPP_
+#define PCCL_TYPES_HPP_
+
+#include <cstdint>
+
+namespace pccl {
+
+enum class DataType : uint8_t {
+  kInt8 = 0, kUint8, kInt16, kUint16, kInt32, kUint32, kInt64, kUint64,
+  kFloat16, kBfloat16, kFloat32, kFloat64,
+};
+
+enum class RedOp : uint8_t { kSum = 0, kAvg, kProd, kMin, kMax };
+
+// Wire format of an all-reduce's payload. Only kNone is available in this version.
+enum class Quant : uint8_t { kNone = 0, kFp16, kBf16, kInt8 };
+
+enum class BufferLocation : uint8_t { kHost = 0, kDevice = 1 };
+
+struct ReduceOptions {
+  uint64_t tag = 0;       // concurrent operations need distinct tags; peers match operations by tag
+  Quant quant = Quant::kNone;
+  bool compress = false;  // zstd on the wire (not available in this version)
+  BufferLocation location = BufferLocation::kHost;
+};
+
+struct ReduceInfo {
+  uint64_t tx_bytes = 0;    // payload bytes this peer sent on the ring
+  uint64_t rx_bytes = 0;    // payload bytes it received
+  uint32_t world_size = 0;  // peers that took part (the group's ring)
+  double seconds = 0;       // wall time from the call to the result
+};
+
+}  // namespace pccl
+
+#endif  // PCCL_TYPES_HPP_

@@ -1,0 +1,292 @@
+#include "collective/collectives.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cstring>
+#include <utility>
+
+#include "codec/reduce.hpp"
+#include "collective/partition.hpp"
+#include "util/log.hpp"
+
+namespace pccl::collective {
+
+namespace {
+constexpr const char* kLog = "collective";
+
+Code codeFromWire(uint16_t c) {
+  return c != 0 && c <= static_cast<uint16_t>(Code::kProtocolError) ? static_cast<Code>(c) : Code::kPeerLost;
+}
+}  // namespace
+
+Collectives::Collectives(asio::io_context& io, BufferPool* pool, ResetRing reset_ring)
+    : io_(io), pool_(pool), reset_ring_(std::move(reset_ring)) {}
+
+Collectives::~Collectives() { failAll(Status::invalidUsage("the communicator was destroyed")); }
+
+void Collectives::setRing(uint64_t epoch, uint32_t rank, uint32_t world, Channels successor, Channels predecessor) {
+  epoch_ = epoch;
+  rank_ = rank;
+  world_ = world;
+  successor_ = std::move(successor);
+  predecessor_ = std::move(predecessor);
+  ring_broken_ = Status::ok();
+  paused_.clear();
+  for (auto& ch : successor_) ch->start(this);
+  for (auto& ch : predecessor_) ch->start(this);
+}
+
+void Collectives::clearRing() {
+  successor_.clear();
+  predecessor_.clear();
+  paused_.clear();
+  ring_broken_ = Status::peerLost("the ring is being rebuilt");
+}
+
+// ---- the life of one operation ------------------------------------------------------------------
+
+void Collectives::submit(ReduceRequest req, Completion done) {
+  auto op = std::make_unique<Op>(io_);
+  op->req = std::move(req);
+  op->done = std::move(done);
+  op->world = world_;
+  Op& o = *op;
+  if (by_tag_.count(o.req.tag) != 0) {
+    return finishOp(o, Status::invalidUsage(fmt::format("tag {} is already in flight", o.req.tag)));
+  }
+  if (link_ == nullptr) return finishOp(o, Status::masterUnreachable("not connected to the master"));
+  by_tag_[o.req.tag] = std::move(op);
+  wire::OpAnnounce a;
+  a.tag = o.req.tag;
+  a.count = o.req.count;
+  a.dtype = static_cast<uint8_t>(o.req.dtype);
+  a.op = static_cast<uint8_t>(o.req.op);
+  a.quant = static_cast<uint8_t>(o.req.quant);
+  a.epoch = epoch_;
+  a.segment_bytes = o.req.segment_bytes;
+  link_->send(a, epoch_);
+  const uint64_t tag = o.req.tag;
+  o.timer.expires_at(o.req.submitted + o.req.timeout);
+  o.timer.async_wait([this, tag](const asio::error_code& ec) {
+    if (!ec) timedOut(tag);
+  });
+}
+
+void Collectives::onStart(const wire::OpStart& m) {
+  max_started_ = std::max(max_started_, m.op_id);
+  auto it = by_tag_.find(m.tag);
+  if (it == by_tag_.end() || it->second->state != State::kAnnounced) {
+    // We gave up on it (deadline) before the start reached us: make the others stop too.
+    if (link_ != nullptr) {
+      link_->send(wire::OpFailed{m.tag, m.op_id, static_cast<uint16_t>(Code::kTimeout),
+                                 "this peer no longer waits for the operation"},
+                  epoch_);
+    }
+    return resumePaused();
+  }
+  Op& op = *it->second;
+  op.op_id = m.op_id;
+  op.state = State::kRunning;
+  by_id_[m.op_id] = &op;
+  run(op);
+  resumePaused();
+}
+
+void Collectives::run(Op& op) {
+  const ReduceRequest& r = op.req;
+  const size_t bytes = r.count * codec::dtypeSize(r.dtype);
+  if (r.count == 0) return localDone(op);
+  if (world_ <= 1) {
+    if (r.output != r.input) std::memcpy(r.output, r.input, bytes);
+    return localDone(op);
+  }
+  if (!ring_broken_.isOk() || successor_.empty()) {
+    return failOp(op, Status::peerLost(fmt::format("the ring's connections are down ({}); call pcclUpdateTopology",
+                                                   ring_broken_.isOk() ? "none" : ring_broken_.message())),
+                  true);
+  }
+  RingOpSpec spec;
+  spec.op_id = op.op_id;
+  spec.input = r.input;
+  spec.output = r.output;
+  spec.count = r.count;
+  spec.dtype = r.dtype;
+  spec.op = r.op;
+  spec.rank = rank_;
+  spec.world = world_;
+  spec.segment_elems = segmentElems(r.count, world_, codec::dtypeSize(r.dtype), r.segment_bytes);
+  const uint64_t op_id = op.op_id;
+  op.ring = std::make_shared<RingAllReduce>(spec, successor_,
+                                            [this, op_id](const Status& s) { ringFinished(op_id, s); });
+  auto ring = op.ring;
+  ring->start();
+}
+
+void Collectives::ringFinished(uint64_t op_id, const Status& s) {
+  Op* op = byId(op_id);
+  if (op == nullptr || op->state != State::kRunning) return;
+  if (s.isOk()) return localDone(*op);
+  failOp(*op, s, true);
+}
+
+void Collectives::localDone(Op& op) {
+  op.state = State::kLocalDone;
+  if (link_ != nullptr) link_->send(wire::OpDone{op.op_id}, epoch_);
+}
+
+void Collectives::onComplete(const wire::OpComplete& m) {
+  Op* op = byId(m.op_id);
+  if (op == nullptr) return;
+  if (op->state != State::kLocalDone) {
+    PCCL_LOG_ERROR(kLog, "{}: master completed op {} that is still running here", name_, m.op_id);
+    return failOp(*op, Status::protocol("the master completed an operation this peer had not finished"), true);
+  }
+  finishOp(*op, Status::ok());
+}
+
+void Collectives::onAbort(const wire::OpAbort& m) {
+  max_started_ = std::max(max_started_, m.op_id);
+  Op* op = nullptr;
+  if (m.op_id != 0) {
+    op = byId(m.op_id);
+  } else {
+    auto it = by_tag_.find(m.tag);
+    if (it != by_tag_.end() && it->second->state == State::kAnnounced) op = it->second.get();
+  }
+  if (op != nullptr) failOp(*op, Status(codeFromWire(m.code), m.reason), false);
+  resumePaused();
+}
+
+void Collectives::timedOut(uint64_t tag) {
+  auto it = by_tag_.find(tag);
+  if (it == by_tag_.end()) return;
+  Op& op = *it->second;
+  const char* where = op.state == State::kAnnounced ? "waiting for every peer to call it" : "running";
+  failOp(op, Status::timeout(fmt::format("all-reduce tag {} not finished within {} ms ({})", tag,
+                                         op.req.timeout.count(), where)),
+         true);
+}
+
+void Collectives::failOp(Op& op, const Status& why, bool tell_master) {
+  const State was = op.state;
+  if (was == State::kFailing) return;
+  op.state = State::kFailing;  // closing the ring below reports back here: do not fail twice
+  const bool touched = was != State::kAnnounced;  // output may hold partial data
+  if (tell_master && link_ != nullptr) {
+    link_->send(wire::OpFailed{op.req.tag, op.op_id, static_cast<uint16_t>(why.code()), why.message()}, epoch_);
+  }
+  if (op.ring) op.ring->fail(why);
+  if (was == State::kRunning) {
+    // Segments of this operation may still be on the wire, and frames in flight could land in the
+    // user's buffer: close the ring's connections before giving the buffer back.
+    PCCL_LOG_WARN(kLog, "{}: all-reduce op {} failed mid-transfer, closing the ring: {}", name_, op.op_id,
+                  why.toString());
+    ring_broken_ = why;
+    reset_ring_(why);
+  }
+  if (touched && op.req.saved.data) {
+    std::memcpy(op.req.output, op.req.saved.data.get(), op.req.count * codec::dtypeSize(op.req.dtype));
+  }
+  finishOp(op, why);
+}
+
+void Collectives::finishOp(Op& op, const Status& s) {
+  ReduceOutcome out;
+  out.status = s;
+  out.world_size = op.world;
+  if (op.ring) {
+    out.tx_bytes = op.ring->bytesSent();
+    out.rx_bytes = op.ring->bytesReceived();
+  }
+  out.seconds = std::chrono::duration<double>(Clock::now() - op.req.submitted).count();
+  if (!s.isOk()) PCCL_LOG_DEBUG(kLog, "{}: tag {} failed: {}", name_, op.req.tag, s.toString());
+  op.timer.cancel();
+  Completion done = std::move(op.done);
+  pool_->release(std::move(op.req.saved));
+  // Drop the bookkeeping before telling the user: the tag may be reused at once.
+  std::unique_ptr<Op> keep;
+  if (op.op_id != 0) by_id_.erase(op.op_id);
+  auto it = by_tag_.find(op.req.tag);
+  if (it != by_tag_.end() && it->second.get() == &op) {
+    keep = std::move(it->second);
+    by_tag_.erase(it);
+  }
+  if (done) done(out);
+}
+
+void Collectives::failAll(const Status& why) {
+  std::vector<uint64_t> tags;
+  for (const auto& kv : by_tag_) tags.push_back(kv.first);
+  for (uint64_t tag : tags) {
+    auto it = by_tag_.find(tag);
+    if (it != by_tag_.end()) failOp(*it->second, why, false);
+  }
+}
+
+Collectives::Op* Collectives::byId(uint64_t op_id) {
+  auto it = by_id_.find(op_id);
+  return it == by_id_.end() ? nullptr : it->second;
+}
+
+// ---- ring connections ---------------------------------------------------------------------------
+
+bool Collectives::ours(const net::DataChannel& ch, const Channels& list) const {
+  return std::any_of(list.begin(), list.end(), [&](const auto& c) { return c.get() == &ch; });
+}
+
+Result<net::Placement> Collectives::place(net::DataChannel& ch, const wire::DataHeader& h, uint32_t bytes) {
+  if (!ours(ch, predecessor_)) {
+    return Status::protocol(fmt::format("{}: data frame on a connection that does not carry data to us", ch.name()));
+  }
+  Op* op = byId(h.op_id);
+  if (op != nullptr && op->state == State::kRunning) {
+    auto ring = op->ring;
+    auto p = ring->placement(h, bytes);
+    if (!p.isOk()) return p.status().withContext(ch.name());
+    return net::Placement::direct(*p);
+  }
+  if (op != nullptr) return Status::protocol(fmt::format("{}: data for op {} after it finished", ch.name(), h.op_id));
+  if (h.op_id > max_started_) {
+    // The predecessor heard OpStart before we did: wait for ours (it is on its way).
+    paused_.push_back(ch.weak_from_this());
+    return net::Placement::pause();
+  }
+  return net::Placement::discard();  // an operation that was aborted here
+}
+
+Status Collectives::deliver(net::DataChannel&, const wire::DataHeader& h, const uint8_t*, uint32_t) {
+  Op* op = byId(h.op_id);
+  if (op == nullptr || op->state != State::kRunning) return Status::ok();
+  auto ring = op->ring;
+  ring->delivered(h);
+  return Status::ok();
+}
+
+void Collectives::channelClosed(net::DataChannel& ch, const Status& why) {
+  if (!ours(ch, successor_) && !ours(ch, predecessor_)) return;  // an old ring's connection
+  if (ring_broken_.isOk()) {
+    ring_broken_ = why.isOk() ? Status::peerLost(ch.name() + " closed") : why;
+    PCCL_LOG_INFO(kLog, "{}: ring connection lost: {}", name_, ring_broken_.toString());
+  }
+  std::vector<uint64_t> running;
+  for (const auto& kv : by_id_) {
+    if (kv.second->state == State::kRunning) running.push_back(kv.first);
+  }
+  for (uint64_t id : running) {
+    Op* op = byId(id);
+    if (op != nullptr && op->state == State::kRunning) {
+      failOp(*op, Status::peerLost(fmt::format("ring connection lost: {}", ring_broken_.message())), true);
+    }
+  }
+}
+
+void Collectives::resumePaused() {
+  std::vector<std::weak_ptr<net::DataChannel>> paused = std::move(paused_);
+  paused_.clear();
+  for (auto& w : paused) {
+    if (auto ch = w.lock()) ch->resume();
+  }
+}
+
+}  // namespace pccl::collective

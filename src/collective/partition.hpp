@@ -1,0 +1,40 @@
+// Pure functions that cut a buffer for the ring: chunks (one per rank) and segments (the pipelining
+// and striping unit), plus the ring schedule. Unit-tested on their own.
+#ifndef PCCL_COLLECTIVE_PARTITION_HPP_
+#define PCCL_COLLECTIVE_PARTITION_HPP_
+
+#include <cstddef>
+#include <cstdint>
+
+namespace pccl::collective {
+
+struct Span {
+  size_t offset = 0;  // elements
+  size_t count = 0;
+};
+
+// Chunk `index` of `world` balanced chunks of `count` elements: the first count % world chunks hold one more.
+Span chunkOf(size_t count, uint32_t world, uint32_t index);
+
+// Segments of at most `segment_elems` elements within a chunk of `chunk_count` elements.
+size_t segmentCount(size_t chunk_count, size_t segment_elems);
+Span segmentOf(size_t chunk_count, size_t segment_elems, size_t index);
+
+// Elements per segment for an operation of `count` elements of `elem_size` bytes over `world` ranks:
+// enough segments per chunk (up to 64) to stripe over many connections and pipeline hops, each at
+// least min(16 KiB, max_segment_bytes) and at most max_segment_bytes. Every peer computes the same.
+size_t segmentElems(size_t count, uint32_t world, size_t elem_size, size_t max_segment_bytes);
+
+// The ring schedule for `rank` of `world` (world >= 2): 2(world-1) phases. Phases 0..world-2 are the
+// reduce-scatter, world-1..2world-3 the all-gather. At each phase a rank sends one chunk to its
+// successor and receives one from its predecessor; the chunk received at phase p is the one sent at p+1.
+uint32_t phaseCount(uint32_t world);
+uint32_t sendChunk(uint32_t rank, uint32_t world, uint32_t phase);
+uint32_t recvChunk(uint32_t rank, uint32_t world, uint32_t phase);
+inline bool isReducePhase(uint32_t world, uint32_t phase) { return phase + 1 < world; }
+inline bool isLastReducePhase(uint32_t world, uint32_t phase) { return phase + 2 == world; }
+inline bool isLastPhase(uint32_t world, uint32_t phase) { return phase + 1 == phaseCount(world); }
+
+}  // namespace pccl::collective
+
+#endif  // PCCL_COLLECTIVE_PARTITION_HPP_

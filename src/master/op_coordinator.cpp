@@ -1,0 +1,166 @@
+#include "master/op_coordinator.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "codec/dtype.hpp"
+#include "util/log.hpp"
+
+namespace pccl::master {
+
+namespace {
+constexpr const char* kLog = "master";
+using wire::shortId;
+
+bool sameOp(const wire::OpAnnounce& a, const wire::OpAnnounce& b) {
+  return a.count == b.count && a.dtype == b.dtype && a.op == b.op && a.quant == b.quant && a.epoch == b.epoch &&
+         a.segment_bytes == b.segment_bytes;
+}
+
+void sendTo(Effects& fx, const std::vector<wire::Uuid>& to, const std::vector<uint8_t>& frame) {
+  for (const auto& id : to) fx.push_back(Outgoing{id, frame});
+}
+}  // namespace
+
+std::string OpCoordinator::describe(const wire::OpAnnounce& a) {
+  return fmt::format("count={} dtype={} op={} quant={} epoch={} segment_bytes={}", a.count,
+                     codec::dtypeName(static_cast<codec::DType>(a.dtype)),
+                     codec::redOpName(static_cast<codec::RedOp>(a.op)),
+                     codec::quantName(static_cast<codec::Quant>(a.quant)), a.epoch, a.segment_bytes);
+}
+
+Effects OpCoordinator::announce(const wire::Uuid& peer, uint32_t group, const std::vector<wire::Uuid>& members,
+                                uint64_t epoch, bool vote_open, const wire::OpAnnounce& a) {
+  Effects fx;
+  const Key key{group, a.tag};
+  auto it = pending_.find(key);
+  if (it == pending_.end()) it = pending_.emplace(key, Pending{members, {}}).first;
+  Pending& p = it->second;
+  if (p.announced.count(peer) != 0) {
+    abortPending(fx, key, Code::kInvalidUsage,
+                 fmt::format("peer {} announced tag {} twice before it started", shortId(peer), a.tag));
+    return fx;
+  }
+  p.announced[peer] = a;
+  if (a.epoch != epoch) {
+    abortPending(fx, key, Code::kMismatch,
+                 fmt::format("peer {} runs tag {} on the ring of epoch {}, but the ring is at epoch {}: call "
+                             "pcclUpdateTopology",
+                             shortId(peer), a.tag, a.epoch, epoch));
+    return fx;
+  }
+  if (vote_open) {
+    abortPending(fx, key, Code::kMismatch,
+                 fmt::format("tag {}: a peer is waiting in pcclUpdateTopology while others run a collective", a.tag));
+    return fx;
+  }
+  if (std::find(p.members.begin(), p.members.end(), peer) == p.members.end()) {
+    abortPending(fx, key, Code::kInvalidUsage, fmt::format("peer {} is not in the ring of tag {}", shortId(peer), a.tag));
+    return fx;
+  }
+  if (p.announced.size() < p.members.size()) return fx;
+
+  // Everyone announced: agree, or say exactly who differs.
+  const auto& [first_peer, first] = *p.announced.begin();
+  for (const auto& [who, desc] : p.announced) {
+    if (!sameOp(desc, first)) {
+      abortPending(fx, key, Code::kMismatch,
+                   fmt::format("peers disagree on tag {}: peer {} has {}, peer {} has {}", a.tag, shortId(first_peer),
+                               describe(first), shortId(who), describe(desc)));
+      return fx;
+    }
+  }
+  const uint64_t op_id = ++next_op_id_;
+  running_[op_id] = Running{a.tag, p.members, {}};
+  pending_.erase(it);
+  PCCL_LOG_DEBUG(kLog, "op {} (tag {}, {}) starts on {} peers", op_id, a.tag, describe(a), running_[op_id].members.size());
+  sendTo(fx, running_[op_id].members, wire::encodeFrame(wire::OpStart{a.tag, op_id}, epoch));
+  return fx;
+}
+
+Effects OpCoordinator::done(const wire::Uuid& peer, uint64_t op_id) {
+  Effects fx;
+  auto it = running_.find(op_id);
+  if (it == running_.end()) return fx;  // already aborted
+  Running& r = it->second;
+  r.done.insert(peer);
+  if (r.done.size() < r.members.size()) return fx;
+  sendTo(fx, r.members, wire::encodeFrame(wire::OpComplete{op_id}, 0));
+  running_.erase(it);
+  return fx;
+}
+
+Effects OpCoordinator::failed(const wire::Uuid& peer, uint64_t op_id, Code code, const std::string& reason,
+                              bool* aborted) {
+  Effects fx;
+  *aborted = false;
+  auto it = running_.find(op_id);
+  if (it == running_.end()) return fx;
+  const auto& m = it->second.members;
+  if (std::find(m.begin(), m.end(), peer) == m.end()) return fx;  // not its operation
+  *aborted = true;
+  abortRunning(fx, op_id, code, fmt::format("peer {} failed: {}", shortId(peer), reason));
+  return fx;
+}
+
+Effects OpCoordinator::withdraw(const wire::Uuid& peer, uint32_t group, uint64_t tag, Code code,
+                                const std::string& reason) {
+  Effects fx;
+  auto it = pending_.find(Key{group, tag});
+  if (it == pending_.end() || it->second.announced.count(peer) == 0) return fx;
+  abortPending(fx, it->first, code, fmt::format("peer {} gave up on tag {}: {}", shortId(peer), tag, reason));
+  return fx;
+}
+
+Effects OpCoordinator::peerGone(const wire::Uuid& peer, const std::string& why) {
+  Effects fx;
+  const std::string reason = fmt::format("peer {} left the run ({})", shortId(peer), why);
+  std::vector<uint64_t> ops;
+  for (const auto& [id, r] : running_) {
+    if (std::find(r.members.begin(), r.members.end(), peer) != r.members.end()) ops.push_back(id);
+  }
+  for (uint64_t id : ops) abortRunning(fx, id, Code::kPeerLost, reason);
+  std::vector<Key> keys;
+  for (const auto& [key, p] : pending_) {
+    if (std::find(p.members.begin(), p.members.end(), peer) != p.members.end()) keys.push_back(key);
+  }
+  for (const Key& k : keys) abortPending(fx, k, Code::kPeerLost, reason);
+  return fx;
+}
+
+Effects OpCoordinator::voteStarted(const wire::Uuid& voter) {
+  Effects fx;
+  std::vector<Key> keys;
+  for (const auto& [key, p] : pending_) keys.push_back(key);
+  for (const Key& k : keys) {
+    abortPending(fx, k, Code::kMismatch,
+                 fmt::format("tag {}: peer {} called pcclUpdateTopology while others started this collective",
+                             k.second, shortId(voter)));
+  }
+  return fx;
+}
+
+void OpCoordinator::abortPending(Effects& fx, const Key& key, Code code, const std::string& reason) {
+  auto it = pending_.find(key);
+  if (it == pending_.end()) return;
+  PCCL_LOG_WARN(kLog, "collective tag {} aborted before it started: {}", key.second, reason);
+  wire::OpAbort ab{key.second, 0, static_cast<uint16_t>(code), reason};
+  // Everyone who announced must hear it; members who announce later start a fresh round.
+  std::vector<wire::Uuid> to;
+  for (const auto& kv : it->second.announced) to.push_back(kv.first);
+  pending_.erase(it);
+  sendTo(fx, to, wire::encodeFrame(ab, 0));
+}
+
+void OpCoordinator::abortRunning(Effects& fx, uint64_t op_id, Code code, const std::string& reason) {
+  auto it = running_.find(op_id);
+  if (it == running_.end()) return;
+  PCCL_LOG_WARN(kLog, "collective op {} (tag {}) aborted: {}", op_id, it->second.tag, reason);
+  wire::OpAbort ab{it->second.tag, op_id, static_cast<uint16_t>(code), reason};
+  std::vector<wire::Uuid> to = it->second.members;
+  running_.erase(it);
+  sendTo(fx, to, wire::encodeFrame(ab, 0));
+}
+
+}  // namespace pccl::master

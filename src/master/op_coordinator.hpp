@@ -1,0 +1,64 @@
+// The master's view of collectives: every peer of a group announces (tag, count, dtype, op, quant,
+// epoch); when all have, the master starts the operation under a fresh op_id, or aborts it with a
+// message saying who differs and how. An operation completes only when every participant reports
+// done (so either all peers succeed or all fail), and fails everywhere when one participant fails
+// or leaves. Pure logic, like Membership. Thread: MasterServer's event loop.
+#ifndef PCCL_MASTER_OP_COORDINATOR_HPP_
+#define PCCL_MASTER_OP_COORDINATOR_HPP_
+
+#include <cstdint>
+#include <map>
+#include <set>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "master/membership.hpp"
+#include "wire/messages.hpp"
+
+namespace pccl::master {
+
+class OpCoordinator {
+ public:
+  // `members`: the peers of the announcer's group in the current ring; `vote_open`: a member of the
+  // run is waiting in updateTopology (then no collective can complete).
+  Effects announce(const wire::Uuid& peer, uint32_t group, const std::vector<wire::Uuid>& members,
+                   uint64_t epoch, bool vote_open, const wire::OpAnnounce& a);
+  Effects done(const wire::Uuid& peer, uint64_t op_id);
+  // A participant failed running op_id; the operation is aborted everywhere. Returns true in `aborted`
+  // when a running operation was aborted (its ring may hold partial data: the run needs a new ring).
+  Effects failed(const wire::Uuid& peer, uint64_t op_id, Code code, const std::string& reason, bool* aborted);
+  // A peer withdrew its announcement of `tag` before the operation started (its deadline passed).
+  Effects withdraw(const wire::Uuid& peer, uint32_t group, uint64_t tag, Code code, const std::string& reason);
+  // Aborts every pending or running operation that involves `peer`.
+  Effects peerGone(const wire::Uuid& peer, const std::string& why);
+  // A vote started: pending announcements cannot be matched any more.
+  Effects voteStarted(const wire::Uuid& voter);
+
+  size_t pendingCount() const { return pending_.size(); }
+  size_t runningCount() const { return running_.size(); }
+
+ private:
+  struct Pending {
+    std::vector<wire::Uuid> members;
+    std::map<wire::Uuid, wire::OpAnnounce> announced;
+  };
+  struct Running {
+    uint64_t tag = 0;
+    std::vector<wire::Uuid> members;
+    std::set<wire::Uuid> done;
+  };
+  using Key = std::pair<uint32_t, uint64_t>;  // (group, tag)
+
+  void abortPending(Effects& fx, const Key& key, Code code, const std::string& reason);
+  void abortRunning(Effects& fx, uint64_t op_id, Code code, const std::string& reason);
+  static std::string describe(const wire::OpAnnounce& a);
+
+  std::map<Key, Pending> pending_;
+  std::map<uint64_t, Running> running_;
+  uint64_t next_op_id_ = 0;
+};
+
+}  // namespace pccl::master
+
+#endif  // PCCL_MASTER_OP_COORDINATOR_HPP_

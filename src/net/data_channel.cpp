@@ -1,0 +1,130 @@
+#include "net/data_channel.hpp"
+
+#include <fmt/format.h>
+
+#include <utility>
+
+#include "wire/messages.hpp"
+
+namespace pccl::net {
+
+DataChannel::DataChannel(Tcp::socket socket, uint64_t epoch, std::string name)
+    : socket_(std::move(socket)), epoch_(epoch), name_(std::move(name)) {
+  tuneSocket(socket_);
+  asio::error_code ec;
+  // Large kernel buffers keep long fat pipes full (the kernel caps them at its own maximum).
+  socket_.set_option(asio::socket_base::send_buffer_size(8 << 20), ec);
+  socket_.set_option(asio::socket_base::receive_buffer_size(8 << 20), ec);
+}
+
+DataChannel::~DataChannel() {
+  asio::error_code ec;
+  socket_.close(ec);
+}
+
+void DataChannel::start(DataSink* sink) {
+  sink_ = sink;
+  readHead();
+}
+
+void DataChannel::readHead() {
+  auto self = shared_from_this();
+  asio::async_read(socket_, asio::buffer(head_), [this, self](const asio::error_code& ec, size_t) {
+    if (closed_) return;
+    if (ec) {
+      return close(Status::peerLost(ec == asio::error::eof ? name_ + " closed the connection"
+                                                           : name_ + ": " + ec.message()));
+    }
+    auto h = wire::decodeHeader(head_.data(), wire::kHeaderSize, wire::kDataHeaderSize + wire::kMaxDataPayload);
+    if (!h.isOk()) return close(h.status().withContext(name_));
+    if (h->type != static_cast<uint16_t>(wire::MsgType::kData) || h->length < wire::kDataHeaderSize) {
+      return close(Status::protocol(fmt::format("{}: unexpected {} frame on a ring connection", name_,
+                                                wire::msgTypeName(h->type))));
+    }
+    if (h->epoch != epoch_) {
+      return close(Status::protocol(fmt::format("{}: data frame of epoch {} on a ring of epoch {}", name_, h->epoch, epoch_)));
+    }
+    auto d = wire::decodeDataHeader(head_.data() + wire::kHeaderSize, wire::kDataHeaderSize);
+    if (!d.isOk()) return close(d.status().withContext(name_));
+    current_ = *d;
+    current_bytes_ = h->length - static_cast<uint32_t>(wire::kDataHeaderSize);
+    placeAndRead();
+  });
+}
+
+void DataChannel::resume() {
+  if (!paused_ || closed_) return;
+  paused_ = false;
+  placeAndRead();
+}
+
+void DataChannel::placeAndRead() {
+  auto p = sink_->place(*this, current_, current_bytes_);
+  if (!p.isOk()) return close(p.status());
+  if (p->kind == Placement::Kind::kPause) {
+    paused_ = true;
+    return;
+  }
+  uint8_t* dst = p->ptr;
+  const bool keep = p->kind != Placement::Kind::kDiscard;
+  if (p->kind != Placement::Kind::kDirect) {
+    if (staging_.size() < current_bytes_) staging_.resize(current_bytes_);
+    dst = staging_.data();
+  }
+  auto self = shared_from_this();
+  asio::async_read(socket_, asio::buffer(dst, current_bytes_), [this, self, dst, keep](const asio::error_code& ec, size_t) {
+    if (closed_) return;
+    if (ec) return close(Status::peerLost(name_ + ": " + ec.message()));
+    bytes_received_ += current_bytes_;
+    if (keep) {
+      Status s = sink_->deliver(*this, current_, dst, current_bytes_);
+      if (!s.isOk()) return close(s);
+      if (closed_) return;
+    }
+    readHead();
+  });
+}
+
+void DataChannel::send(const wire::DataHeader& h, const uint8_t* payload, uint32_t bytes, SendDone done) {
+  if (closed_) {
+    done(Status::peerLost(name_ + " is closed"));
+    return;
+  }
+  out_.push_back(Pending{wire::encodeDataFrameHead(h, epoch_, bytes), payload, bytes, std::move(done)});
+  if (!writing_) writeNext();
+}
+
+void DataChannel::writeNext() {
+  if (out_.empty() || closed_) {
+    writing_ = false;
+    return;
+  }
+  writing_ = true;
+  Pending& p = out_.front();
+  std::array<asio::const_buffer, 2> bufs{asio::buffer(p.head), asio::buffer(p.payload, p.bytes)};
+  auto self = shared_from_this();
+  asio::async_write(socket_, bufs, [this, self](const asio::error_code& ec, size_t) {
+    if (closed_) return;
+    if (ec) return close(Status::peerLost(name_ + ": " + ec.message()));
+    Pending done = std::move(out_.front());
+    out_.pop_front();
+    bytes_sent_ += done.bytes;
+    done.done(Status::ok());
+    writeNext();
+  });
+}
+
+void DataChannel::close(const Status& why) {
+  if (closed_) return;
+  closed_ = true;
+  asio::error_code ec;
+  socket_.shutdown(Tcp::socket::shutdown_both, ec);
+  socket_.close(ec);
+  // Nothing reads the queued payloads after this point: their owners may reuse them.
+  std::deque<Pending> pending = std::move(out_);
+  out_.clear();
+  for (auto& p : pending) p.done(why);
+  if (sink_ != nullptr) sink_->channelClosed(*this, why);
+}
+
+}  // namespace pccl::net

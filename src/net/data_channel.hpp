@@ -1,0 +1,92 @@
+// A ring connection carrying data frames, after authentication and the ring hello.
+// Receive: each frame's DataHeader is shown to the sink, which says where its elements go (straight
+// into their destination, into the channel's staging buffer, discarded, or "pause until I know").
+// Send: a FIFO of (header, pointer, length) written with one gather write each: no copy of the payload.
+// Thread: the owning io_context's thread.
+#ifndef PCCL_NET_DATA_CHANNEL_HPP_
+#define PCCL_NET_DATA_CHANNEL_HPP_
+
+#include <array>
+#include <cstdint>
+#include <deque>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "net/asio.hpp"
+#include "pccl/status.hpp"
+#include "wire/data.hpp"
+
+namespace pccl::net {
+
+class DataChannel;
+
+struct Placement {
+  enum class Kind { kDirect, kStage, kDiscard, kPause };
+  Kind kind = Kind::kDiscard;
+  uint8_t* ptr = nullptr;  // kDirect: where the payload goes
+  static Placement direct(uint8_t* p) { return {Kind::kDirect, p}; }
+  static Placement stage() { return {Kind::kStage, nullptr}; }
+  static Placement discard() { return {Kind::kDiscard, nullptr}; }
+  static Placement pause() { return {Kind::kPause, nullptr}; }
+};
+
+class DataSink {
+ public:
+  virtual ~DataSink() = default;
+  // Where do `bytes` of payload for `h` go? A failed Result closes the channel with that reason.
+  virtual Result<Placement> place(DataChannel& ch, const wire::DataHeader& h, uint32_t bytes) = 0;
+  // The payload has arrived at `data` (the direct pointer, or the staging buffer). Not called for discards.
+  virtual Status deliver(DataChannel& ch, const wire::DataHeader& h, const uint8_t* data, uint32_t bytes) = 0;
+  virtual void channelClosed(DataChannel& ch, const Status& why) = 0;
+};
+
+class DataChannel : public std::enable_shared_from_this<DataChannel> {
+ public:
+  using SendDone = std::function<void(const Status&)>;
+
+  DataChannel(Tcp::socket socket, uint64_t epoch, std::string name);
+  ~DataChannel();
+
+  void start(DataSink* sink);
+  void resume();  // after a kPause placement: asks the sink again
+  // `payload` must stay valid until `done` runs. `done` runs exactly once (also when the channel closes).
+  void send(const wire::DataHeader& h, const uint8_t* payload, uint32_t bytes, SendDone done);
+  void close(const Status& why);  // idempotent; fails pending sends; tells the sink once
+
+  bool isOpen() const { return !closed_; }
+  const std::string& name() const { return name_; }
+  uint64_t bytesSent() const { return bytes_sent_; }
+  uint64_t bytesReceived() const { return bytes_received_; }
+
+ private:
+  struct Pending {
+    std::array<uint8_t, wire::kHeaderSize + wire::kDataHeaderSize> head;
+    const uint8_t* payload;
+    uint32_t bytes;
+    SendDone done;
+  };
+  void readHead();
+  void placeAndRead();
+  void writeNext();
+
+  Tcp::socket socket_;
+  uint64_t epoch_;
+  std::string name_;
+  DataSink* sink_ = nullptr;
+  std::array<uint8_t, wire::kHeaderSize + wire::kDataHeaderSize> head_{};
+  wire::DataHeader current_{};
+  uint32_t current_bytes_ = 0;
+  bool paused_ = false;
+  std::vector<uint8_t> staging_;  // grows to the largest staged frame, then is reused
+  std::deque<Pending> out_;
+  bool writing_ = false;
+  bool closed_ = false;
+  uint64_t bytes_sent_ = 0;
+  uint64_t bytes_received_ = 0;
+};
+
+}  // namespace pccl::net
+
+#endif  // PCCL_NET_DATA_CHANNEL_HPP_

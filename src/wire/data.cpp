@@ -1,0 +1,42 @@
+#include "wire/data.hpp"
+
+#include <vector>
+
+#include "wire/bytes.hpp"
+#include "wire/messages.hpp"
+
+namespace pccl::wire {
+
+std::array<uint8_t, kHeaderSize + kDataHeaderSize> encodeDataFrameHead(const DataHeader& d, uint64_t epoch,
+                                                                       uint32_t payload_bytes) {
+  FrameHeader h;
+  h.type = static_cast<uint16_t>(MsgType::kData);
+  h.epoch = epoch;
+  h.length = static_cast<uint32_t>(kDataHeaderSize) + payload_bytes;
+  HeaderBytes hb = encodeHeader(h);
+  std::vector<uint8_t> v;
+  v.reserve(kDataHeaderSize);
+  ByteWriter w(&v);
+  w.u64(d.op_id);
+  w.u32(d.phase);
+  w.u32(0);
+  w.u64(d.offset);
+  std::array<uint8_t, kHeaderSize + kDataHeaderSize> out{};
+  std::copy(hb.begin(), hb.end(), out.begin());
+  std::copy(v.begin(), v.end(), out.begin() + kHeaderSize);
+  return out;
+}
+
+Result<DataHeader> decodeDataHeader(const uint8_t* data, size_t size) {
+  ByteReader r(data, size);
+  DataHeader d;
+  uint32_t reserved = 0;
+  PCCL_RETURN_IF_ERROR(r.u64(&d.op_id));
+  PCCL_RETURN_IF_ERROR(r.u32(&d.phase));
+  PCCL_RETURN_IF_ERROR(r.u32(&reserved));
+  PCCL_RETURN_IF_ERROR(r.u64(&d.offset));
+  if (reserved != 0) return Status::protocol("data header: reserved field is not 0");
+  return d;
+}
+
+}  // namespace pccl::wire
