@@ -12,7 +12,10 @@
 
 #include <chrono>
 #include <cstring>
+#include <functional>
+#include <future>
 #include <memory>
+#include <thread>
 #include <optional>
 #include <string>
 #include <vector>
@@ -148,6 +151,54 @@ class ChildProcess {
   std::string buffer_;
   std::vector<std::string> lines_;
 };
+
+// A master and N communicators in this process, joined into one ring (each peer's io thread runs it;
+// tests drive each peer from its own thread).
+struct LocalCluster {
+  std::unique_ptr<Master> master;
+  std::vector<std::unique_ptr<Communicator>> peers;
+
+  // Runs fn(rank) on one thread per peer and returns when all have finished.
+  void onEach(const std::function<void(size_t)>& fn) {
+    std::vector<std::thread> threads;
+    for (size_t i = 0; i < peers.size(); ++i) threads.emplace_back([&fn, i] { fn(i); });
+    for (auto& t : threads) t.join();
+  }
+  // Every peer calls updateTopology(); true when all succeed.
+  bool updateAll() {
+    std::vector<Status> st(peers.size());
+    onEach([&](size_t i) { st[i] = peers[i]->updateTopology(); });
+    for (const auto& s : st) {
+      if (!s.isOk()) return false;
+    }
+    return true;
+  }
+};
+
+// `n` peers built from `config` (master_address filled in). Returns an empty cluster on failure.
+inline LocalCluster startCluster(size_t n, CommConfig config) {
+  LocalCluster c;
+  c.master = startMaster(fastMasterConfig());
+  if (!c.master) return c;
+  config.master_address = "127.0.0.1:" + std::to_string(c.master->port());
+  for (size_t i = 0; i < n; ++i) c.peers.push_back(makeComm(config));
+  for (auto& p : c.peers) {
+    if (!p) return LocalCluster{};
+  }
+  if (!c.peers[0]->connect().isOk()) return LocalCluster{};
+  std::vector<std::future<Status>> joins;
+  for (size_t i = 1; i < n; ++i) {
+    joins.push_back(std::async(std::launch::async, [&c, i] { return c.peers[i]->connect(); }));
+  }
+  bool ok = true;
+  if (n > 1) {
+    ok = c.master->waitFor([n](const MasterStats& s) { return s.pending == n - 1; }, 10000) &&
+         c.peers[0]->updateTopology().isOk();
+  }
+  for (auto& j : joins) ok = j.get().isOk() && ok;
+  if (!ok) return LocalCluster{};
+  return c;
+}
 
 inline std::vector<std::string> memberArgs(uint16_t port, const std::string& name) {
   return {PCCL_RING_MEMBER_BIN, "--master", "127.0.0.1:" + std::to_string(port), "--name", name,

@@ -1,8 +1,11 @@
 /*
  * ring_member: a plain C99 peer. Joins a pccl run, keeps its ring up to date, and prints one line per
- * membership event. The README's main job runs four of these beside pccl-master.
+ * membership event. With --allreduce COUNT it also runs in-place float32 sum all-reduces of COUNT
+ * elements in a loop (every peer contributes 1.0, so each element must come back as the world size),
+ * retrying after pcclUpdateTopology when a peer is lost: the abort/retry loop a trainer runs.
  *
  *   ring_member --master HOST:PORT [--name NAME] [--run-ms N] [--heartbeat-ms N] [--timeout-ms N]
+ *               [--allreduce COUNT] [--segment-bytes N]
  *
  * The shared secret comes from PCCL_SECRET or PCCL_SECRET_FILE. SIGINT/SIGTERM leave gracefully.
  * Exit status: 0 after a graceful leave, 3 when the master is lost or kicks us, 1 on other errors.
@@ -55,6 +58,7 @@ int main(int argc, char** argv) {
   const char* name = "peer";
   long run_ms = -1;
   long heartbeat_ms = 1000, timeout_ms = 10000;
+  long count = 0, segment_bytes = 0;
   int i;
   for (i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--master") == 0) master = argv[i + 1];
@@ -62,10 +66,14 @@ int main(int argc, char** argv) {
     else if (strcmp(argv[i], "--run-ms") == 0) run_ms = atol(argv[i + 1]);
     else if (strcmp(argv[i], "--heartbeat-ms") == 0) heartbeat_ms = atol(argv[i + 1]);
     else if (strcmp(argv[i], "--timeout-ms") == 0) timeout_ms = atol(argv[i + 1]);
+    else if (strcmp(argv[i], "--allreduce") == 0) count = atol(argv[i + 1]);
+    else if (strcmp(argv[i], "--segment-bytes") == 0) segment_bytes = atol(argv[i + 1]);
     else break;
   }
-  if (master == NULL || i < argc) {
-    fprintf(stderr, "usage: %s --master HOST:PORT [--name NAME] [--run-ms N] [--heartbeat-ms N] [--timeout-ms N]\n",
+  if (master == NULL || i < argc || count < 0) {
+    fprintf(stderr,
+            "usage: %s --master HOST:PORT [--name NAME] [--run-ms N] [--heartbeat-ms N] [--timeout-ms N]\n"
+            "          [--allreduce COUNT] [--segment-bytes N]\n",
             argv[0]);
     return 2;
   }
@@ -77,6 +85,7 @@ int main(int argc, char** argv) {
   config.listen_address = "127.0.0.1:0";
   config.heartbeat_interval_ms = (uint32_t)heartbeat_ms;
   config.peer_timeout_ms = (uint32_t)timeout_ms;
+  if (segment_bytes > 0) config.segment_bytes = (uint32_t)segment_bytes;
   pcclComm_t comm = NULL;
   pcclResult_t r = pcclCommCreate(&config, &comm);
   if (r != pcclSuccess) return report(name, "pcclCommCreate", r, NULL);
@@ -89,7 +98,13 @@ int main(int argc, char** argv) {
   }
   printRing(name, "connected", comm);
 
+  float* data = NULL;
+  if (count > 0) {
+    data = (float*)malloc((size_t)count * sizeof(float));
+    if (data == NULL) return report(name, "malloc", pcclSystemError, comm);
+  }
   long long start = nowMs();
+  long iteration = 0;
   int status = 0;
   while (!g_stop && (run_ms < 0 || nowMs() - start < run_ms)) {
     int pending = 0;
@@ -109,8 +124,34 @@ int main(int argc, char** argv) {
         break;
       }
     }
-    sleepMs(50); /* a trainer would run a training step here */
+    if (data == NULL) {
+      sleepMs(50); /* a trainer would run a training step here */
+      continue;
+    }
+    long k;
+    pcclReduceInfo_t info;
+    for (k = 0; k < count; ++k) data[k] = 1.0f;
+    r = pcclAllReduce(data, data, (size_t)count, pcclFloat32, pcclSum, NULL, comm, &info);
+    if (r == pcclSuccess) {
+      long bad = 0;
+      for (k = 0; k < count; ++k) bad += data[k] != (float)info.world_size;
+      printf("%s allreduce %ld ok world=%u wrong=%ld time_ms=%.3f\n", name, ++iteration, info.world_size, bad,
+             info.time_s * 1e3);
+      fflush(stdout);
+      if (bad != 0) {
+        status = 1;
+        break;
+      }
+    } else if (r == pcclPeerLost || r == pcclMismatch || r == pcclTimeout) {
+      report(name, "pcclAllReduce (will update the topology and retry)", r, comm);
+      r = pcclUpdateTopology(comm);
+      if (r == pcclSuccess) printRing(name, "ring", comm);
+    } else {
+      status = report(name, "pcclAllReduce", r, comm);
+      break;
+    }
   }
+  free(data);
   pcclCommDestroy(comm);
   if (status == 0) {
     printf("%s left\n", name);

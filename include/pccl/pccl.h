@@ -48,8 +48,11 @@ typedef enum {
 typedef enum { pcclSum, pcclAvg, pcclProd, pcclMin, pcclMax } pcclRedOp_t;
 typedef enum { pcclQuantNone, pcclQuantFp16, pcclQuantBf16, pcclQuantInt8 } pcclQuant_t;
 
+typedef enum { pcclBufferHost = 0, pcclBufferDevice = 1 } pcclBufferLocation_t;
+
 typedef struct pcclComm* pcclComm_t;
 typedef struct pcclMaster* pcclMaster_t;
+typedef struct pcclRequest* pcclRequest_t;
 
 typedef enum {
   PCCL_ATTR_WORLD_SIZE = 0,       /* accepted peers in the run (all groups) */
@@ -77,13 +80,36 @@ typedef struct {
   const void* secret;              /* shared secret; NULL = PCCL_SECRET / PCCL_SECRET_FILE, else open */
   size_t secret_len;
   int encrypt;                     /* reserved; must be 0 in this version */
+  uint32_t op_timeout_ms;          /* deadline of one collective, call to result; default 1800000 */
+  uint32_t segment_bytes;          /* largest pipelining unit on the ring; all peers must agree;
+                                      64 .. 64 MiB, default 1 MiB */
 } pcclCommConfig_t;
 
 #define PCCL_COMM_CONFIG_INIT                                                                 \
   {                                                                                           \
     (uint32_t) sizeof(pcclCommConfig_t), PCCL_CONFIG_VERSION, NULL, NULL, NULL, 0u, 4u, 1000u, \
-        10000u, 120000u, 5000u, NULL, 0u, 0                                                   \
+        10000u, 120000u, 5000u, NULL, 0u, 0, 1800000u, 1048576u                               \
   }
+
+/* Per-operation options. Initialise with PCCL_REDUCE_OPTIONS_INIT. */
+typedef struct {
+  uint32_t struct_size;
+  uint64_t tag;                    /* operations in flight at once need distinct tags; default 0 */
+  pcclQuant_t quant;               /* wire format; only pcclQuantNone in this version */
+  int compress;                    /* zstd on the wire; not available in this version (must be 0) */
+  pcclBufferLocation_t location;   /* pcclBufferDevice needs a GPU build */
+} pcclReduceOptions_t;
+
+#define PCCL_REDUCE_OPTIONS_INIT \
+  { (uint32_t) sizeof(pcclReduceOptions_t), 0u, pcclQuantNone, 0, pcclBufferHost }
+
+/* What one all-reduce did. */
+typedef struct {
+  uint64_t tx_bytes;    /* payload bytes this peer sent on the ring */
+  uint64_t rx_bytes;    /* payload bytes it received */
+  uint32_t world_size;  /* peers that took part (this peer's group) */
+  double time_s;        /* wall time from the call to the result */
+} pcclReduceInfo_t;
 
 /* Master configuration. Initialise with PCCL_MASTER_CONFIG_INIT, then set fields. */
 typedef struct {
@@ -117,6 +143,27 @@ PCCL_API pcclResult_t pcclUpdateTopology(pcclComm_t comm);
  * departed peer); cheap: no network round trip. */
 PCCL_API pcclResult_t pcclArePeersPending(pcclComm_t comm, int* pending);
 PCCL_API pcclResult_t pcclGetAttribute(pcclComm_t comm, pcclAttribute_t attr, int64_t* value);
+
+/* ---- collectives ---------------------------------------------------------------------------- */
+
+/* Reduces `count` elements of `sendbuf` across every peer of this peer's group into `recvbuf`
+ * (sendbuf == recvbuf: in place; otherwise they must not overlap). Every peer of the group calls it
+ * with the same tag, count, dtype, op and quantization; any difference returns pcclMismatch on every
+ * peer. Blocks until done. Every peer gets bit-identical results. On failure sendbuf is untouched and
+ * an in-place recvbuf holds its input again; pcclPeerLost means: call pcclUpdateTopology, then retry.
+ * opts and info may be NULL. */
+PCCL_API pcclResult_t pcclAllReduce(const void* sendbuf, void* recvbuf, size_t count, pcclDataType_t dtype,
+                                    pcclRedOp_t op, const pcclReduceOptions_t* opts, pcclComm_t comm,
+                                    pcclReduceInfo_t* info);
+/* Starts the same operation and returns at once; the buffers belong to pccl until pcclWait returns.
+ * Operations in flight together need distinct tags (a tag still in flight: pcclInvalidUsage). */
+PCCL_API pcclResult_t pcclAllReduceAsync(const void* sendbuf, void* recvbuf, size_t count, pcclDataType_t dtype,
+                                         pcclRedOp_t op, const pcclReduceOptions_t* opts, pcclComm_t comm,
+                                         pcclRequest_t* req);
+/* Blocks until the operation ends; returns its result and frees req. info may be NULL. */
+PCCL_API pcclResult_t pcclWait(pcclRequest_t req, pcclReduceInfo_t* info);
+/* *done = 1 when the operation has ended (pcclWait then returns at once), else 0. Never blocks. */
+PCCL_API pcclResult_t pcclTest(pcclRequest_t req, int* done);
 /* Leaves gracefully (if joined) and frees the communicator. NULL is accepted. */
 PCCL_API pcclResult_t pcclCommDestroy(pcclComm_t comm);
 

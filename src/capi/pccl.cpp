@@ -21,6 +21,10 @@ struct pcclMaster {
   std::unique_ptr<pccl::Master> impl;
 };
 
+struct pcclRequest {
+  pccl::ReduceHandle handle;
+};
+
 namespace {
 
 // Handles are checked against the set of live ones, so a stale or garbage handle is an error, not a crash.
@@ -51,6 +55,10 @@ Registry<pcclComm>& comms() {
 }
 Registry<pcclMaster>& masters() {
   static Registry<pcclMaster> r;
+  return r;
+}
+Registry<pcclRequest>& requests() {
+  static Registry<pcclRequest> r;
   return r;
 }
 
@@ -93,6 +101,33 @@ pcclResult_t guarded(Fn&& fn) {
   if ((master) == nullptr || !masters().contains(master)) return fail(pcclInvalidArgument, "invalid master handle")
 #define PCCL_CHECK_PTR(p) \
   if ((p) == nullptr) return fail(pcclInvalidArgument, #p " must not be NULL")
+
+bool validEnum(int v, int count) { return v >= 0 && v < count; }
+
+// Converts the C options (NULL = defaults), checking enum ranges.
+pcclResult_t reduceOptionsFrom(const pcclReduceOptions_t* opts, pccl::ReduceOptions* out) {
+  if (opts == nullptr) return pcclSuccess;
+  if (opts->struct_size != sizeof(pcclReduceOptions_t)) {
+    return fail(pcclInvalidArgument, "pcclReduceOptions_t was not initialised with PCCL_REDUCE_OPTIONS_INIT");
+  }
+  if (!validEnum(static_cast<int>(opts->quant), 4)) return fail(pcclInvalidArgument, "unknown pcclQuant_t value");
+  if (!validEnum(static_cast<int>(opts->location), 2)) {
+    return fail(pcclInvalidArgument, "unknown pcclBufferLocation_t value");
+  }
+  out->tag = opts->tag;
+  out->quant = static_cast<pccl::Quant>(opts->quant);
+  out->compress = opts->compress != 0;
+  out->location = static_cast<pccl::BufferLocation>(opts->location);
+  return pcclSuccess;
+}
+
+void infoTo(const pccl::ReduceInfo& in, pcclReduceInfo_t* out) {
+  if (out == nullptr) return;
+  out->tx_bytes = in.tx_bytes;
+  out->rx_bytes = in.rx_bytes;
+  out->world_size = in.world_size;
+  out->time_s = in.seconds;
+}
 
 pcclResult_t checkConfigHeader(uint32_t struct_size, size_t expected, uint32_t version, const char* what) {
   if (struct_size != expected || version != PCCL_CONFIG_VERSION) {
@@ -166,6 +201,8 @@ pcclResult_t pcclCommCreate(const pcclCommConfig_t* config, pcclComm_t* comm) {
     c.handshake_timeout_ms = config->handshake_timeout_ms;
     c.secret = secretOf(config->secret, config->secret_len);
     c.encrypt = config->encrypt != 0;
+    c.op_timeout_ms = config->op_timeout_ms;
+    c.segment_bytes = config->segment_bytes;
     auto created = pccl::Communicator::create(std::move(c));
     if (!created.isOk()) return fromStatus(created.status());
     auto* handle = new pcclComm{std::move(created).value(), config->peer_group};
@@ -216,6 +253,55 @@ pcclResult_t pcclGetAttribute(pcclComm_t comm, pcclAttribute_t attr, int64_t* va
     }
     return fail(pcclInvalidArgument, "unknown attribute " + std::to_string(static_cast<int>(attr)));
   });
+}
+
+pcclResult_t pcclAllReduceAsync(const void* sendbuf, void* recvbuf, size_t count, pcclDataType_t dtype,
+                                pcclRedOp_t op, const pcclReduceOptions_t* opts, pcclComm_t comm, pcclRequest_t* req) {
+  return guarded([&]() -> pcclResult_t {
+    PCCL_CHECK_COMM(comm);
+    PCCL_CHECK_PTR(req);
+    *req = nullptr;
+    if (!validEnum(static_cast<int>(dtype), 12)) return fail(pcclInvalidArgument, "unknown pcclDataType_t value");
+    if (!validEnum(static_cast<int>(op), 5)) return fail(pcclInvalidArgument, "unknown pcclRedOp_t value");
+    pccl::ReduceOptions o;
+    pcclResult_t r = reduceOptionsFrom(opts, &o);
+    if (r != pcclSuccess) return r;
+    auto h = comm->impl->allReduceAsync(sendbuf, recvbuf, count, static_cast<pccl::DataType>(dtype),
+                                        static_cast<pccl::RedOp>(op), o);
+    if (!h.isOk()) return fromStatus(h.status());
+    auto* handle = new pcclRequest{std::move(h).value()};
+    requests().add(handle);
+    *req = handle;
+    return pcclSuccess;
+  });
+}
+
+pcclResult_t pcclWait(pcclRequest_t req, pcclReduceInfo_t* info) {
+  return guarded([&]() -> pcclResult_t {
+    if (req == nullptr || !requests().remove(req)) return fail(pcclInvalidArgument, "invalid request handle");
+    std::unique_ptr<pcclRequest> owned(req);
+    auto r = owned->handle.wait();
+    if (!r.isOk()) return fromStatus(r.status());
+    infoTo(*r, info);
+    return pcclSuccess;
+  });
+}
+
+pcclResult_t pcclTest(pcclRequest_t req, int* done) {
+  return guarded([&]() -> pcclResult_t {
+    if (req == nullptr || !requests().contains(req)) return fail(pcclInvalidArgument, "invalid request handle");
+    PCCL_CHECK_PTR(done);
+    *done = req->handle.test() ? 1 : 0;
+    return pcclSuccess;
+  });
+}
+
+pcclResult_t pcclAllReduce(const void* sendbuf, void* recvbuf, size_t count, pcclDataType_t dtype, pcclRedOp_t op,
+                           const pcclReduceOptions_t* opts, pcclComm_t comm, pcclReduceInfo_t* info) {
+  pcclRequest_t req = nullptr;
+  pcclResult_t r = pcclAllReduceAsync(sendbuf, recvbuf, count, dtype, op, opts, comm, &req);
+  if (r != pcclSuccess) return r;
+  return pcclWait(req, info);
 }
 
 pcclResult_t pcclCommDestroy(pcclComm_t comm) {

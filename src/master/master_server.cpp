@@ -125,8 +125,15 @@ void MasterServer::registerHandlers(Session& s) {
     for (const auto& r : membership_.ring()) {
       if (in_ring && r.group == group && membership_.isAccepted(r.id)) members.push_back(r.id);
     }
-    bool busy = membership_.status().vote_open != 0 || membership_.runPhase() != Membership::RunPhase::kStable;
-    apply(ops_.announce(sp->id, group, members, membership_.epoch(), busy, m));
+    const wire::MembershipStatus st = membership_.status();
+    Status blocked;
+    if (st.stale != 0) {
+      blocked = Status::peerLost(fmt::format("the ring of epoch {} lost a member or a transfer; every peer must "
+                                             "call pcclUpdateTopology first", membership_.epoch()));
+    } else if (st.vote_open != 0 || membership_.runPhase() != Membership::RunPhase::kStable) {
+      blocked = Status::mismatch("a peer is in pcclUpdateTopology while others run a collective");
+    }
+    apply(ops_.announce(sp->id, group, members, membership_.epoch(), blocked, m));
     return Status::ok();
   });
   s.dispatcher.on<wire::OpDone>([this, sp, requireJoined](const wire::FrameHeader&, const wire::OpDone& m) {

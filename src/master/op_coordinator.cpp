@@ -31,7 +31,7 @@ std::string OpCoordinator::describe(const wire::OpAnnounce& a) {
 }
 
 Effects OpCoordinator::announce(const wire::Uuid& peer, uint32_t group, const std::vector<wire::Uuid>& members,
-                                uint64_t epoch, bool vote_open, const wire::OpAnnounce& a) {
+                                uint64_t epoch, const Status& blocked, const wire::OpAnnounce& a) {
   Effects fx;
   const Key key{group, a.tag};
   auto it = pending_.find(key);
@@ -50,9 +50,8 @@ Effects OpCoordinator::announce(const wire::Uuid& peer, uint32_t group, const st
                              shortId(peer), a.tag, a.epoch, epoch));
     return fx;
   }
-  if (vote_open) {
-    abortPending(fx, key, Code::kMismatch,
-                 fmt::format("tag {}: a peer is waiting in pcclUpdateTopology while others run a collective", a.tag));
+  if (!blocked.isOk()) {
+    abortPending(fx, key, blocked.code(), fmt::format("tag {}: {}", a.tag, blocked.message()));
     return fx;
   }
   if (std::find(p.members.begin(), p.members.end(), peer) == p.members.end()) {

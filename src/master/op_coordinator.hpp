@@ -20,10 +20,10 @@ namespace pccl::master {
 
 class OpCoordinator {
  public:
-  // `members`: the peers of the announcer's group in the current ring; `vote_open`: a member of the
-  // run is waiting in updateTopology (then no collective can complete).
+  // `members`: the peers of the announcer's group in the current ring; `blocked`: why no collective
+  // can run now (a vote is open, a ring is being built, a member left), or OK.
   Effects announce(const wire::Uuid& peer, uint32_t group, const std::vector<wire::Uuid>& members,
-                   uint64_t epoch, bool vote_open, const wire::OpAnnounce& a);
+                   uint64_t epoch, const Status& blocked, const wire::OpAnnounce& a);
   Effects done(const wire::Uuid& peer, uint64_t op_id);
   // A participant failed running op_id; the operation is aborted everywhere. Returns true in `aborted`
   // when a running operation was aborted (its ring may hold partial data: the run needs a new ring).
