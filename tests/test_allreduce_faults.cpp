@@ -1,0 +1,203 @@
+// All-reduce under real failures of real processes: a ring_member process is SIGKILLed or SIGSTOPped
+// while the in-process survivors are inside all-reduces with it; the master is killed mid-operation.
+// Survivors must fail with PeerLost (or MasterUnreachable) within the heartbeat timeout, find their
+// in-place input intact, and succeed again after pcclUpdateTopology with the smaller world.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+
+#include "test_support.hpp"
+
+using namespace pccl;
+using namespace pccl::test;
+
+namespace {
+
+constexpr size_t kCount = 1 << 22;  // 16 MiB of float32: an operation takes long enough to be hit
+constexpr uint32_t kSegment = 64 << 10;
+
+CommConfig faultConfig(uint16_t port) {
+  CommConfig c = fastCommConfig(port);
+  c.segment_bytes = kSegment;
+  c.op_timeout_ms = 30000;
+  return c;
+}
+
+// What a survivor saw: the status that ended its loop, when, and whether its input was intact.
+struct Outcome {
+  Status status;
+  std::chrono::steady_clock::time_point at;
+  bool input_intact = false;
+  size_t successes = 0;
+};
+
+// In-place float32 sums of ones (what ring_member --allreduce runs) until one fails.
+Outcome reduceUntilFailure(Communicator& c) {
+  Outcome o;
+  std::vector<float> buf(kCount);
+  for (;;) {
+    std::fill(buf.begin(), buf.end(), 1.0f);
+    auto r = c.allReduce(buf.data(), buf.data(), kCount, DataType::kFloat32, RedOp::kSum);
+    if (!r.isOk()) {
+      o.status = r.status();
+      o.at = std::chrono::steady_clock::now();
+      o.input_intact = std::all_of(buf.begin(), buf.end(), [](float v) { return v == 1.0f; });
+      return o;
+    }
+    ++o.successes;
+    const float want = static_cast<float>(r->world_size);
+    if (!std::all_of(buf.begin(), buf.end(), [want](float v) { return v == want; })) {
+      o.status = Status::internal("wrong result");
+      return o;
+    }
+  }
+}
+
+struct Scene {
+  std::unique_ptr<Master> master;
+  std::vector<std::unique_ptr<Communicator>> survivors;
+  std::unique_ptr<ChildProcess> victim;
+};
+
+// Two in-process peers and one ring_member process looping all-reduces with them.
+Scene sceneWithVictim() {
+  Scene s;
+  s.master = startMaster(fastMasterConfig());
+  REQUIRE(s.master);
+  auto cfg = faultConfig(s.master->port());
+  for (int i = 0; i < 2; ++i) s.survivors.push_back(makeComm(cfg));
+  REQUIRE(s.survivors[0]->connect().isOk());
+  auto second = std::async(std::launch::async, [&] { return s.survivors[1]->connect(); });
+  std::vector<std::string> args = memberArgs(s.master->port(), "victim");
+  for (const char* a : {"--allreduce", "4194304", "--segment-bytes", "65536"}) args.push_back(a);
+  s.victim = std::make_unique<ChildProcess>(args, std::vector<std::string>{"PCCL_LOG_LEVEL=error"});
+  REQUIRE(s.master->waitFor([](const MasterStats& st) { return st.pending == 2; }, 5000));
+  REQUIRE(s.survivors[0]->updateTopology().isOk());
+  REQUIRE(second.get().isOk());
+  REQUIRE(s.victim->waitForLine("victim connected", 5000));
+  return s;
+}
+
+// Waits for the victim's third completed operation, then for half the time one operation took: the
+// next operation is then under way on every peer (a fixed point to strike at, not a polling loop).
+void waitUntilMidOperation(ChildProcess& victim) {
+  auto line = victim.waitForLine("victim allreduce 3 ok", 20000);
+  REQUIRE(line);
+  const double op_ms = std::stod(line->substr(line->find("time_ms=") + 8));
+  std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(op_ms * 500)));
+}
+
+void retryWithSmallerWorld(Scene& s) {
+  std::vector<Status> st(2);
+  std::vector<std::vector<float>> bufs(2, std::vector<float>(kCount, 1.0f));
+  std::vector<std::thread> t;
+  for (size_t i = 0; i < 2; ++i) {
+    t.emplace_back([&, i] {
+      st[i] = s.survivors[i]->updateTopology();
+      if (!st[i].isOk()) return;
+      auto r = s.survivors[i]->allReduce(bufs[i].data(), bufs[i].data(), kCount, DataType::kFloat32, RedOp::kSum);
+      st[i] = r.status();
+      if (r.isOk() && r->world_size != 2) st[i] = Status::internal("world size is not 2");
+    });
+  }
+  for (auto& th : t) th.join();
+  for (size_t i = 0; i < 2; ++i) {
+    INFO(st[i].toString());
+    CHECK(st[i].isOk());
+    CHECK(std::all_of(bufs[i].begin(), bufs[i].end(), [](float v) { return v == 2.0f; }));
+  }
+}
+
+}  // namespace
+
+TEST_CASE("allreduce faults: a peer SIGKILLed mid-operation -> PeerLost at once, input intact, retry succeeds",
+          "[faults][allreduce]") {
+  Scene s = sceneWithVictim();
+  std::vector<Outcome> out(2);
+  std::vector<std::thread> loops;
+  for (size_t i = 0; i < 2; ++i) loops.emplace_back([&, i] { out[i] = reduceUntilFailure(*s.survivors[i]); });
+  waitUntilMidOperation(*s.victim);
+  const auto killed = std::chrono::steady_clock::now();
+  s.victim->signal(SIGKILL);
+  for (auto& t : loops) t.join();
+  for (size_t i = 0; i < 2; ++i) {
+    INFO("survivor " << i << ": " << out[i].status.toString());
+    CHECK(out[i].status.code() == Code::kPeerLost);
+    CHECK(out[i].input_intact);
+    CHECK(out[i].successes >= 3);
+    const double after = std::chrono::duration<double>(out[i].at - killed).count();
+    WARN("survivor " << i << " saw PeerLost " << after * 1000 << " ms after SIGKILL: " << out[i].status.message());
+    CHECK(after < 1.0);  // a broken socket is noticed long before the heartbeat timeout
+  }
+  retryWithSmallerWorld(s);
+}
+
+TEST_CASE("allreduce faults: a peer SIGSTOPped mid-operation -> PeerLost within the heartbeat timeout",
+          "[faults][allreduce]") {
+  Scene s = sceneWithVictim();
+  std::vector<Outcome> out(2);
+  std::vector<std::thread> loops;
+  for (size_t i = 0; i < 2; ++i) loops.emplace_back([&, i] { out[i] = reduceUntilFailure(*s.survivors[i]); });
+  waitUntilMidOperation(*s.victim);
+  const auto stopped = std::chrono::steady_clock::now();
+  s.victim->signal(SIGSTOP);
+  for (auto& t : loops) t.join();
+  for (size_t i = 0; i < 2; ++i) {
+    INFO("survivor " << i << ": " << out[i].status.toString());
+    CHECK(out[i].status.code() == Code::kPeerLost);
+    CHECK(out[i].input_intact);
+    const double after = std::chrono::duration<double>(out[i].at - stopped).count();
+    WARN("survivor " << i << " saw PeerLost " << after * 1000 << " ms after SIGSTOP (timeout " << kTimeoutMs
+                     << " ms): " << out[i].status.message());
+    CHECK(after < kTimeoutMs / 1000.0 + 1.5);
+  }
+  retryWithSmallerWorld(s);
+  s.victim->signal(SIGCONT);
+  CHECK(s.victim->waitExit(10000) != 0);  // it learns it was removed
+}
+
+TEST_CASE("allreduce faults: the master killed mid-operation -> MasterUnreachable on every peer, input intact",
+          "[faults][allreduce]") {
+  ChildProcess master({PCCL_MASTER_BIN, "--listen", "127.0.0.1:0", "--heartbeat-ms", "100", "--peer-timeout-ms", "1000"},
+                      {"PCCL_LOG_LEVEL=error"});
+  auto line = master.waitForLine("listening on", 5000);
+  REQUIRE(line);
+  const uint16_t port = static_cast<uint16_t>(std::stoi(line->substr(line->rfind(':') + 1)));
+  std::vector<std::unique_ptr<Communicator>> peers;
+  for (int i = 0; i < 2; ++i) peers.push_back(makeComm(faultConfig(port)));
+  REQUIRE(peers[0]->connect().isOk());
+  auto joining = std::async(std::launch::async, [&] { return peers[1]->connect(); });
+  // Wait until peer 1 is pending, by asking the master (a round trip, no polling).
+  bool pending = false;
+  for (int i = 0; i < 100 && !pending; ++i) {
+    auto p = peers[0]->arePeersPending();
+    pending = p.isOk() && *p;
+  }
+  REQUIRE(pending);
+  REQUIRE(peers[0]->updateTopology().isOk());
+  REQUIRE(joining.get().isOk());
+  std::vector<Outcome> out(2);
+  std::atomic<size_t> started{0};
+  std::vector<std::thread> loops;
+  for (size_t i = 0; i < 2; ++i) {
+    loops.emplace_back([&, i] {
+      ++started;
+      out[i] = reduceUntilFailure(*peers[i]);
+    });
+  }
+  // Let a few operations go through; the peers' own results tell us when.
+  ChildProcess* m = &master;
+  std::thread killer([m] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a fixed point in time to strike, not a poll
+    m->signal(SIGKILL);
+  });
+  killer.join();
+  const auto killed = std::chrono::steady_clock::now();
+  for (auto& t : loops) t.join();
+  for (size_t i = 0; i < 2; ++i) {
+    INFO("peer " << i << ": " << out[i].status.toString());
+    CHECK(out[i].status.code() == Code::kMasterUnreachable);
+    CHECK(out[i].input_intact);
+    CHECK(std::chrono::duration<double>(out[i].at - killed).count() < kTimeoutMs / 1000.0 + 1.0);
+  }
+}
