@@ -10,11 +10,9 @@ namespace pccl::net {
 
 DataChannel::DataChannel(Tcp::socket socket, uint64_t epoch, std::string name)
     : socket_(std::move(socket)), epoch_(epoch), name_(std::move(name)) {
+  // Kernel buffer sizes are left to TCP autotuning (net.ipv4.tcp_rmem/tcp_wmem): setting SO_SNDBUF or
+  // SO_RCVBUF would switch autotuning off and cap them at net.core.*mem_max, too small for long fat pipes.
   tuneSocket(socket_);
-  asio::error_code ec;
-  // Large kernel buffers keep long fat pipes full (the kernel caps them at its own maximum).
-  socket_.set_option(asio::socket_base::send_buffer_size(8 << 20), ec);
-  socket_.set_option(asio::socket_base::receive_buffer_size(8 << 20), ec);
 }
 
 DataChannel::~DataChannel() {
