@@ -1,0 +1,73 @@
+// The pure functions that cut a buffer for the ring: chunks, segments, the phase schedule.
+#include <catch2/catch.hpp>
+
+#include <set>
+#include <vector>
+
+#include "collective/partition.hpp"
+
+using namespace pccl::collective;
+
+TEST_CASE("partition: chunks tile the buffer exactly, balanced to within one element") {
+  for (size_t count : {0, 1, 2, 3, 7, 100, 1001, 65537}) {
+    for (uint32_t world : {1u, 2u, 3u, 4u, 7u, 16u}) {
+      size_t next = 0, lo = count, hi = 0;
+      for (uint32_t i = 0; i < world; ++i) {
+        Span c = chunkOf(count, world, i);
+        CHECK(c.offset == next);
+        next += c.count;
+        lo = std::min(lo, c.count);
+        hi = std::max(hi, c.count);
+      }
+      CHECK(next == count);
+      CHECK(hi - lo <= 1);
+    }
+  }
+}
+
+TEST_CASE("partition: segments tile a chunk; the last may be short") {
+  for (size_t chunk : {0, 1, 5, 16, 17, 1000}) {
+    for (size_t seg : {1, 4, 16, 1000, 5000}) {
+      const size_t n = segmentCount(chunk, seg);
+      size_t next = 0;
+      for (size_t j = 0; j < n; ++j) {
+        Span s = segmentOf(chunk, seg, j);
+        CHECK(s.offset == next);
+        CHECK(s.count > 0);
+        CHECK(s.count <= seg);
+        if (j + 1 < n) CHECK(s.count == seg);
+        next += s.count;
+      }
+      CHECK(next == chunk);
+      CHECK(segmentOf(chunk, seg, n).count == 0);
+    }
+  }
+}
+
+TEST_CASE("partition: segment size is bounded by the configured maximum and a 64 KiB floor") {
+  CHECK(segmentElems(1 << 28, 4, 4, 1 << 20) == (1 << 20) / 4);     // large: capped at the maximum
+  CHECK(segmentElems(1 << 20, 4, 4, 1 << 20) == (64 << 10) / 4);     // mid: the 64 KiB floor
+  CHECK(segmentElems(1 << 22, 4, 4, 1 << 20) == (1 << 22) / 4 / 16);  // 16 segments per chunk
+  CHECK(segmentElems(1000, 4, 4, 256) == 64);                        // a small maximum wins over the floor
+  CHECK(segmentElems(10, 4, 8, 4) == 1);                             // never zero
+  CHECK(segmentElems(0, 3, 2, 1 << 20) >= 1);
+}
+
+TEST_CASE("partition: the ring schedule sends what the predecessor receives and forwards what it got") {
+  for (uint32_t world : {2u, 3u, 4u, 5u, 7u}) {
+    for (uint32_t r = 0; r < world; ++r) {
+      const uint32_t pred = (r + world - 1) % world;
+      std::set<uint32_t> reduced;
+      for (uint32_t p = 0; p < phaseCount(world); ++p) {
+        CHECK(recvChunk(r, world, p) == sendChunk(pred, world, p));  // what arrives is what was sent
+        if (p + 1 < phaseCount(world)) CHECK(sendChunk(r, world, p + 1) == recvChunk(r, world, p));
+        if (isReducePhase(world, p)) reduced.insert(recvChunk(r, world, p));
+      }
+      CHECK(sendChunk(r, world, 0) == r);                            // phase 0 sends our own chunk
+      CHECK(reduced.size() == world - 1);                             // every other chunk once
+      CHECK(reduced.count(r) == 0);
+      // The chunk finished at the last reduce phase is ours to own: (r + 1) mod world.
+      CHECK(recvChunk(r, world, world - 2) == (r + 1) % world);
+    }
+  }
+}
