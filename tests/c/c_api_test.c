@@ -1,5 +1,5 @@
 /* The C API from a C99 program: an embedded master, two peers (one on a second thread), the
- * connect -> update -> destroy flow, attributes, and argument checking. Exit 0 = pass. */
+ * connect -> update -> all-reduce -> destroy flow, attributes, and argument checking. Exit 0 = pass. */
 #define _POSIX_C_SOURCE 200809L
 #include <pccl/pccl.h>
 #include <pthread.h>
@@ -29,6 +29,28 @@ static pcclComm_t makeComm(void) {
   c.connect_timeout_ms = 10000;
   EXPECT(pcclCommCreate(&c, &comm) == pcclSuccess);
   return comm;
+}
+
+/* Peer b's side of the all-reduces: a blocking one, then an async one tested and waited on. */
+static void* reduceOnB(void* arg) {
+  pcclComm_t comm = (pcclComm_t)arg;
+  float x[1001];
+  double y[3] = {1.5, -2.0, 4.0};
+  pcclReduceOptions_t opts = PCCL_REDUCE_OPTIONS_INIT;
+  pcclReduceInfo_t info;
+  pcclRequest_t req = NULL;
+  int i, done = -1;
+  for (i = 0; i < 1001; ++i) x[i] = (float)i;
+  opts.tag = 5;
+  EXPECT(pcclAllReduce(x, x, 1001, pcclFloat32, pcclSum, &opts, comm, &info) == pcclSuccess);
+  EXPECT(info.world_size == 2 && info.tx_bytes > 0 && info.time_s > 0);
+  for (i = 0; i < 1001; ++i) EXPECT(x[i] == (float)(3 * i));
+  opts.tag = 6;
+  EXPECT(pcclAllReduceAsync(y, y, 3, pcclFloat64, pcclMax, &opts, comm, &req) == pcclSuccess);
+  EXPECT(pcclTest(req, &done) == pcclSuccess);
+  EXPECT(pcclWait(req, NULL) == pcclSuccess);
+  EXPECT(y[0] == 1.5 && y[1] == 0.0 && y[2] == 4.0);
+  return NULL;
 }
 
 static void* joinLate(void* arg) {
@@ -99,6 +121,38 @@ int main(void) {
   }
   EXPECT(pcclArePeersPending(a, &pending) == pcclSuccess && pending == 0);
   EXPECT(pcclGetAttribute(a, (pcclAttribute_t)99, &v) == pcclInvalidArgument);
+
+  /* All-reduces through the C API: a's inputs are 2i, b's are i. */
+  {
+    float x[1001], out[1001];
+    double y[3] = {-1.0, 0.0, 2.0};
+    pcclReduceOptions_t opts = PCCL_REDUCE_OPTIONS_INIT;
+    pcclRequest_t req = NULL;
+    int i;
+    for (i = 0; i < 1001; ++i) x[i] = (float)(2 * i);
+    pthread_create(&thread, NULL, reduceOnB, b);
+    opts.tag = 5;
+    EXPECT(pcclAllReduce(x, out, 1001, pcclFloat32, pcclSum, &opts, a, NULL) == pcclSuccess);
+    for (i = 0; i < 1001; ++i) EXPECT(out[i] == (float)(3 * i) && x[i] == (float)(2 * i));
+    opts.tag = 6;
+    EXPECT(pcclAllReduceAsync(y, y, 3, pcclFloat64, pcclMax, &opts, a, &req) == pcclSuccess);
+    EXPECT(pcclWait(req, NULL) == pcclSuccess);
+    pthread_join(thread, NULL);
+    EXPECT(y[0] == 1.5 && y[1] == 0.0 && y[2] == 4.0);
+    /* Bad arguments are refused with a message, nothing is sent. */
+    EXPECT(pcclAllReduce(NULL, out, 4, pcclFloat32, pcclSum, NULL, a, NULL) == pcclInvalidArgument);
+    EXPECT(pcclAllReduce(x, out, 4, (pcclDataType_t)77, pcclSum, NULL, a, NULL) == pcclInvalidArgument);
+    EXPECT(pcclAllReduce(x, out, 4, pcclFloat32, (pcclRedOp_t)9, NULL, a, NULL) == pcclInvalidArgument);
+    opts.quant = pcclQuantInt8;
+    EXPECT(pcclAllReduce(x, out, 4, pcclFloat32, pcclSum, &opts, a, NULL) == pcclUnsupported);
+    EXPECT(strstr(pcclGetLastError(a), "int8") != NULL);
+    opts.quant = pcclQuantNone;
+    opts.struct_size = 1;
+    EXPECT(pcclAllReduce(x, out, 4, pcclFloat32, pcclSum, &opts, a, NULL) == pcclInvalidArgument);
+    EXPECT(pcclAllReduceAsync(x, out, 4, pcclFloat32, pcclSum, NULL, a, NULL) == pcclInvalidArgument);
+    EXPECT(pcclWait(NULL, NULL) == pcclInvalidArgument);
+    EXPECT(pcclTest((pcclRequest_t)&opts, &i) == pcclInvalidArgument);
+  }
 
   EXPECT(pcclCommDestroy(b) == pcclSuccess);
   EXPECT(pcclCommDestroy(b) == pcclInvalidArgument); /* stale handle: an error, not a crash */
