@@ -4,7 +4,9 @@
 // in-place input intact, and succeed again after pcclUpdateTopology with the smaller world.
 #include <catch2/catch.hpp>
 
-#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <cstring>
 
 #include "test_support.hpp"
 
@@ -31,8 +33,24 @@ struct Outcome {
   size_t successes = 0;
 };
 
+// Counts successful operations across threads, so a test can wait for "N done" without polling.
+struct Progress {
+  std::mutex mu;
+  std::condition_variable cv;
+  size_t done = 0;
+  void add() {
+    std::lock_guard<std::mutex> lk(mu);
+    ++done;
+    cv.notify_all();
+  }
+  bool waitFor(size_t n, int timeout_ms) {
+    std::unique_lock<std::mutex> lk(mu);
+    return cv.wait_for(lk, std::chrono::milliseconds(timeout_ms), [&] { return done >= n; });
+  }
+};
+
 // In-place float32 sums of ones (what ring_member --allreduce runs) until one fails.
-Outcome reduceUntilFailure(Communicator& c) {
+Outcome reduceUntilFailure(Communicator& c, Progress* progress = nullptr) {
   Outcome o;
   std::vector<float> buf(kCount);
   for (;;) {
@@ -45,6 +63,7 @@ Outcome reduceUntilFailure(Communicator& c) {
       return o;
     }
     ++o.successes;
+    if (progress != nullptr) progress->add();
     const float want = static_cast<float>(r->world_size);
     if (!std::all_of(buf.begin(), buf.end(), [want](float v) { return v == want; })) {
       o.status = Status::internal("wrong result");
@@ -110,48 +129,41 @@ void retryWithSmallerWorld(Scene& s) {
 
 }  // namespace
 
-TEST_CASE("allreduce faults: a peer SIGKILLed mid-operation -> PeerLost at once, input intact, retry succeeds",
-          "[faults][allreduce]") {
-  Scene s = sceneWithVictim();
+namespace {
+// Survivors loop all-reduces with the victim; `sig` strikes it mid-operation. Every survivor must fail
+// with PeerLost within `limit_s`, its input intact, and succeed after an update with world 2.
+void strikeMidOperation(Scene& s, int sig, double limit_s) {
   std::vector<Outcome> out(2);
   std::vector<std::thread> loops;
   for (size_t i = 0; i < 2; ++i) loops.emplace_back([&, i] { out[i] = reduceUntilFailure(*s.survivors[i]); });
   waitUntilMidOperation(*s.victim);
-  const auto killed = std::chrono::steady_clock::now();
-  s.victim->signal(SIGKILL);
+  const auto struck = std::chrono::steady_clock::now();
+  s.victim->signal(sig);
   for (auto& t : loops) t.join();
   for (size_t i = 0; i < 2; ++i) {
     INFO("survivor " << i << ": " << out[i].status.toString());
     CHECK(out[i].status.code() == Code::kPeerLost);
     CHECK(out[i].input_intact);
     CHECK(out[i].successes >= 3);
-    const double after = std::chrono::duration<double>(out[i].at - killed).count();
-    WARN("survivor " << i << " saw PeerLost " << after * 1000 << " ms after SIGKILL: " << out[i].status.message());
-    CHECK(after < 1.0);  // a broken socket is noticed long before the heartbeat timeout
+    const double after = std::chrono::duration<double>(out[i].at - struck).count();
+    WARN("survivor " << i << " saw PeerLost " << after * 1000 << " ms after " << strsignal(sig) << ": "
+                     << out[i].status.message());
+    CHECK(after < limit_s);
   }
   retryWithSmallerWorld(s);
+}
+}  // namespace
+
+TEST_CASE("allreduce faults: a peer SIGKILLed mid-operation -> PeerLost at once, input intact, retry succeeds",
+          "[faults][allreduce]") {
+  Scene s = sceneWithVictim();
+  strikeMidOperation(s, SIGKILL, 1.0);  // a broken socket is noticed long before the heartbeat timeout
 }
 
 TEST_CASE("allreduce faults: a peer SIGSTOPped mid-operation -> PeerLost within the heartbeat timeout",
           "[faults][allreduce]") {
   Scene s = sceneWithVictim();
-  std::vector<Outcome> out(2);
-  std::vector<std::thread> loops;
-  for (size_t i = 0; i < 2; ++i) loops.emplace_back([&, i] { out[i] = reduceUntilFailure(*s.survivors[i]); });
-  waitUntilMidOperation(*s.victim);
-  const auto stopped = std::chrono::steady_clock::now();
-  s.victim->signal(SIGSTOP);
-  for (auto& t : loops) t.join();
-  for (size_t i = 0; i < 2; ++i) {
-    INFO("survivor " << i << ": " << out[i].status.toString());
-    CHECK(out[i].status.code() == Code::kPeerLost);
-    CHECK(out[i].input_intact);
-    const double after = std::chrono::duration<double>(out[i].at - stopped).count();
-    WARN("survivor " << i << " saw PeerLost " << after * 1000 << " ms after SIGSTOP (timeout " << kTimeoutMs
-                     << " ms): " << out[i].status.message());
-    CHECK(after < kTimeoutMs / 1000.0 + 1.5);
-  }
-  retryWithSmallerWorld(s);
+  strikeMidOperation(s, SIGSTOP, kTimeoutMs / 1000.0 + 1.5);
   s.victim->signal(SIGCONT);
   CHECK(s.victim->waitExit(10000) != 0);  // it learns it was removed
 }
@@ -159,7 +171,7 @@ TEST_CASE("allreduce faults: a peer SIGSTOPped mid-operation -> PeerLost within 
 TEST_CASE("allreduce faults: the master killed mid-operation -> MasterUnreachable on every peer, input intact",
           "[faults][allreduce]") {
   ChildProcess master({PCCL_MASTER_BIN, "--listen", "127.0.0.1:0", "--heartbeat-ms", "100", "--peer-timeout-ms", "1000"},
-                      {"PCCL_LOG_LEVEL=error"});
+                      {"PCCL_LOG_LEVEL=info"}, /*merge_stderr=*/true);
   auto line = master.waitForLine("listening on", 5000);
   REQUIRE(line);
   const uint16_t port = static_cast<uint16_t>(std::stoi(line->substr(line->rfind(':') + 1)));
@@ -167,32 +179,18 @@ TEST_CASE("allreduce faults: the master killed mid-operation -> MasterUnreachabl
   for (int i = 0; i < 2; ++i) peers.push_back(makeComm(faultConfig(port)));
   REQUIRE(peers[0]->connect().isOk());
   auto joining = std::async(std::launch::async, [&] { return peers[1]->connect(); });
-  // Wait until peer 1 is pending, by asking the master (a round trip, no polling).
-  bool pending = false;
-  for (int i = 0; i < 100 && !pending; ++i) {
-    auto p = peers[0]->arePeersPending();
-    pending = p.isOk() && *p;
-  }
-  REQUIRE(pending);
+  REQUIRE(master.waitForLine("admitted", 5000));             // peer 0, alone
+  REQUIRE(master.waitForLine("pending admission", 5000));    // peer 1 (the master's log line)
   REQUIRE(peers[0]->updateTopology().isOk());
   REQUIRE(joining.get().isOk());
   std::vector<Outcome> out(2);
-  std::atomic<size_t> started{0};
+  Progress progress;
   std::vector<std::thread> loops;
-  for (size_t i = 0; i < 2; ++i) {
-    loops.emplace_back([&, i] {
-      ++started;
-      out[i] = reduceUntilFailure(*peers[i]);
-    });
-  }
-  // Let a few operations go through; the peers' own results tell us when.
-  ChildProcess* m = &master;
-  std::thread killer([m] {
-    std::this_thread::sleep_for(std::chrono::milliseconds(300));  // a fixed point in time to strike, not a poll
-    m->signal(SIGKILL);
-  });
-  killer.join();
+  for (size_t i = 0; i < 2; ++i) loops.emplace_back([&, i] { out[i] = reduceUntilFailure(*peers[i], &progress); });
+  // Let a few operations go through on both peers; the next one is then under way when it strikes.
+  REQUIRE(progress.waitFor(6, 20000));
   const auto killed = std::chrono::steady_clock::now();
+  master.signal(SIGKILL);
   for (auto& t : loops) t.join();
   for (size_t i = 0; i < 2; ++i) {
     INFO("peer " << i << ": " << out[i].status.toString());

@@ -67,15 +67,17 @@ inline double secondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }
 
-// A child process with its stdout on a pipe. Killed (SIGKILL) and reaped on destruction.
+// A child process with its stdout (and with merge_stderr, its stderr) on a pipe. Killed (SIGKILL) and
+// reaped on destruction.
 class ChildProcess {
  public:
-  explicit ChildProcess(std::vector<std::string> argv, std::vector<std::string> env = {}) {
+  explicit ChildProcess(std::vector<std::string> argv, std::vector<std::string> env = {}, bool merge_stderr = false) {
     int fds[2];
     if (pipe2(fds, O_CLOEXEC) != 0) return;
     pid_ = fork();
     if (pid_ == 0) {
       dup2(fds[1], STDOUT_FILENO);
+      if (merge_stderr) dup2(fds[1], STDERR_FILENO);
       for (const auto& e : env) putenv(const_cast<char*>(e.c_str()));
       std::vector<char*> args;
       for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
