@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Installs pccl's build and test dependencies from Debian 12 packages (skipped when already present).
 set -euo pipefail
-PACKAGES=(cmake ninja-build g++ gcc pkg-config libasio-dev libsodium-dev libzstd-dev libfmt-dev libcli11-dev catch2)
+PACKAGES=(cmake ninja-build g++ gcc pkg-config libasio-dev libsodium-dev libzstd-dev libfmt-dev libcli11-dev catch2 libgloo-dev)
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -1,0 +1,47 @@
+// pccl-bench's shared pieces: options, sizes, deterministic inputs and their exact expected sums.
+#ifndef PCCL_BENCH_BENCH_HPP_
+#define PCCL_BENCH_BENCH_HPP_
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "pccl/types.hpp"
+
+namespace pccl::bench {
+
+struct Options {
+  int ranks = 0;                 // --ranks N: local launcher
+  std::string master;            // --master HOST:PORT: join a run (one process per rank)
+  int world = 0;                 // ranks to wait for in --master mode
+  std::string min_size = "4K", max_size = "64M";
+  double factor = 2;
+  int iters = 20, warmup = 5;
+  uint32_t connections = 4;
+  int concurrent = 1;
+  std::string backend = "pccl";  // pccl | gloo | both
+  std::string quant = "none";
+  std::string dtype = "float32";
+  bool in_place = false;
+  uint32_t segment_bytes = 1 << 20;
+  std::string json;
+  std::vector<std::string> extra_json;  // --json-field KEY=VALUE: added to every JSON row (scenario scripts)
+  int timeout_s = 3600;
+};
+
+bool parseSize(const std::string& s, size_t* out);
+std::vector<size_t> sizesOf(const Options& o, size_t elem);
+bool dtypeOf(const std::string& name, DataType* out);
+size_t elemSize(DataType t);
+
+// Rank r's element k is (r + 1) + (k mod 7): small integers, so the sum over any world is exact in
+// every supported type and every element of every result can be checked bit for bit.
+void fillInput(DataType t, void* buf, size_t count, int rank);
+void fillExpected(DataType t, void* buf, size_t count, int world);
+// Elements of `got` that differ from `want` (one memcmp when all is well).
+size_t countWrong(const void* got, const void* want, size_t count, size_t elem);
+
+}  // namespace pccl::bench
+
+#endif  // PCCL_BENCH_BENCH_HPP_

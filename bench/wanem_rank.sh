@@ -1,0 +1,16 @@
+#!/bin/sh
+# One rank of a pccl-bench run inside a pccl-wanem namespace. Rank 0 also runs pccl-master (so control
+# traffic crosses the emulated WAN too). Arguments go to pccl-bench.
+#   pccl-wanem --ranks N ... -- bench/wanem_rank.sh [pccl-bench flags]
+set -eu
+BUILD_DIR=${PCCL_BUILD_DIR:-build}
+port=29500
+master_host=$(echo "$PCCL_WANEM_ADDRS" | cut -d, -f1)
+if [ "$PCCL_WANEM_RANK" = 0 ]; then
+  PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-error} "$BUILD_DIR/src/pccl-master" --listen "$PCCL_WANEM_ADDR:$port" \
+    --heartbeat-ms 1000 --peer-timeout-ms 30000 >/dev/null &
+  master=$!
+  trap 'kill $master 2>/dev/null; wait $master 2>/dev/null || true' EXIT INT TERM
+fi
+PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-error} "$BUILD_DIR/bench/pccl-bench" --master "$master_host:$port" \
+  --world "$PCCL_WANEM_RANKS" "$@"

@@ -1,0 +1,281 @@
+// One rank of pccl-bench: joins the pccl run, sets up Gloo in the same process when asked, runs every
+// size on every backend, checks every result, and (on ring rank 0) prints the rows and writes JSON.
+// Per-rank timings are combined with pccl all-reduces: the row's time is the median over iterations
+// of the slowest rank.
+#include <sys/resource.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <thread>
+
+#include "bench.hpp"
+#include "gloo_backend.hpp"
+#include "pccl/communicator.hpp"
+#include "tcp_store.hpp"
+#include "worker.hpp"
+
+namespace pccl::bench {
+
+namespace {
+
+constexpr uint64_t kControlTag = 1ull << 62;  // the bench's own bookkeeping all-reduces
+constexpr uint64_t kBarrierTag = kControlTag + 1;
+
+using Clock = std::chrono::steady_clock;
+
+struct Row {
+  std::string backend, algorithm;
+  size_t bytes = 0;
+  std::vector<double> times;  // this rank's, per timed iteration
+  uint64_t wrong = 0;
+};
+
+class Worker {
+ public:
+  explicit Worker(const Options& o) : o_(o) {}
+  int run();
+
+ private:
+  bool join();
+  bool setUpGloo();
+  bool runPccl(size_t bytes, Row* row);
+  bool runGloo(const std::string& algorithm, size_t bytes, Row* row);
+  bool report(Row& row);
+  bool lineUp();
+  bool control(void* data, size_t count, DataType t, RedOp op);
+  void fail(const std::string& what) { std::fprintf(stderr, "pccl-bench rank %d: %s\n", rank_, what.c_str()); }
+
+  Options o_;
+  std::unique_ptr<Communicator> comm_;
+  std::unique_ptr<StoreServer> store_;
+  std::unique_ptr<GlooBackend> gloo_;
+  DataType dtype_ = DataType::kFloat32;
+  size_t elem_ = 4;
+  int rank_ = -1, world_ = 0;
+  std::vector<std::vector<uint8_t>> send_, recv_;
+  std::vector<uint8_t> expected_;
+  uint64_t next_tag_ = 1;
+  std::ostringstream json_;
+  size_t json_rows_ = 0;
+  uint64_t total_wrong_ = 0;
+};
+
+bool Worker::join() {
+  CommConfig c;
+  c.master_address = o_.master;
+  c.listen_address = "0.0.0.0:0";
+  c.connections_per_peer = o_.connections;
+  c.segment_bytes = o_.segment_bytes;
+  auto comm = Communicator::create(c);
+  if (!comm.isOk()) return fail(comm.status().toString()), false;
+  comm_ = std::move(comm).value();
+  // The master may still be starting (all ranks are launched together): retry for a minute.
+  const auto connect_deadline = Clock::now() + std::chrono::seconds(60);
+  Status s = comm_->connect();
+  while (s.code() == Code::kMasterUnreachable && Clock::now() < connect_deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    s = comm_->connect();
+  }
+  if (!s.isOk()) return fail(s.toString()), false;
+  // Everyone admitted so far votes whenever someone waits, until the run has `world` members.
+  const auto deadline = Clock::now() + std::chrono::seconds(300);
+  while (static_cast<int>(comm_->topology().world_size) < o_.world) {
+    if (Clock::now() > deadline) return fail("the run did not reach " + std::to_string(o_.world) + " ranks"), false;
+    auto pending = comm_->arePeersPending();
+    if (!pending.isOk()) return fail(pending.status().toString()), false;
+    if (!*pending) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a launcher tool, not a test: fine
+      continue;
+    }
+    s = comm_->updateTopology();
+    if (!s.isOk() && s.code() != Code::kPeerLost && s.code() != Code::kTimeout) return fail(s.toString()), false;
+  }
+  rank_ = static_cast<int>(comm_->topology().rank);
+  world_ = static_cast<int>(comm_->topology().world_size);
+  return true;
+}
+
+bool Worker::control(void* data, size_t count, DataType t, RedOp op) {
+  ReduceOptions ro;
+  ro.tag = kControlTag;
+  auto r = comm_->allReduce(data, data, count, t, op, ro);
+  if (!r.isOk()) fail("bookkeeping all-reduce failed: " + r.status().toString());
+  return r.isOk();
+}
+
+bool Worker::setUpGloo() {
+  const Topology topo = comm_->topology();
+  // Ring rank 0 serves the rendezvous store; its port reaches the others through a pccl all-reduce.
+  uint64_t port = 0;
+  std::string error;
+  if (rank_ == 0) {
+    store_ = StoreServer::start(topo.ring[0].host, &error);
+    if (!store_) return fail(error), false;
+    port = store_->port();
+  }
+  if (!control(&port, 1, DataType::kUint64, RedOp::kMax)) return false;
+  gloo_ = GlooBackend::create(topo.ring[0].host, static_cast<uint16_t>(port), topo.ring[rank_].host, rank_, world_,
+                              "pccl-bench", &error);
+  if (!gloo_) return fail(error), false;
+  return true;
+}
+
+// A one-element pccl all-reduce lines the ranks up before every timed operation, for both backends.
+bool Worker::lineUp() {
+  float token = 0;
+  ReduceOptions barrier;
+  barrier.tag = kBarrierTag;
+  if (!comm_->allReduce(&token, &token, 1, DataType::kFloat32, RedOp::kMax, barrier).isOk()) {
+    return fail("barrier failed: " + comm_->lastError()), false;
+  }
+  return true;
+}
+
+bool Worker::runPccl(size_t bytes, Row* row) {
+  const size_t count = bytes / elem_;
+  for (int it = 0; it < o_.warmup + o_.iters; ++it) {
+    if (o_.in_place) {
+      for (int j = 0; j < o_.concurrent; ++j) std::memcpy(recv_[j].data(), send_[j].data(), bytes);
+    }
+    if (!lineUp()) return false;
+    std::vector<ReduceHandle> handles;
+    const auto t0 = Clock::now();
+    for (int j = 0; j < o_.concurrent; ++j) {
+      ReduceOptions ro;
+      ro.tag = next_tag_++;
+      const void* src = o_.in_place ? recv_[j].data() : send_[j].data();
+      auto h = comm_->allReduceAsync(src, recv_[j].data(), count, dtype_, RedOp::kSum, ro);
+      if (!h.isOk()) return fail(h.status().toString()), false;
+      handles.push_back(*h);
+    }
+    for (auto& h : handles) {
+      auto r = h.wait();
+      if (!r.isOk()) return fail("all-reduce of " + std::to_string(bytes) + " bytes: " + r.status().toString()), false;
+    }
+    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    for (int j = 0; j < o_.concurrent; ++j) row->wrong += countWrong(recv_[j].data(), expected_.data(), count, elem_);
+    if (it >= o_.warmup) row->times.push_back(dt);
+  }
+  return true;
+}
+
+bool Worker::runGloo(const std::string& algorithm, size_t bytes, Row* row) {
+  const size_t count = bytes / elem_;
+  std::string error;
+  for (int it = 0; it < o_.warmup + o_.iters; ++it) {
+    if (!lineUp()) return false;
+    const auto t0 = Clock::now();
+    if (!gloo_->allreduce(algorithm, dtype_, send_[0].data(), recv_[0].data(), count, &error)) return fail(error), false;
+    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    row->wrong += countWrong(recv_[0].data(), expected_.data(), count, elem_);
+    if (it >= o_.warmup) row->times.push_back(dt);
+  }
+  gloo_->release();
+  return true;
+}
+
+// Combines the ranks' numbers (max time per iteration, total wrong, max RSS) and prints on rank 0.
+bool Worker::report(Row& row) {
+  std::vector<double> times = row.times;
+  if (!control(times.data(), times.size(), DataType::kFloat64, RedOp::kMax)) return false;
+  uint64_t wrong = row.wrong;
+  if (!control(&wrong, 1, DataType::kUint64, RedOp::kSum)) return false;
+  rusage ru{};
+  getrusage(RUSAGE_SELF, &ru);
+  int64_t rss = static_cast<int64_t>(ru.ru_maxrss) * 1024;
+  if (!control(&rss, 1, DataType::kInt64, RedOp::kMax)) return false;
+  total_wrong_ += wrong;
+  if (rank_ != 0) return true;
+  std::sort(times.begin(), times.end());
+  const double t = times.empty() ? 0 : times[times.size() / 2];
+  const int ops = row.backend == "pccl" ? o_.concurrent : 1;
+  const double algbw = t > 0 ? static_cast<double>(row.bytes) * ops / t / 1e9 : 0;
+  const double busbw = algbw * (world_ > 1 ? 2.0 * (world_ - 1) / world_ : 1.0);
+  const int conns = row.backend == "pccl" ? static_cast<int>(o_.connections) : 1;
+  std::printf("%-6s %-13s %5d %14zu %12.1f %12.3f %12.3f %10llu\n", row.backend.c_str(), row.algorithm.c_str(), conns,
+              row.bytes, t * 1e6, algbw, busbw, static_cast<unsigned long long>(wrong));
+  std::fflush(stdout);
+  json_ << (json_rows_++ ? ",\n  " : "\n  ") << "{\"backend\": \"" << row.backend << "\", \"algorithm\": \""
+        << row.algorithm << "\", \"ranks\": " << world_ << ", \"connections\": " << conns
+        << ", \"concurrent\": " << ops << ", \"quant\": \"" << o_.quant << "\", \"dtype\": \"" << o_.dtype
+        << "\", \"in_place\": " << (o_.in_place ? "true" : "false") << ", \"bytes\": " << row.bytes
+        << ", \"iterations\": " << times.size() << ", \"time_s\": " << t << ", \"algbw_gbps\": " << algbw
+        << ", \"busbw_gbps\": " << busbw << ", \"wrong\": " << wrong << ", \"peak_rss_bytes\": " << rss;
+  for (const auto& kv : o_.extra_json) {
+    const size_t eq = kv.find('=');
+    const std::string key = kv.substr(0, eq), value = eq == std::string::npos ? "" : kv.substr(eq + 1);
+    char* end = nullptr;
+    std::strtod(value.c_str(), &end);
+    const bool number = !value.empty() && end != nullptr && *end == '\0';
+    json_ << ", \"" << key << "\": " << (number ? value : "\"" + value + "\"");
+  }
+  json_ << "}";
+  return true;
+}
+
+int Worker::run() {
+  if (!dtypeOf(o_.dtype, &dtype_)) return fail("unknown dtype " + o_.dtype), 2;
+  elem_ = elemSize(dtype_);
+  if (!join()) return 1;
+  const bool with_pccl = o_.backend != "gloo";
+  const bool with_gloo = o_.backend != "pccl" && GlooBackend::supports(dtype_);
+  if (o_.backend != "pccl" && !with_gloo && rank_ == 0) {
+    std::fprintf(stderr, "pccl-bench: Gloo has no %s sum here; Gloo rows skipped\n", o_.dtype.c_str());
+  }
+  if (with_gloo && !setUpGloo()) return 1;
+  const std::vector<size_t> sizes = sizesOf(o_, elem_);
+  const size_t max_bytes = sizes.empty() ? 0 : sizes.back();
+  send_.assign(o_.concurrent, std::vector<uint8_t>(max_bytes));
+  recv_.assign(o_.concurrent, std::vector<uint8_t>(max_bytes));
+  expected_.assign(max_bytes, 0);
+  for (auto& b : send_) fillInput(dtype_, b.data(), max_bytes / elem_, rank_);
+  fillExpected(dtype_, expected_.data(), max_bytes / elem_, world_);
+  if (rank_ == 0) {
+    std::printf("# pccl-bench: %d ranks, dtype %s, op sum, %s, pccl: %u connections, %d concurrent, segments <= %u B\n",
+                world_, o_.dtype.c_str(), o_.in_place ? "in place" : "out of place", o_.connections, o_.concurrent,
+                o_.segment_bytes);
+    std::printf("%-6s %-13s %5s %14s %12s %12s %12s %10s\n", "#back", "algorithm", "conns", "size(B)", "time(us)",
+                "algbw(GB/s)", "busbw(GB/s)", "wrong");
+    std::fflush(stdout);
+  }
+  for (size_t bytes : sizes) {
+    if (with_pccl) {
+      Row row{"pccl", "ring", bytes, {}, 0};
+      if (!runPccl(bytes, &row) || !report(row)) return 1;
+    }
+    if (with_gloo) {
+      for (const auto& algo : GlooBackend::algorithms()) {
+        Row row{"gloo", algo, bytes, {}, 0};
+        if (!runGloo(algo, bytes, &row) || !report(row)) return 1;
+      }
+    }
+  }
+  if (rank_ == 0 && !o_.json.empty()) {
+    std::ofstream f(o_.json);
+    f << "{\"results\": [" << json_.str() << "\n]}\n";
+    if (!f) return fail("cannot write " + o_.json), 1;
+  }
+  gloo_.reset();
+  store_.reset();
+  (void)comm_->leave();
+  if (total_wrong_ != 0) {
+    if (rank_ == 0) std::fprintf(stderr, "pccl-bench: %llu wrong elements\n", static_cast<unsigned long long>(total_wrong_));
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int runWorker(const Options& o) {
+  Worker w(o);
+  return w.run();
+}
+
+}  // namespace pccl::bench
