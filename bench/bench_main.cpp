@@ -100,7 +100,11 @@ int main(int argc, char** argv) {
   app.add_option("--json", o.json, "write the rows to this file as {\"results\": [...]}");
   app.add_option("--json-field", o.extra_json, "KEY=VALUE added to every JSON row (repeatable)");
   app.add_option("--timeout", o.timeout_s, "seconds the whole run may take")->check(CLI::Range(1, 86400));
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help is not an error; everything else is bad usage
+  }
   size_t probe = 0;
   if (!pccl::bench::parseSize(o.min_size, &probe) || !pccl::bench::parseSize(o.max_size, &probe)) {
     std::fprintf(stderr, "pccl-bench: sizes look like 4096, 4K, 64M or 1G\n");

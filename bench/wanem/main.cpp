@@ -154,7 +154,11 @@ int main(int argc, char** argv) {
   app.add_option("--stats", a.stats, "write the emulator's statistics (JSON) to this file");
   app.add_flag("--cleanup", a.cleanup, "remove namespaces left behind by a killed pccl-wanem, then exit");
   app.add_option("command", a.command, "the command to run per rank (after --)");
-  CLI11_PARSE(app, argc, argv);
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;  // --help is not an error; everything else is bad usage
+  }
   if (a.cleanup) {
     std::printf("pccl-wanem: removed %d stale namespace(s)\n", Network::cleanupStale());
     return 0;
