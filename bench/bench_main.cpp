@@ -79,6 +79,8 @@ int runLocal(const Options& o, const std::vector<std::string>& pass) {
 int main(int argc, char** argv) {
   Options o;
   CLI::App app{"pccl-bench: all-reduce benchmark, pccl against Gloo (nccl-tests conventions)"};
+  // A later flag overrides an earlier one, so scenario scripts can set defaults that users override.
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);
   auto* ranks = app.add_option("--ranks", o.ranks, "spawn a local master and N rank processes")->check(CLI::Range(1, 64));
   auto* master = app.add_option("--master", o.master, "HOST:PORT of a running pccl-master: be one rank of that run");
   ranks->excludes(master);
@@ -98,7 +100,8 @@ int main(int argc, char** argv) {
   app.add_flag("--inplace", o.in_place, "pccl: send == recv");
   app.add_option("--segment-bytes", o.segment_bytes, "pccl: largest pipelining unit")->check(CLI::Range(64u, 64u << 20));
   app.add_option("--json", o.json, "write the rows to this file as {\"results\": [...]}");
-  app.add_option("--json-field", o.extra_json, "KEY=VALUE added to every JSON row (repeatable)");
+  app.add_option("--json-field", o.extra_json, "KEY=VALUE added to every JSON row (repeatable)")
+      ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--timeout", o.timeout_s, "seconds the whole run may take")->check(CLI::Range(1, 86400));
   try {
     app.parse(argc, argv);

@@ -48,6 +48,7 @@ class Worker {
   bool runGloo(const std::string& algorithm, size_t bytes, Row* row);
   bool report(Row& row);
   bool lineUp();
+  void progress(const Row& row, int done, double seconds);
   bool control(void* data, size_t count, DataType t, RedOp op);
   void fail(const std::string& what) { std::fprintf(stderr, "pccl-bench rank %d: %s\n", rank_, what.c_str()); }
 
@@ -126,6 +127,13 @@ bool Worker::setUpGloo() {
   return true;
 }
 
+// On long runs (an operation over 2 s), rank 0 says on stderr how far a row has got.
+void Worker::progress(const Row& row, int done, double seconds) {
+  if (rank_ != 0 || seconds < 2.0) return;
+  std::fprintf(stderr, "pccl-bench: %s %s %zu B: %d of %d operations done, last %.1f s\n", row.backend.c_str(),
+               row.algorithm.c_str(), row.bytes, done, o_.warmup + o_.iters, seconds);
+}
+
 // A one-element pccl all-reduce lines the ranks up before every timed operation, for both backends.
 bool Worker::lineUp() {
   float token = 0;
@@ -161,6 +169,7 @@ bool Worker::runPccl(size_t bytes, Row* row) {
     const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
     for (int j = 0; j < o_.concurrent; ++j) row->wrong += countWrong(recv_[j].data(), expected_.data(), count, elem_);
     if (it >= o_.warmup) row->times.push_back(dt);
+    progress(*row, it + 1, dt);
   }
   return true;
 }
@@ -175,6 +184,7 @@ bool Worker::runGloo(const std::string& algorithm, size_t bytes, Row* row) {
     const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
     row->wrong += countWrong(recv_[0].data(), expected_.data(), count, elem_);
     if (it >= o_.warmup) row->times.push_back(dt);
+    progress(*row, it + 1, dt);
   }
   gloo_->release();
   return true;

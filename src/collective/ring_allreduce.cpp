@@ -32,6 +32,24 @@ void RingAllReduce::start() {
   maybeFinish();
 }
 
+// The connection with the least data waiting to be acknowledged (our queue plus the kernel's), so a
+// connection slowed by a loss or a small congestion window gets fewer segments and none sits idle.
+// Ties (e.g. all empty) rotate from segment + op id, spreading small concurrent operations.
+std::shared_ptr<net::DataChannel>& RingAllReduce::pickConnection(size_t segment) {
+  const size_t k = successor_.size();
+  size_t best = (segment + spec_.op_id) % k;
+  uint64_t best_load = successor_[best]->backlog();
+  for (size_t i = 1; i < k && best_load > 0; ++i) {
+    const size_t c = (segment + spec_.op_id + i) % k;
+    const uint64_t load = successor_[c]->backlog();
+    if (load < best_load) {
+      best = c;
+      best_load = load;
+    }
+  }
+  return successor_[best];
+}
+
 void RingAllReduce::sendSegment(uint32_t phase, size_t segment) {
   const Span c = chunk(sendChunk(spec_.rank, spec_.world, phase));
   const Span s = segmentOf(c.count, spec_.segment_elems, segment);
@@ -39,9 +57,7 @@ void RingAllReduce::sendSegment(uint32_t phase, size_t segment) {
   const uint8_t* src = base + (c.offset + s.offset) * elem_;
   const uint32_t bytes = static_cast<uint32_t>(s.count * elem_);
   wire::DataHeader h{spec_.op_id, phase, s.offset};
-  // Consecutive segments go to consecutive connections; the op id rotates the start so that small
-  // concurrent operations do not all pile onto connection 0.
-  auto& ch = successor_[(segment + spec_.op_id) % successor_.size()];
+  auto& ch = pickConnection(segment);
   std::weak_ptr<RingAllReduce> weak = weak_from_this();
   ch->send(h, src, bytes, [weak, bytes](const Status& st) {
     auto self = weak.lock();

@@ -61,6 +61,7 @@ class RingAllReduce : public std::enable_shared_from_this<RingAllReduce> {
   Span chunk(uint32_t index) const { return chunkOf(spec_.count, spec_.world, index); }
   size_t segmentsOf(uint32_t chunk_index) const;
   void sendSegment(uint32_t phase, size_t segment);
+  std::shared_ptr<net::DataChannel>& pickConnection(size_t segment);
   void maybeFinish();
 
   RingOpSpec spec_;

@@ -1,6 +1,8 @@
 #include "net/data_channel.hpp"
 
 #include <fmt/format.h>
+#include <linux/sockios.h>
+#include <sys/ioctl.h>
 
 #include <utility>
 
@@ -89,6 +91,7 @@ void DataChannel::send(const wire::DataHeader& h, const uint8_t* payload, uint32
     return;
   }
   out_.push_back(Pending{wire::encodeDataFrameHead(h, epoch_, bytes), payload, bytes, std::move(done)});
+  queued_bytes_ += bytes;
   if (!writing_) writeNext();
 }
 
@@ -106,10 +109,17 @@ void DataChannel::writeNext() {
     if (ec) return close(Status::peerLost(name_ + ": " + ec.message()));
     Pending done = std::move(out_.front());
     out_.pop_front();
+    queued_bytes_ -= done.bytes;
     bytes_sent_ += done.bytes;
     done.done(Status::ok());
     writeNext();
   });
+}
+
+uint64_t DataChannel::backlog() const {
+  int unsent = 0;
+  if (closed_ || ioctl(const_cast<Tcp::socket&>(socket_).native_handle(), SIOCOUTQ, &unsent) != 0) unsent = 0;
+  return queued_bytes_ + static_cast<uint64_t>(unsent > 0 ? unsent : 0);
 }
 
 void DataChannel::close(const Status& why) {
@@ -121,6 +131,7 @@ void DataChannel::close(const Status& why) {
   // Nothing reads the queued payloads after this point: their owners may reuse them.
   std::deque<Pending> pending = std::move(out_);
   out_.clear();
+  queued_bytes_ = 0;
   for (auto& p : pending) p.done(why);
   if (sink_ != nullptr) sink_->channelClosed(*this, why);
 }

@@ -56,6 +56,9 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   void close(const Status& why);  // idempotent; fails pending sends; tells the sink once
 
   bool isOpen() const { return !closed_; }
+  // Bytes accepted for sending but not yet acknowledged by the remote: our queue plus the kernel's
+  // send queue (SIOCOUTQ). Used to send each segment on the least loaded connection.
+  uint64_t backlog() const;
   const std::string& name() const { return name_; }
   uint64_t bytesSent() const { return bytes_sent_; }
   uint64_t bytesReceived() const { return bytes_received_; }
@@ -83,6 +86,7 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   std::deque<Pending> out_;
   bool writing_ = false;
   bool closed_ = false;
+  uint64_t queued_bytes_ = 0;  // payload bytes in out_
   uint64_t bytes_sent_ = 0;
   uint64_t bytes_received_ = 0;
 };

@@ -1,0 +1,42 @@
+# Shared by the scenario scripts (sourced). Finds the binaries, parses --json FILE, runs pccl-bench
+# either on loopback or inside pccl-wanem, adds the network's parameters to every JSON row, and marks
+# the rows invalid when the emulator could not stay faithful.
+set -eu
+ROOT=$(cd "$(dirname "$0")/.." && pwd)
+BUILD_DIR=${PCCL_BUILD_DIR:-$ROOT/build}
+export PCCL_BUILD_DIR=$BUILD_DIR
+JSON=""
+PASS=()
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --json) JSON=$2; shift 2 ;;
+    --json=*) JSON=${1#--json=}; shift ;;
+    *) PASS+=("$1"); shift ;;
+  esac
+done
+for bin in bench/pccl-bench bench/pccl-wanem src/pccl-master; do
+  [ -x "$BUILD_DIR/$bin" ] || { echo "$0: $BUILD_DIR/$bin not found: build first (bash scripts/build.sh)" >&2; exit 2; }
+done
+
+# run_wanem RANKS RATE_MBIT ONE_WAY_MS LOSS_PCT CC [PATHS_FILE] -- pccl-bench flags...
+run_wanem() {
+  local ranks=$1 rate=$2 delay=$3 loss=$4 cc=$5 paths=${6:-}
+  shift 6
+  local stats json_args=() rtt
+  stats=$(mktemp)
+  rtt=$(awk -v d="$delay" 'BEGIN { print 2 * d }')
+  [ -n "$JSON" ] && json_args=(--json "$JSON" --json-field "rate_mbit=$rate" --json-field "rtt_ms=$rtt" \
+    --json-field "loss_pct=$loss" --json-field "cc=$cc" --json-field "scenario=$SCENARIO")
+  local wanem_args=(--ranks "$ranks" --delay-ms "$delay" --loss-pct "$loss" --rate-mbit "$rate" --cc "$cc" --stats "$stats")
+  [ -n "$paths" ] && wanem_args+=(--paths "$paths")
+  local status=0
+  "$BUILD_DIR/bench/pccl-wanem" "${wanem_args[@]}" -- "$ROOT/bench/wanem_rank.sh" "${json_args[@]}" "$@" || status=$?
+  if [ -n "$JSON" ] && [ -f "$JSON" ]; then
+    local faithful
+    faithful=$(sed -n 's/.*"faithful": \([a-z]*\).*/\1/p' "$stats")
+    sed -i "s/\"wrong\": /\"emulator_faithful\": ${faithful:-false}, \"wrong\": /" "$JSON"
+  fi
+  rm -f "$stats"
+  [ $status -eq 3 ] && echo "$0: the emulator was not faithful: rows marked \"emulator_faithful\": false" >&2
+  return $status
+}
