@@ -515,7 +515,7 @@ class Communicator::Impl {
   }
 
   void onLost(const Status& s) {
-    colls_->failAll(s);
+    colls_->linkLost(s);
     pool_->reset(Status::ok());
     std::lock_guard<std::mutex> lk(mu_);
     if (state_ == PeerState::kConnecting) {

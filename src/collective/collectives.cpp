@@ -55,6 +55,7 @@ void Collectives::submit(ReduceRequest req, Completion done) {
   if (by_tag_.count(o.req.tag) != 0) {
     return finishOp(o, Status::invalidUsage(fmt::format("tag {} is already in flight", o.req.tag)));
   }
+  if (!link_down_.isOk()) return finishOp(o, link_down_);
   if (link_ == nullptr) return finishOp(o, Status::masterUnreachable("not connected to the master"));
   by_tag_[o.req.tag] = std::move(op);
   wire::OpAnnounce a;
@@ -222,6 +223,12 @@ void Collectives::failAll(const Status& why) {
     auto it = by_tag_.find(tag);
     if (it != by_tag_.end()) failOp(*it->second, why, false);
   }
+}
+
+void Collectives::linkLost(const Status& why) {
+  link_down_ = why.isOk() ? Status::masterUnreachable("the connection to the master is closed") : why;
+  failAll(link_down_);
+  link_ = nullptr;
 }
 
 Collectives::Op* Collectives::byId(uint64_t op_id) {

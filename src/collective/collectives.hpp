@@ -59,7 +59,10 @@ class Collectives : public net::DataSink {
   Collectives(asio::io_context& io, BufferPool* pool, ResetRing reset_ring);
   ~Collectives() override;
 
-  void setLink(peer::MasterLink* link) { link_ = link; }
+  void setLink(peer::MasterLink* link) {  // a new session (after connect()) clears an old loss
+    link_ = link;
+    if (link != nullptr) link_down_ = Status::ok();
+  }
   void setName(std::string name) { name_ = std::move(name); }
   // A new ring is installed: our rank and world within the group, and its connections (empty when
   // we are alone). Starts reading from them.
@@ -70,7 +73,10 @@ class Collectives : public net::DataSink {
   void onStart(const wire::OpStart& m);
   void onAbort(const wire::OpAbort& m);
   void onComplete(const wire::OpComplete& m);
-  void failAll(const Status& why);  // the link to the master is gone, or we are leaving
+  void failAll(const Status& why);  // we are leaving: every operation in flight fails
+  // The link to the master is gone for good: everything in flight fails, and so does every later
+  // submit (with the same reason) instead of waiting for an answer that cannot come.
+  void linkLost(const Status& why);
   size_t active() const { return by_tag_.size(); }
 
   // net::DataSink
@@ -106,6 +112,7 @@ class Collectives : public net::DataSink {
   BufferPool* pool_;
   ResetRing reset_ring_;
   peer::MasterLink* link_ = nullptr;
+  Status link_down_;  // why the master cannot be reached any more (OK while it can)
   std::string name_ = "peer";
   uint64_t epoch_ = 0;
   uint32_t rank_ = 0;
