@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "api/reduce_handle.hpp"
 #include "codec/dtype.hpp"
 #include "collective/buffer_pool.hpp"
 #include "collective/collectives.hpp"
@@ -50,64 +51,6 @@ Topology topologyFrom(const std::vector<wire::MemberInfo>& ring, const wire::Uui
     t.ring.push_back(RingMember{m.id, m.host, m.port, m.group});
   }
   return t;
-}
-}  // namespace
-
-struct ReduceHandle::State {
-  std::mutex mu;
-  std::condition_variable cv;
-  bool done = false;
-  Status status;
-  ReduceInfo info;
-};
-
-Result<ReduceInfo> ReduceHandle::wait() const {
-  if (!state_) return Status::invalidUsage("wait() on an empty ReduceHandle");
-  std::unique_lock<std::mutex> lk(state_->mu);
-  // No deadline here on purpose: the io thread ends every operation by its op_timeout_ms deadline,
-  // and returning earlier would hand back buffers that pccl may still write.
-  state_->cv.wait(lk, [&] { return state_->done; });
-  if (!state_->status.isOk()) return state_->status;
-  return state_->info;
-}
-
-bool ReduceHandle::test() const {
-  if (!state_) return true;
-  std::lock_guard<std::mutex> lk(state_->mu);
-  return state_->done;
-}
-
-namespace {
-// Argument checks that need no state: types, pointers, sizes, overlap, unsupported options.
-Status checkReduceArgs(const void* send, void* recv, size_t count, DataType dtype, RedOp op, const ReduceOptions& o) {
-  if (!codec::isValidDType(static_cast<uint8_t>(dtype))) {
-    return Status::invalidArgument(fmt::format("unknown data type {}", static_cast<int>(dtype)));
-  }
-  if (!codec::isValidRedOp(static_cast<uint8_t>(op))) {
-    return Status::invalidArgument(fmt::format("unknown reduction op {}", static_cast<int>(op)));
-  }
-  if (!codec::isValidQuant(static_cast<uint8_t>(o.quant))) {
-    return Status::invalidArgument(fmt::format("unknown quantization {}", static_cast<int>(o.quant)));
-  }
-  if (o.quant != Quant::kNone) {
-    return Status::unsupported(fmt::format("quantization {} is not available in this version of pccl",
-                                           codec::quantName(static_cast<codec::Quant>(o.quant))));
-  }
-  if (o.compress) return Status::unsupported("compression is not available in this version of pccl");
-  if (o.location != BufferLocation::kHost) {
-    return Status::unsupported("device buffers need a GPU build of pccl; this build takes host memory only");
-  }
-  if (count == 0) return Status::ok();
-  if (send == nullptr || recv == nullptr) return Status::invalidArgument("send and recv buffers must not be NULL");
-  const size_t elem = codec::dtypeSize(static_cast<codec::DType>(dtype));
-  if (count > SIZE_MAX / elem) return Status::invalidArgument(fmt::format("count {} overflows the address space", count));
-  const auto* s = static_cast<const uint8_t*>(send);
-  const auto* r = static_cast<const uint8_t*>(recv);
-  const size_t bytes = count * elem;
-  if (s != r && s < r + bytes && r < s + bytes) {
-    return Status::invalidArgument("send and recv overlap without being the same buffer (in place needs send == recv)");
-  }
-  return Status::ok();
 }
 }  // namespace
 
