@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The README's main job, on loopback:
 #  1. pccl-bench starts a master and 4 rank processes that run float32 sum all-reduces from 4 KiB to
-#     64 MiB, verify every element and print time and throughput per size;
+#     64 MiB with pccl and, in the same processes, with Gloo; every element is verified; time and
+#     throughput per size and backend;
 #  2. pccl-master plus 4 ring_member processes loop all-reduces; one is SIGKILLed mid-run, the others
 #     see pcclPeerLost, re-form the ring without it and carry on with the right answer.
 set -euo pipefail
@@ -28,8 +29,8 @@ wait_for() {
 }
 say() { printf '\n== %s\n' "$*"; }
 
-say "1. all-reduce: 4 ranks on loopback, float32 sum, 4 KiB .. 64 MiB, every element verified"
-PCCL_LOG_LEVEL=error "$BUILD_DIR/bench/pccl-bench" --ranks 4 -b 4K -e 64M -f 4 -n 5 -w 2 --connections 4
+say "1. all-reduce: 4 ranks on loopback, float32 sum, 4 KiB .. 64 MiB, pccl and Gloo in the same run, every element verified"
+PCCL_LOG_LEVEL=error "$BUILD_DIR/bench/pccl-bench" --ranks 4 -b 4K -e 64M -f 4 -n 5 -w 2 --connections 4 --backend both
 
 say "2. elastic ring: pccl-master + 4 peers looping all-reduces of 1 Mi floats; one peer is SIGKILLed"
 PCCL_LOG_LEVEL=info "$BUILD_DIR/src/pccl-master" --listen 127.0.0.1:0 --heartbeat-ms $HEARTBEAT_MS \
