@@ -449,9 +449,8 @@ class Communicator::Impl {
     colls_->clearRing();
     pool_->reset(Status::ok());
     std::lock_guard<std::mutex> lk(mu_);
-    Code code = m.code <= static_cast<uint16_t>(Code::kProtocolError) && m.code != 0 ? static_cast<Code>(m.code)
-                                                                                     : Code::kPeerLost;
-    last_build_ = Status(code, fmt::format("topology update to epoch {} failed: {}", m.epoch, m.reason));
+    last_build_ = Status(wire::codeFromWire(m.code, Code::kPeerLost),
+                         fmt::format("topology update to epoch {} failed: {}", m.epoch, m.reason));
     ++builds_done_;
     setState(PeerState::kMember);
     return Status::ok();

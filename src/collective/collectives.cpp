@@ -15,9 +15,6 @@ namespace pccl::collective {
 namespace {
 constexpr const char* kLog = "collective";
 
-Code codeFromWire(uint16_t c) {
-  return c != 0 && c <= static_cast<uint16_t>(Code::kProtocolError) ? static_cast<Code>(c) : Code::kPeerLost;
-}
 }  // namespace
 
 Collectives::Collectives(asio::io_context& io, BufferPool* pool, ResetRing reset_ring)
@@ -155,7 +152,7 @@ void Collectives::onAbort(const wire::OpAbort& m) {
     auto it = by_tag_.find(m.tag);
     if (it != by_tag_.end() && it->second->state == State::kAnnounced) op = it->second.get();
   }
-  if (op != nullptr) failOp(*op, Status(codeFromWire(m.code), m.reason), false);
+  if (op != nullptr) failOp(*op, Status(wire::codeFromWire(m.code, Code::kPeerLost), m.reason), false);
   resumePaused();
 }
 

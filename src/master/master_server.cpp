@@ -143,8 +143,7 @@ void MasterServer::registerHandlers(Session& s) {
   });
   s.dispatcher.on<wire::OpFailed>([this, sp, requireJoined](const wire::FrameHeader&, const wire::OpFailed& m) {
     PCCL_RETURN_IF_ERROR(requireJoined());
-    Code code = m.code != 0 && m.code <= static_cast<uint16_t>(Code::kProtocolError) ? static_cast<Code>(m.code)
-                                                                                     : Code::kPeerLost;
+    const Code code = wire::codeFromWire(m.code, Code::kPeerLost);
     if (m.op_id == 0) {
       apply(ops_.withdraw(sp->id, groupOf(sp->id), m.tag, code, m.reason));
       return Status::ok();
@@ -161,8 +160,7 @@ void MasterServer::registerHandlers(Session& s) {
   });
   s.dispatcher.on<wire::P2PFailed>([this, sp, requireJoined](const wire::FrameHeader&, const wire::P2PFailed& m) {
     PCCL_RETURN_IF_ERROR(requireJoined());
-    Code code = m.code != 0 && m.code <= static_cast<uint16_t>(Code::kProtocolError) ? static_cast<Code>(m.code)
-                                                                                     : Code::kPeerLost;
+    const Code code = wire::codeFromWire(m.code, Code::kPeerLost);
     apply(membership_.p2pFailed(sp->id, m.epoch, code, m.reason));
     return Status::ok();
   });

@@ -82,9 +82,7 @@ Status FrameIo::ioError(const asio::error_code& ec, const char* what) const {
 }
 
 Status statusFromRemoteError(const wire::Error& e, const std::string& who) {
-  Code code = e.code <= static_cast<uint16_t>(Code::kProtocolError) && e.code != 0 ? static_cast<Code>(e.code)
-                                                                                   : Code::kProtocolError;
-  return Status(code, who + " says: " + e.message);
+  return Status(wire::codeFromWire(e.code, Code::kProtocolError), who + " says: " + e.message);
 }
 
 }  // namespace pccl::net
