@@ -14,7 +14,6 @@ namespace pccl::collective {
 
 namespace {
 constexpr const char* kLog = "collective";
-
 }  // namespace
 
 Collectives::Collectives(asio::io_context& io, BufferPool* pool, ResetRing reset_ring)
