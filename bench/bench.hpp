@@ -19,6 +19,7 @@ struct Options {
   double factor = 2;
   int iters = 20, warmup = 5;
   uint32_t connections = 4;
+  uint32_t same_host_connections = 1;  // K to a successor on this host; 0: as `connections`
   int concurrent = 1;
   std::string backend = "pccl";  // pccl | gloo | both
   std::string quant = "none";

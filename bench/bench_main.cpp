@@ -92,6 +92,9 @@ int main(int argc, char** argv) {
   app.add_option("-w,--warmup", o.warmup, "untimed iterations per size")->check(CLI::Range(0, 100000));
   app.add_option("--connections", o.connections, "pccl: K TCP connections to the ring successor")
       ->check(CLI::Range(1, 1024));
+  app.add_option("--same-host-connections", o.same_host_connections,
+                 "pccl: K to a successor on the same host (all of a --ranks run); 0 = --connections")
+      ->check(CLI::Range(0, 1024));
   app.add_option("--concurrent", o.concurrent, "pccl: M operations in flight at once")->check(CLI::Range(1, 64));
   app.add_option("--backend", o.backend, "pccl, gloo or both")->check(CLI::IsMember({"pccl", "gloo", "both"}));
   app.add_option("--quant", o.quant, "pccl wire format (only none in this version)")->check(CLI::IsMember({"none"}));
@@ -126,7 +129,8 @@ int main(int argc, char** argv) {
   // The rank processes get the same flags; only ring rank 0 writes the table and the JSON.
   std::vector<std::string> pass = {"-b", o.min_size, "-e", o.max_size, "-f", std::to_string(o.factor), "-n",
                                    std::to_string(o.iters), "-w", std::to_string(o.warmup), "--connections",
-                                   std::to_string(o.connections), "--concurrent", std::to_string(o.concurrent),
+                                   std::to_string(o.connections), "--same-host-connections",
+                                   std::to_string(o.same_host_connections), "--concurrent", std::to_string(o.concurrent),
                                    "--backend", o.backend, "--dtype", o.dtype, "--segment-bytes",
                                    std::to_string(o.segment_bytes), "--timeout", std::to_string(o.timeout_s)};
   if (o.in_place) pass.push_back("--inplace");

@@ -59,6 +59,7 @@ class Worker {
   DataType dtype_ = DataType::kFloat32;
   size_t elem_ = 4;
   int rank_ = -1, world_ = 0;
+  uint32_t ring_connections_ = 0;  // what our link to the successor really has (same-host rule)
   std::vector<std::vector<uint8_t>> send_, recv_;
   std::vector<uint8_t> expected_;
   uint64_t next_tag_ = 1;
@@ -72,6 +73,7 @@ bool Worker::join() {
   c.master_address = o_.master;
   c.listen_address = "0.0.0.0:0";
   c.connections_per_peer = o_.connections;
+  c.same_host_connections = o_.same_host_connections;
   c.segment_bytes = o_.segment_bytes;
   auto comm = Communicator::create(c);
   if (!comm.isOk()) return fail(comm.status().toString()), false;
@@ -99,6 +101,7 @@ bool Worker::join() {
   }
   rank_ = static_cast<int>(comm_->topology().rank);
   world_ = static_cast<int>(comm_->topology().world_size);
+  ring_connections_ = comm_->topology().successor_connections;
   return true;
 }
 
@@ -207,7 +210,7 @@ bool Worker::report(Row& row) {
   const int ops = row.backend == "pccl" ? o_.concurrent : 1;
   const double algbw = t > 0 ? static_cast<double>(row.bytes) * ops / t / 1e9 : 0;
   const double busbw = algbw * (world_ > 1 ? 2.0 * (world_ - 1) / world_ : 1.0);
-  const int conns = row.backend == "pccl" ? static_cast<int>(o_.connections) : 1;
+  const int conns = row.backend == "pccl" ? static_cast<int>(ring_connections_) : 1;
   std::printf("%-6s %-13s %5d %14zu %12.1f %12.3f %12.3f %10llu\n", row.backend.c_str(), row.algorithm.c_str(), conns,
               row.bytes, t * 1e6, algbw, busbw, static_cast<unsigned long long>(wrong));
   std::fflush(stdout);
@@ -247,9 +250,11 @@ int Worker::run() {
   for (auto& b : send_) fillInput(dtype_, b.data(), max_bytes / elem_, rank_);
   fillExpected(dtype_, expected_.data(), max_bytes / elem_, world_);
   if (rank_ == 0) {
-    std::printf("# pccl-bench: %d ranks, dtype %s, op sum, %s, pccl: %u connections, %d concurrent, segments <= %u B\n",
-                world_, o_.dtype.c_str(), o_.in_place ? "in place" : "out of place", o_.connections, o_.concurrent,
-                o_.segment_bytes);
+    std::printf("# pccl-bench: %d ranks, dtype %s, op sum, %s, pccl: %u connections (%u to a successor on this "
+                "host; rank 0 has %u), %d concurrent, segments <= %u B\n",
+                world_, o_.dtype.c_str(), o_.in_place ? "in place" : "out of place", o_.connections,
+                o_.same_host_connections != 0 ? o_.same_host_connections : o_.connections, ring_connections_,
+                o_.concurrent, o_.segment_bytes);
     std::printf("%-6s %-13s %5s %14s %12s %12s %12s %10s\n", "#back", "algorithm", "conns", "size(B)", "time(us)",
                 "algbw(GB/s)", "busbw(GB/s)", "wrong");
     std::fflush(stdout);

@@ -79,6 +79,43 @@ TEST_CASE("cluster: 1 2 3 and 7 peers form one identical ring", "[cluster]") {
   }
 }
 
+TEST_CASE("cluster: peers on one host open same_host_connections to each other", "[cluster]") {
+  auto master = startMaster(fastMasterConfig());
+  REQUIRE(master);
+  CommConfig base = fastCommConfig(master->port());
+  base.connections_per_peer = 4;
+  base.same_host_connections = 1;  // the default
+  auto peers = formRing(*master, 3, base);
+  for (auto& p : peers) {
+    CHECK(p->topology().successor_connections == 1);
+    CHECK(p->topology().predecessor_connections == 1);
+  }
+  std::vector<std::future<Status>> runs;
+  std::vector<std::vector<float>> bufs(peers.size(), std::vector<float>(100000, 1.5f));
+  for (size_t i = 0; i < peers.size(); ++i) {
+    runs.push_back(std::async(std::launch::async, [&, i] {
+      return peers[i]->allReduce(bufs[i].data(), bufs[i].data(), bufs[i].size(), DataType::kFloat32, RedOp::kSum)
+          .status();
+    }));
+  }
+  for (auto& r : runs) CHECK(r.get().isOk());
+  for (auto& b : bufs) CHECK(b == std::vector<float>(100000, 4.5f));
+
+  // A member with its own count: the link it opens has that many, both ends agree.
+  CommConfig three = base;
+  three.same_host_connections = 3;
+  auto late = makeComm(three);
+  REQUIRE(late);
+  auto joined = std::async(std::launch::async, [&] { return late->connect(); });
+  REQUIRE(master->waitFor([](const MasterStats& s) { return s.pending == 1; }, 5000));
+  REQUIRE(updateAll(peers).isOk());
+  REQUIRE(joined.get().isOk());
+  CHECK(late->topology().successor_connections == 3);
+  size_t expecting_three = 0;
+  for (auto& p : peers) expecting_three += p->topology().predecessor_connections == 3 ? 1 : 0;
+  CHECK(expecting_three == 1);
+}
+
 TEST_CASE("cluster: a late joiner waits until every member votes", "[cluster]") {
   auto master = startMaster(fastMasterConfig());
   REQUIRE(master);

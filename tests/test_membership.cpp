@@ -167,20 +167,56 @@ TEST_CASE("membership: when the last member leaves, pending peers are admitted",
 
 TEST_CASE("membership: ring neighbours are chosen within the group", "[membership]") {
   std::vector<wire::MemberInfo> ring = {member(1, 0), member(2, 1), member(3, 0), member(4, 1), member(5, 0)};
-  peer::RingPlan p = peer::planRing(ring, ring[2].id, 7, 3);
+  for (auto& m : ring) m.host = "10.0.0." + std::to_string(m.id[0]);
+  ring[2].connections = 3;
+  peer::RingPlan p = peer::planRing(ring, ring[2].id, 7);
   CHECK_FALSE(p.alone);
   CHECK(p.epoch == 7);
   CHECK(p.successor.id == ring[4].id);
   CHECK(p.predecessor == ring[0].id);
   CHECK(p.successor_connections == 3);
   CHECK(p.predecessor_connections == 2);
-  p = peer::planRing(ring, ring[4].id, 7, 3);  // wraps around
+  p = peer::planRing(ring, ring[4].id, 7);  // wraps around
   CHECK(p.successor.id == ring[0].id);
-  CHECK(peer::planRing({member(1)}, member(1).id, 1, 4).alone);
+  CHECK(peer::planRing({member(1)}, member(1).id, 1).alone);
+  CHECK(peer::planRing(ring, member(9).id, 1).alone);  // not in the ring
   std::vector<wire::MemberInfo> two = {member(1), member(2)};
-  p = peer::planRing(two, two[0].id, 1, 4);
+  p = peer::planRing(two, two[0].id, 1);
   CHECK(p.successor.id == two[1].id);
   CHECK(p.predecessor == two[1].id);
+}
+
+TEST_CASE("membership: links between peers on the same host use their same-host connection count", "[membership]") {
+  CHECK(peer::sameHost("127.0.0.1", "127.0.0.1"));
+  CHECK(peer::sameHost("127.0.0.1", "127.0.0.2"));
+  CHECK(peer::sameHost("localhost", "::1"));
+  CHECK(peer::sameHost("10.1.2.3", "10.1.2.3"));
+  CHECK(peer::sameHost("gpu-a.example", "gpu-a.example"));
+  CHECK_FALSE(peer::sameHost("10.1.2.3", "10.1.2.4"));
+  CHECK_FALSE(peer::sameHost("10.1.2.3", "127.0.0.1"));
+  CHECK_FALSE(peer::sameHost("", ""));
+
+  // a (host X) -> b (host X) -> c (host Y) -> a
+  std::vector<wire::MemberInfo> ring = {member(1), member(2), member(3)};
+  ring[0].host = ring[1].host = "10.0.0.1";
+  ring[2].host = "10.0.0.2";
+  for (auto& m : ring) {
+    m.connections = 8;
+    m.host_connections = 1;
+  }
+  ring[1].host_connections = 2;
+  peer::RingPlan a = peer::planRing(ring, ring[0].id, 1);
+  peer::RingPlan b = peer::planRing(ring, ring[1].id, 1);
+  peer::RingPlan c = peer::planRing(ring, ring[2].id, 1);
+  CHECK(a.successor_connections == 1);    // a -> b on one host: a's host_connections
+  CHECK(b.predecessor_connections == 1);  // and b expects the same number
+  CHECK(b.successor_connections == 8);    // b -> c across hosts: b's connections
+  CHECK(c.predecessor_connections == 8);
+  CHECK(c.successor_connections == 8);
+  CHECK(a.predecessor_connections == 8);
+  ring[0].host_connections = 0;  // 0 (older peers): as connections
+  CHECK(peer::planRing(ring, ring[0].id, 1).successor_connections == 8);
+  CHECK(peer::planRing(ring, ring[1].id, 1).predecessor_connections == 8);
 }
 
 TEST_CASE("membership: the peer state machine allows only documented transitions", "[membership]") {

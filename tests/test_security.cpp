@@ -146,14 +146,15 @@ TEST_CASE("security: protocol version mismatch is reported with both versions", 
   SECTION("a newer client talking to this master") {
     auto master = startMaster(fastMasterConfig());
     RawSocket s = RawSocket::connectTo(master->port());
-    REQUIRE(s.sendBytes(helloFrame(net::randomNonce(), 0, 2)));
+    REQUIRE(s.sendBytes(helloFrame(net::randomNonce(), 0, wire::kProtocolVersion + 1)));
     auto reply = s.recvFrame(2000);
     REQUIRE(reply);
     REQUIRE(reply->header.type == static_cast<uint16_t>(wire::MsgType::kError));
     auto e = wire::decodePayload<wire::Error>(reply->payload.data(), reply->payload.size());
     REQUIRE(e.isOk());
     CHECK(e->code == static_cast<uint16_t>(Code::kVersionMismatch));
-    CHECK_THAT(e->message, Catch::Contains("version 2") && Catch::Contains("version 1"));
+    CHECK_THAT(e->message, Catch::Contains("version " + std::to_string(wire::kProtocolVersion + 1)) &&
+                               Catch::Contains("version " + std::to_string(wire::kProtocolVersion)));
     CHECK(s.waitClosed(2000));
   }
   SECTION("this client talking to a master of another version") {
@@ -172,7 +173,7 @@ TEST_CASE("security: protocol version mismatch is reported with both versions", 
     Status st = peer->connect();
     server.join();
     CHECK(st.code() == Code::kVersionMismatch);
-    CHECK_THAT(st.message(), Catch::Contains("version 7") && Catch::Contains("version 1"));
+    CHECK_THAT(st.message(), Catch::Contains("version 7") && Catch::Contains("version " + std::to_string(wire::kProtocolVersion)));
   }
 }
 
@@ -245,6 +246,19 @@ TEST_CASE("security: garbage sent to a live master closes only that connection",
       m.sock.sendBytes(f);
       CHECK(m.sock.waitClosed(3000));
     }
+  }
+  SECTION("JoinRequest with connection counts outside 1..1024") {
+    for (auto [k, host_k] : {std::pair<uint32_t, uint32_t>{0, 1}, {1025, 1}, {4, 0}, {4, 5000}}) {
+      ManualHandshake m = handshakeByHand(master->port(), "", net::randomNonce());
+      REQUIRE(m.authenticated);
+      wire::JoinRequest j;
+      j.p2p_port = 1;
+      j.connections = k;
+      j.host_connections = host_k;
+      m.sock.sendBytes(wire::encodeFrame(j, 0));
+      CHECK(m.sock.waitClosed(3000));
+    }
+    CHECK(master->stats().pending == 0);
   }
   requireHealthy(*master, *good, 1);
   auto late = makeComm(fastCommConfig(master->port()));

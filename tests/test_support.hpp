@@ -44,6 +44,7 @@ inline CommConfig fastCommConfig(uint16_t master_port, const std::string& secret
   c.listen_address = "127.0.0.1:0";
   c.secret = secret;
   c.connections_per_peer = 2;
+  c.same_host_connections = 0;  // K on loopback too, so the striped paths stay exercised
   c.heartbeat_interval_ms = kHeartbeatMs;
   c.peer_timeout_ms = kTimeoutMs;
   c.connect_timeout_ms = 10000;

@@ -155,6 +155,7 @@ JoinRequest sample(Tag<JoinRequest>) {
   m.advertise_host = "node-17.cluster.example.org";
   m.group = 0xDEADBEEF;
   m.connections = 7;
+  m.host_connections = 3;
   m.client_version = "pccl 0.1.0+g1234abc";
   return m;
 }
@@ -312,16 +313,16 @@ TEST_CASE("wire: header byte layout is 20 little-endian bytes starting with PCCL
   h.epoch = 0x0102030405060708ull;
   h.length = 0x0A0B0C0Du;
   const HeaderBytes b = encodeHeader(h);
-  const HeaderBytes expected = {'P',  'C',  'C',  'L',  0x01, 0x00, 0x34, 0x12, 0x08, 0x07,
+  const HeaderBytes expected = {'P',  'C',  'C',  'L',  0x02, 0x00, 0x34, 0x12, 0x08, 0x07,
                                 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x0D, 0x0C, 0x0B, 0x0A};
   CHECK(b == expected);
   CHECK(kHeaderSize == 20);
-  CHECK(kProtocolVersion == 1);
+  CHECK(kProtocolVersion == 2);
 
   auto d = decodeHeader(b.data(), b.size(), 0xFFFFFFFFu);
   REQUIRE(d.isOk());
   CHECK(d->magic == kMagic);
-  CHECK(d->version == 1);
+  CHECK(d->version == 2);
   CHECK(d->type == 0x1234);
   CHECK(d->epoch == 0x0102030405060708ull);
   CHECK(d->length == 0x0A0B0C0Du);
@@ -335,7 +336,7 @@ TEST_CASE("wire: P2PHello frame byte layout") {
   const std::vector<uint8_t> frame = encodeFrame(m, 0x0000000000000105ull);
   const std::vector<uint8_t> expected = {
       // header
-      'P', 'C', 'C', 'L', 0x01, 0x00, 0x30, 0x00,              // magic, version 1, type 48
+      'P', 'C', 'C', 'L', 0x02, 0x00, 0x30, 0x00,              // magic, version 2, type 48
       0x05, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,          // epoch 0x105
       0x1C, 0x00, 0x00, 0x00,                                  // length 28
       // payload: sender_id
@@ -361,7 +362,9 @@ TEST_CASE("wire: string and list byte layouts") {
   t.ring.push_back(member(0, "ab", 0x0304, 0x05060708, 0x090A0B0C));
   std::vector<uint8_t> expected = {9, 0, 0, 0, 0, 0, 0, 0, 1, 0, 0, 0};
   for (uint8_t b : t.ring[0].id) expected.push_back(b);
-  const std::vector<uint8_t> tail = {2, 0, 'a', 'b', 0x04, 0x03, 0x08, 0x07, 0x06, 0x05, 0x0C, 0x0B, 0x0A, 0x09};
+  t.ring[0].host_connections = 0x0D0E0F10;
+  const std::vector<uint8_t> tail = {2,    0,    'a',  'b',  0x04, 0x03, 0x08, 0x07, 0x06,
+                                     0x05, 0x0C, 0x0B, 0x0A, 0x09, 0x10, 0x0F, 0x0E, 0x0D};
   expected.insert(expected.end(), tail.begin(), tail.end());
   CHECK(payloadOf(t) == expected);
 }
@@ -431,6 +434,7 @@ TEST_CASE("wire: round trip of control-plane messages") {
     CHECK(out.advertise_host == "node-17.cluster.example.org");
     CHECK(out.group == 0xDEADBEEF);
     CHECK(out.connections == 7);
+    CHECK(out.host_connections == 3);
     CHECK(out.client_version == "pccl 0.1.0+g1234abc");
   }
   SECTION("JoinRequest at its string limits") {
@@ -644,7 +648,7 @@ TEST_CASE("wire: wrong magic is a protocol error") {
 }
 
 TEST_CASE("wire: wrong version is a version mismatch naming both versions") {
-  for (uint16_t v : {uint16_t{0}, uint16_t{2}, uint16_t{7}, uint16_t{258}, uint16_t{0xFFFF}}) {
+  for (uint16_t v : {uint16_t{0}, uint16_t{1}, uint16_t{3}, uint16_t{7}, uint16_t{258}, uint16_t{0xFFFF}}) {
     FrameHeader fh;
     fh.version = v;
     fh.type = static_cast<uint16_t>(MsgType::kHello);
@@ -658,7 +662,7 @@ TEST_CASE("wire: wrong version is a version mismatch naming both versions") {
   }
   // A peer with another version is reported as such even if its length exceeds our limit.
   FrameHeader fh;
-  fh.version = 2;
+  fh.version = kProtocolVersion + 1;
   fh.length = 0xFFFFFFFFu;
   const HeaderBytes b = encodeHeader(fh);
   auto h = decodeHeader(b.data(), b.size(), kMaxHandshakePayload);
@@ -823,12 +827,13 @@ TEST_CASE("wire: a TopologyUpdate member count beyond its bytes is rejected with
     ByteWriter w(&p);
     w.u64(1);
     w.u32(claimed);
-    // One real, minimal member (28 bytes): room for exactly one.
+    // One real, minimal member (32 bytes): room for exactly one.
     w.fixed(pattern<16>(1));
     w.str("");
     w.u16(1);
     w.u32(2);
     w.u32(3);
+    w.u32(4);
     INFO("claimed " << claimed);
     AllocWatch watch;
     auto m = decodePayload<TopologyUpdate>(p.data(), p.size());
@@ -848,12 +853,14 @@ TEST_CASE("wire: a TopologyUpdate member count beyond its bytes is rejected with
   w.u16(1);
   w.u32(2);
   w.u32(3);
+  w.u32(4);
   auto m = decodePayload<TopologyUpdate>(p.data(), p.size());
   REQUIRE(m.isOk());
   REQUIRE(m->ring.size() == 1);
   CHECK(m->ring[0].port == 1);
   CHECK(m->ring[0].group == 2);
   CHECK(m->ring[0].connections == 3);
+  CHECK(m->ring[0].host_connections == 4);
 
   // A count of many members over a large buffer of zero-length hosts is bounded by the bytes.
   std::vector<uint8_t> big;

@@ -20,6 +20,7 @@ struct CommConfig {
   std::string advertise_host;                // host others dial; empty = the address the master sees
   uint32_t peer_group = 0;                   // collectives run within a group; votes are global
   uint32_t connections_per_peer = 4;         // K: TCP connections to the ring successor
+  uint32_t same_host_connections = 1;        // K when the successor is on this host; 0: connections_per_peer
   uint32_t heartbeat_interval_ms = 1000;     // how often we ping the master
   uint32_t peer_timeout_ms = 10000;          // master silence after which it is unreachable
   uint32_t connect_timeout_ms = 120000;      // deadline of connect() / updateTopology()
@@ -46,6 +47,8 @@ struct Topology {
   uint32_t rank = 0;              // our index in `ring`
   uint32_t group_world_size = 0;  // accepted peers in our group
   uint32_t group_rank = 0;        // our index among them
+  uint32_t successor_connections = 0;    // ring connections we send on (0 when alone in our group)
+  uint32_t predecessor_connections = 0;  // ring connections we receive on
   std::vector<RingMember> ring;   // global ring order; a group's ring is its members in this order
 };
 

@@ -61,7 +61,8 @@ typedef enum {
   PCCL_ATTR_GROUP_RANK = 3,       /* this peer's index within its group's ring */
   PCCL_ATTR_EPOCH = 4,            /* topology epoch of the current ring (0 before the first) */
   PCCL_ATTR_PEER_GROUP = 5,       /* the group id this peer declared */
-  PCCL_ATTR_LISTEN_PORT = 6       /* the port ring neighbours connect to */
+  PCCL_ATTR_LISTEN_PORT = 6,      /* the port ring neighbours connect to */
+  PCCL_ATTR_RING_CONNECTIONS = 7  /* TCP connections to the ring successor (0 when alone in the group) */
 } pcclAttribute_t;
 
 /* Peer configuration. Initialise with PCCL_COMM_CONFIG_INIT, then set fields. */
@@ -83,12 +84,14 @@ typedef struct {
   uint32_t op_timeout_ms;          /* deadline of one collective, call to result; default 1800000 */
   uint32_t segment_bytes;          /* largest pipelining unit on the ring; all peers must agree;
                                       64 .. 64 MiB, default 1 MiB */
+  uint32_t same_host_connections;  /* K when the successor is on this host (same advertised host, or both
+                                      loopback); 0 = connections_per_peer; default 1 */
 } pcclCommConfig_t;
 
 #define PCCL_COMM_CONFIG_INIT                                                                 \
   {                                                                                           \
     (uint32_t) sizeof(pcclCommConfig_t), PCCL_CONFIG_VERSION, NULL, NULL, NULL, 0u, 4u, 1000u, \
-        10000u, 120000u, 5000u, NULL, 0u, 0, 1800000u, 1048576u                               \
+        10000u, 120000u, 5000u, NULL, 0u, 0, 1800000u, 1048576u, 1u                           \
   }
 
 /* Per-operation options. Initialise with PCCL_REDUCE_OPTIONS_INIT. */

@@ -388,6 +388,8 @@ class Communicator::Impl {
           join.advertise_host = config_.advertise_host;
           join.group = config_.peer_group;
           join.connections = config_.connections_per_peer;
+          join.host_connections =
+              config_.same_host_connections != 0 ? config_.same_host_connections : config_.connections_per_peer;
           join.client_version = kClientVersion;
           link_->send(join, 0);
         },
@@ -417,7 +419,9 @@ class Communicator::Impl {
       setState(PeerState::kBuildingRing);
     }
     colls_->clearRing();
-    peer::RingPlan plan = peer::planRing(m.ring, id_, m.epoch, config_.connections_per_peer);
+    peer::RingPlan plan = peer::planRing(m.ring, id_, m.epoch);
+    building_.successor_connections = plan.successor_connections;
+    building_.predecessor_connections = plan.predecessor_connections;
     pool_->build(plan, [this](uint64_t epoch, const Status& s) {
       if (!link_) return;
       if (s.isOk()) {
@@ -510,6 +514,11 @@ Result<std::unique_ptr<Communicator>> Communicator::create(CommConfig config) {
   PCCL_ASSIGN_OR_RETURN(net::HostPort listen, net::parseHostPort(config.listen_address, "listen_address"));
   if (config.connections_per_peer == 0 || config.connections_per_peer > 1024) {
     return Status::invalidArgument(fmt::format("connections_per_peer must be 1..1024, got {}", config.connections_per_peer));
+  }
+  if (config.same_host_connections > 1024) {
+    return Status::invalidArgument(
+        fmt::format("same_host_connections must be 0..1024 (0: as connections_per_peer), got {}",
+                    config.same_host_connections));
   }
   if (config.heartbeat_interval_ms == 0 || config.peer_timeout_ms <= config.heartbeat_interval_ms) {
     return Status::invalidArgument(fmt::format("need 0 < heartbeat_interval_ms ({}) < peer_timeout_ms ({})",

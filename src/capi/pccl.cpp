@@ -203,6 +203,7 @@ pcclResult_t pcclCommCreate(const pcclCommConfig_t* config, pcclComm_t* comm) {
     c.encrypt = config->encrypt != 0;
     c.op_timeout_ms = config->op_timeout_ms;
     c.segment_bytes = config->segment_bytes;
+    c.same_host_connections = config->same_host_connections;
     auto created = pccl::Communicator::create(std::move(c));
     if (!created.isOk()) return fromStatus(created.status());
     auto* handle = new pcclComm{std::move(created).value(), config->peer_group};
@@ -250,6 +251,7 @@ pcclResult_t pcclGetAttribute(pcclComm_t comm, pcclAttribute_t attr, int64_t* va
       case PCCL_ATTR_EPOCH: *value = static_cast<int64_t>(t.epoch); return pcclSuccess;
       case PCCL_ATTR_PEER_GROUP: *value = comm->peer_group; return pcclSuccess;
       case PCCL_ATTR_LISTEN_PORT: *value = comm->impl->listenPort(); return pcclSuccess;
+      case PCCL_ATTR_RING_CONNECTIONS: *value = t.successor_connections; return pcclSuccess;
     }
     return fail(pcclInvalidArgument, "unknown attribute " + std::to_string(static_cast<int>(attr)));
   });

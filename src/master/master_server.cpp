@@ -185,6 +185,9 @@ Status MasterServer::onJoin(Session& s, const wire::JoinRequest& m) {
   if (m.connections == 0 || m.connections > 1024) {
     return Status::protocol(fmt::format("connections_per_peer {} outside 1..1024", m.connections));
   }
+  if (m.host_connections == 0 || m.host_connections > 1024) {
+    return Status::protocol(fmt::format("same_host_connections {} outside 1..1024", m.host_connections));
+  }
   wire::MemberInfo info;
   info.id = net::randomUuid();
   std::string seen = s.conn->peerName();
@@ -194,6 +197,7 @@ Status MasterServer::onJoin(Session& s, const wire::JoinRequest& m) {
   info.port = m.p2p_port;
   info.group = m.group;
   info.connections = m.connections;
+  info.host_connections = m.host_connections;
   s.joined = true;
   s.id = info.id;
   serial_by_id_[info.id] = s.serial;

@@ -51,8 +51,8 @@ Effects Membership::join(const wire::MemberInfo& info) {
   rec.info = info;
   rec.join_seq = next_seq_++;
   peers_[info.id] = rec;
-  PCCL_LOG_INFO(kLog, "peer {} joined from {}:{} (group {}, K={}); pending admission", shortId(info.id), info.host,
-                info.port, info.group, info.connections);
+  PCCL_LOG_INFO(kLog, "peer {} joined from {}:{} (group {}, K={}, same host {}); pending admission",
+                shortId(info.id), info.host, info.port, info.group, info.connections, info.host_connections);
   maybeStartBuild(fx);
   return fx;
 }

@@ -15,15 +15,35 @@ constexpr const char* kLog = "ring";
 constexpr size_t kMaxEarly = 256;
 }  // namespace
 
-RingPlan planRing(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& self, uint64_t epoch,
-                  uint32_t my_connections) {
+namespace {
+bool isLoopback(const std::string& host) {
+  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
+  std::error_code ec;
+  asio::ip::address a = asio::ip::make_address(host, ec);
+  return !ec && a.is_loopback();
+}
+
+// Connections `from` opens to `to`.
+uint32_t linkConnections(const wire::MemberInfo& from, const wire::MemberInfo& to) {
+  return sameHost(from.host, to.host) && from.host_connections != 0 ? from.host_connections : from.connections;
+}
+}  // namespace
+
+bool sameHost(const std::string& a, const std::string& b) {
+  if (a.empty() || b.empty()) return false;
+  return a == b || (isLoopback(a) && isLoopback(b));
+}
+
+RingPlan planRing(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& self, uint64_t epoch) {
   RingPlan plan;
   plan.epoch = epoch;
   plan.self = self;
-  uint32_t my_group = 0;
+  const wire::MemberInfo* mine = nullptr;
   for (const auto& m : ring) {
-    if (m.id == self) my_group = m.group;
+    if (m.id == self) mine = &m;
   }
+  if (mine == nullptr) return plan;
+  uint32_t my_group = mine->group;
   std::vector<const wire::MemberInfo*> group;
   size_t me = 0;
   for (const auto& m : ring) {
@@ -36,9 +56,9 @@ RingPlan planRing(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& s
   const wire::MemberInfo& succ = *group[(me + 1) % group.size()];
   const wire::MemberInfo& pred = *group[(me + group.size() - 1) % group.size()];
   plan.successor = succ;
-  plan.successor_connections = my_connections;
+  plan.successor_connections = linkConnections(*mine, succ);
   plan.predecessor = pred.id;
-  plan.predecessor_connections = pred.connections;
+  plan.predecessor_connections = linkConnections(pred, *mine);
   return plan;
 }
 

@@ -29,9 +29,14 @@ struct RingPlan {
   uint32_t predecessor_connections = 0;
 };
 
-// Pure: our successor and predecessor within our group, in global ring order.
-RingPlan planRing(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& self, uint64_t epoch,
-                  uint32_t my_connections);
+// True when two advertised hosts are the same machine: equal strings, or both loopback addresses
+// (127.0.0.0/8, ::1, "localhost"). Symmetric, so both ends of a link decide alike.
+bool sameHost(const std::string& a, const std::string& b);
+
+// Pure: our successor and predecessor within our group, in global ring order, and how many
+// connections each link has: the sender's `connections`, or its `host_connections` when both ends
+// are on the same host (one flow is not limited there, and every extra one costs CPU).
+RingPlan planRing(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& self, uint64_t epoch);
 
 class RingPool {
  public:

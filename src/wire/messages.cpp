@@ -97,6 +97,7 @@ void JoinRequest::encode(ByteWriter& w) const {
   w.str(advertise_host);
   w.u32(group);
   w.u32(connections);
+  w.u32(host_connections);
   w.str(client_version);
 }
 Result<JoinRequest> JoinRequest::decode(ByteReader& r) {
@@ -105,6 +106,7 @@ Result<JoinRequest> JoinRequest::decode(ByteReader& r) {
   PCCL_RETURN_IF_ERROR(r.str(&m.advertise_host, 255));
   PCCL_RETURN_IF_ERROR(r.u32(&m.group));
   PCCL_RETURN_IF_ERROR(r.u32(&m.connections));
+  PCCL_RETURN_IF_ERROR(r.u32(&m.host_connections));
   PCCL_RETURN_IF_ERROR(r.str(&m.client_version, 64));
   return m;
 }
@@ -123,8 +125,8 @@ Result<JoinAccepted> JoinAccepted::decode(ByteReader& r) {
 }
 
 namespace {
-// id(16) + host length(2) + port(2) + group(4) + connections(4)
-constexpr size_t kMinMemberBytes = 28;
+// id(16) + host length(2) + port(2) + group(4) + connections(4) + host_connections(4)
+constexpr size_t kMinMemberBytes = 32;
 }  // namespace
 
 void TopologyUpdate::encode(ByteWriter& w) const {
@@ -136,6 +138,7 @@ void TopologyUpdate::encode(ByteWriter& w) const {
     w.u16(m.port);
     w.u32(m.group);
     w.u32(m.connections);
+    w.u32(m.host_connections);
   }
 }
 Result<TopologyUpdate> TopologyUpdate::decode(ByteReader& r) {
@@ -150,6 +153,7 @@ Result<TopologyUpdate> TopologyUpdate::decode(ByteReader& r) {
     PCCL_RETURN_IF_ERROR(r.u16(&mi.port));
     PCCL_RETURN_IF_ERROR(r.u32(&mi.group));
     PCCL_RETURN_IF_ERROR(r.u32(&mi.connections));
+    PCCL_RETURN_IF_ERROR(r.u32(&mi.host_connections));
   }
   return m;
 }

@@ -116,6 +116,7 @@ struct JoinRequest {
   std::string advertise_host;  // empty: the master uses the address it sees
   uint32_t group = 0;
   uint32_t connections = 0;    // K this peer opens to its successor
+  uint32_t host_connections = 0;  // K to a successor on the same host (sameHost in ring_pool.hpp)
   std::string client_version;
   void encode(ByteWriter& w) const;
   static Result<JoinRequest> decode(ByteReader& r);
@@ -149,8 +150,10 @@ struct MemberInfo {
   uint16_t port = 0;
   uint32_t group = 0;
   uint32_t connections = 0;
+  uint32_t host_connections = 0;
   bool operator==(const MemberInfo& o) const {
-    return id == o.id && host == o.host && port == o.port && group == o.group && connections == o.connections;
+    return id == o.id && host == o.host && port == o.port && group == o.group && connections == o.connections &&
+           host_connections == o.host_connections;
   }
 };
 

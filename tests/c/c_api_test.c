@@ -100,6 +100,7 @@ int main(void) {
   EXPECT(pcclConnect(a) == pcclSuccess);
   EXPECT(pcclGetAttribute(a, PCCL_ATTR_WORLD_SIZE, &v) == pcclSuccess && v == 1);
   EXPECT(pcclGetAttribute(a, PCCL_ATTR_EPOCH, &v) == pcclSuccess && v == 1);
+  EXPECT(pcclGetAttribute(a, PCCL_ATTR_RING_CONNECTIONS, &v) == pcclSuccess && v == 0); /* alone */
 
   pthread_create(&thread, NULL, joinLate, b);
   EXPECT(pcclMasterWaitForPeers(master, 1, 1, 5000) == pcclSuccess); /* b is pending */
@@ -111,6 +112,8 @@ int main(void) {
 
   EXPECT(pcclGetAttribute(a, PCCL_ATTR_WORLD_SIZE, &v) == pcclSuccess && v == 2);
   EXPECT(pcclGetAttribute(b, PCCL_ATTR_GROUP_WORLD_SIZE, &v) == pcclSuccess && v == 2);
+  /* both on loopback: the default same_host_connections (1), not connections_per_peer (4) */
+  EXPECT(pcclGetAttribute(a, PCCL_ATTR_RING_CONNECTIONS, &v) == pcclSuccess && v == 1);
   {
     int64_t ra = -1, rb = -1, ea = -1, eb = -1;
     pcclGetAttribute(a, PCCL_ATTR_RANK, &ra);
