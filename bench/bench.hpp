@@ -22,7 +22,8 @@ struct Options {
   uint32_t same_host_connections = 1;  // K to a successor on this host; 0: as `connections`
   int concurrent = 1;
   std::string backend = "pccl";  // pccl | gloo | both
-  std::string quant = "none";
+  std::string quant = "none";    // pccl wire format: none | fp16 | bf16 | int8
+  int compress = 0;              // pccl: zstd level on the wire, 0 = off
   std::string dtype = "float32";
   bool in_place = false;
   uint32_t segment_bytes = 1 << 20;
@@ -42,6 +43,18 @@ void fillInput(DataType t, void* buf, size_t count, int rank);
 void fillExpected(DataType t, void* buf, size_t count, int world);
 // Elements of `got` that differ from `want` (one memcmp when all is well).
 size_t countWrong(const void* got, const void* want, size_t count, size_t elem);
+
+// Quantized runs (float32 only): rank r's element k is a pseudo-random value in [-1, 1); the
+// expected result is the float64 sum (or average) rounded to float32.
+void fillRandom(float* buf, size_t count, int rank);
+void fillRandomExpected(float* buf, size_t count, int world, bool average);
+// The documented error bound (docs/algorithms.md, "Quantization") for a world of `world` peers whose
+// inputs' absolute values sum to at most `abs_sum` per element. "none": float32 summation only.
+double quantBound(const std::string& quant, int world, bool average, double abs_sum);
+// Elements of got that differ from want by more than bound; the largest difference in *max_err.
+size_t countOutside(const float* got, const float* want, size_t count, double bound, double* max_err);
+// FNV-1a of the bytes: equal on every rank when the results are bit-identical.
+uint64_t hashBytes(const void* data, size_t bytes);
 
 }  // namespace pccl::bench
 

@@ -97,7 +97,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1024));
   app.add_option("--concurrent", o.concurrent, "pccl: M operations in flight at once")->check(CLI::Range(1, 64));
   app.add_option("--backend", o.backend, "pccl, gloo or both")->check(CLI::IsMember({"pccl", "gloo", "both"}));
-  app.add_option("--quant", o.quant, "pccl wire format (only none in this version)")->check(CLI::IsMember({"none"}));
+  app.add_option("--quant", o.quant, "pccl wire format (quantized runs use float32 data in [-1, 1))")
+      ->check(CLI::IsMember({"none", "fp16", "bf16", "int8"}));
+  app.add_option("--compress", o.compress, "pccl: zstd level 1..19 on the wire bytes, 0 = off")
+      ->check(CLI::Range(0, 19));
   app.add_option("--dtype", o.dtype, "element type")
       ->check(CLI::IsMember({"int32", "int64", "float16", "bfloat16", "float32", "float64"}));
   app.add_flag("--inplace", o.in_place, "pccl: send == recv");
@@ -116,6 +119,10 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "pccl-bench: sizes look like 4096, 4K, 64M or 1G\n");
     return 2;
   }
+  if (o.quant != "none" && o.dtype != "float32") {
+    std::fprintf(stderr, "pccl-bench: --quant %s needs --dtype float32 here\n", o.quant.c_str());
+    return 2;
+  }
   if (o.ranks == 0 && o.master.empty()) {
     std::fprintf(stderr, "pccl-bench: give --ranks N (local run) or --master HOST:PORT --world N (one rank of a run)\n");
     return 2;
@@ -131,7 +138,7 @@ int main(int argc, char** argv) {
                                    std::to_string(o.iters), "-w", std::to_string(o.warmup), "--connections",
                                    std::to_string(o.connections), "--same-host-connections",
                                    std::to_string(o.same_host_connections), "--concurrent", std::to_string(o.concurrent),
-                                   "--backend", o.backend, "--dtype", o.dtype, "--segment-bytes",
+                                   "--backend", o.backend, "--dtype", o.dtype, "--quant", o.quant, "--compress", std::to_string(o.compress), "--segment-bytes",
                                    std::to_string(o.segment_bytes), "--timeout", std::to_string(o.timeout_s)};
   if (o.in_place) pass.push_back("--inplace");
   if (!o.json.empty()) pass.insert(pass.end(), {"--json", o.json});

@@ -1,3 +1,4 @@
+#include <cmath>
 #include <cstring>
 #include <map>
 
@@ -98,6 +99,60 @@ size_t countWrong(const void* got, const void* want, size_t count, size_t elem) 
   size_t wrong = 0;
   for (size_t k = 0; k < count; ++k) wrong += std::memcmp(g + k * elem, w + k * elem, elem) != 0;
   return wrong;
+}
+
+namespace {
+// A stateless generator: SplitMix64 of (rank, index), mapped to [-1, 1).
+double unitValue(int rank, size_t k) {
+  uint64_t z = (static_cast<uint64_t>(rank) << 40) ^ static_cast<uint64_t>(k);
+  z += 0x9e3779b97f4a7c15ull;
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+  z ^= z >> 31;
+  return static_cast<double>(z >> 11) * 0x1.0p-52 - 1.0;
+}
+}  // namespace
+
+void fillRandom(float* buf, size_t count, int rank) {
+  for (size_t k = 0; k < count; ++k) buf[k] = static_cast<float>(unitValue(rank, k));
+}
+
+void fillRandomExpected(float* buf, size_t count, int world, bool average) {
+  for (size_t k = 0; k < count; ++k) {
+    double s = 0;
+    for (int r = 0; r < world; ++r) s += static_cast<double>(static_cast<float>(unitValue(r, k)));
+    buf[k] = static_cast<float>(average ? s / world : s);
+  }
+}
+
+double quantBound(const std::string& quant, int world, bool average, double abs_sum) {
+  const double n = world;
+  double u = 0;  // one quantization's error, relative to the block's sum of absolute values
+  if (quant == "int8") u = 1.0 / 255;
+  else if (quant == "bf16") u = 0x1.0p-8;
+  else if (quant == "fp16") u = 0x1.0p-11;
+  const double arithmetic = 4 * n * 0x1.0p-24;  // float32 additions and decoding, per hop
+  const double sum = (n * u + arithmetic) * abs_sum + (quant == "fp16" ? n * 0x1.0p-25 : 0);
+  return (average ? sum / n : sum) + 0x1.0p-24 * abs_sum;  // + rounding the float64 reference
+}
+
+size_t countOutside(const float* got, const float* want, size_t count, double bound, double* max_err) {
+  size_t outside = 0;
+  double worst = 0;
+  for (size_t k = 0; k < count; ++k) {
+    const double d = std::fabs(static_cast<double>(got[k]) - static_cast<double>(want[k]));
+    if (!(d <= bound)) ++outside;  // NaN counts as outside
+    worst = std::isnan(d) || d > worst ? d : worst;
+  }
+  *max_err = worst;
+  return outside;
+}
+
+uint64_t hashBytes(const void* data, size_t bytes) {
+  const auto* p = static_cast<const uint8_t*>(data);
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ull;
+  return h;
 }
 
 }  // namespace pccl::bench

@@ -34,6 +34,8 @@ struct Row {
   size_t bytes = 0;
   std::vector<double> times;  // this rank's, per timed iteration
   uint64_t wrong = 0;
+  double max_err = 0;         // quantized runs: largest |result - float64 reference|
+  uint64_t hash_mismatches = 0;  // pccl: iterations whose results were not bit-identical on every rank
 };
 
 class Worker {
@@ -50,6 +52,10 @@ class Worker {
   bool lineUp();
   void progress(const Row& row, int done, double seconds);
   bool control(void* data, size_t count, DataType t, RedOp op);
+  bool quantized() const { return o_.quant != "none"; }
+  // Adds the wrong elements of `got` (count elements) to the row.
+  void check(const uint8_t* got, size_t count, const std::string& backend, Row* row);
+  bool checkIdentical(const uint8_t* got, size_t bytes, Row* row);
   void fail(const std::string& what) { std::fprintf(stderr, "pccl-bench rank %d: %s\n", rank_, what.c_str()); }
 
   Options o_;
@@ -160,6 +166,9 @@ bool Worker::runPccl(size_t bytes, Row* row) {
     for (int j = 0; j < o_.concurrent; ++j) {
       ReduceOptions ro;
       ro.tag = next_tag_++;
+      ro.quant = o_.quant == "int8" ? Quant::kInt8 : o_.quant == "fp16" ? Quant::kFp16
+                 : o_.quant == "bf16" ? Quant::kBf16 : Quant::kNone;
+      ro.compress = o_.compress;
       const void* src = o_.in_place ? recv_[j].data() : send_[j].data();
       auto h = comm_->allReduceAsync(src, recv_[j].data(), count, dtype_, RedOp::kSum, ro);
       if (!h.isOk()) return fail(h.status().toString()), false;
@@ -170,7 +179,10 @@ bool Worker::runPccl(size_t bytes, Row* row) {
       if (!r.isOk()) return fail("all-reduce of " + std::to_string(bytes) + " bytes: " + r.status().toString()), false;
     }
     const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
-    for (int j = 0; j < o_.concurrent; ++j) row->wrong += countWrong(recv_[j].data(), expected_.data(), count, elem_);
+    for (int j = 0; j < o_.concurrent; ++j) {
+      check(recv_[j].data(), count, "pccl", row);
+      if (quantized() && !checkIdentical(recv_[j].data(), bytes, row)) return false;
+    }
     if (it >= o_.warmup) row->times.push_back(dt);
     progress(*row, it + 1, dt);
   }
@@ -185,7 +197,7 @@ bool Worker::runGloo(const std::string& algorithm, size_t bytes, Row* row) {
     const auto t0 = Clock::now();
     if (!gloo_->allreduce(algorithm, dtype_, send_[0].data(), recv_[0].data(), count, &error)) return fail(error), false;
     const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
-    row->wrong += countWrong(recv_[0].data(), expected_.data(), count, elem_);
+    check(recv_[0].data(), count, "gloo", row);
     if (it >= o_.warmup) row->times.push_back(dt);
     progress(*row, it + 1, dt);
   }
@@ -193,12 +205,40 @@ bool Worker::runGloo(const std::string& algorithm, size_t bytes, Row* row) {
   return true;
 }
 
+void Worker::check(const uint8_t* got, size_t count, const std::string& backend, Row* row) {
+  if (!quantized()) {
+    row->wrong += countWrong(got, expected_.data(), count, elem_);
+    return;
+  }
+  // |x| < 1 on every rank, so the sum of absolute values is below the world size.
+  const double bound = quantBound(backend == "pccl" ? o_.quant : "none", world_, false, world_);
+  double err = 0;
+  row->wrong += countOutside(reinterpret_cast<const float*>(got), reinterpret_cast<const float*>(expected_.data()),
+                             count, bound, &err);
+  row->max_err = std::max(row->max_err, err);
+}
+
+// Every rank hashes its result; min and max over the ranks must agree.
+bool Worker::checkIdentical(const uint8_t* got, size_t bytes, Row* row) {
+  uint64_t lo_hi[2] = {hashBytes(got, bytes), ~hashBytes(got, bytes)};
+  if (!control(lo_hi, 2, DataType::kUint64, RedOp::kMin)) return false;
+  if (lo_hi[0] != ~lo_hi[1]) ++row->hash_mismatches;  // min(h) != max(h)
+  return true;
+}
+
 // Combines the ranks' numbers (max time per iteration, total wrong, max RSS) and prints on rank 0.
 bool Worker::report(Row& row) {
   std::vector<double> times = row.times;
   if (!control(times.data(), times.size(), DataType::kFloat64, RedOp::kMax)) return false;
-  uint64_t wrong = row.wrong;
-  if (!control(&wrong, 1, DataType::kUint64, RedOp::kSum)) return false;
+  uint64_t counts[2] = {row.wrong, row.hash_mismatches};
+  if (!control(counts, 2, DataType::kUint64, RedOp::kSum)) return false;
+  double max_err = row.max_err;
+  if (!control(&max_err, 1, DataType::kFloat64, RedOp::kMax)) return false;
+  if (rank_ == 0 && counts[1] != 0) {
+    std::fprintf(stderr, "pccl-bench: %s %zu B: results differed between ranks in %llu iterations\n",
+                 row.backend.c_str(), row.bytes, static_cast<unsigned long long>(counts[1] / world_));
+  }
+  const uint64_t wrong = counts[0] + counts[1];
   rusage ru{};
   getrusage(RUSAGE_SELF, &ru);
   int64_t rss = static_cast<int64_t>(ru.ru_maxrss) * 1024;
@@ -220,6 +260,12 @@ bool Worker::report(Row& row) {
         << "\", \"in_place\": " << (o_.in_place ? "true" : "false") << ", \"bytes\": " << row.bytes
         << ", \"iterations\": " << times.size() << ", \"time_s\": " << t << ", \"algbw_gbps\": " << algbw
         << ", \"busbw_gbps\": " << busbw << ", \"wrong\": " << wrong << ", \"peak_rss_bytes\": " << rss;
+  if (row.backend == "pccl") json_ << ", \"compress\": " << o_.compress;
+  if (quantized()) {
+    json_ << ", \"max_abs_err\": " << max_err << ", \"err_bound\": "
+          << quantBound(row.backend == "pccl" ? o_.quant : "none", world_, false, world_)
+          << ", \"bit_identical\": " << (counts[1] == 0 ? "true" : "false");
+  }
   for (const auto& kv : o_.extra_json) {
     const size_t eq = kv.find('=');
     const std::string key = kv.substr(0, eq), value = eq == std::string::npos ? "" : kv.substr(eq + 1);
@@ -247,14 +293,25 @@ int Worker::run() {
   send_.assign(o_.concurrent, std::vector<uint8_t>(max_bytes));
   recv_.assign(o_.concurrent, std::vector<uint8_t>(max_bytes));
   expected_.assign(max_bytes, 0);
-  for (auto& b : send_) fillInput(dtype_, b.data(), max_bytes / elem_, rank_);
-  fillExpected(dtype_, expected_.data(), max_bytes / elem_, world_);
+  if (quantized()) {
+    for (auto& b : send_) fillRandom(reinterpret_cast<float*>(b.data()), max_bytes / elem_, rank_);
+    fillRandomExpected(reinterpret_cast<float*>(expected_.data()), max_bytes / elem_, world_, false);
+  } else {
+    for (auto& b : send_) fillInput(dtype_, b.data(), max_bytes / elem_, rank_);
+    fillExpected(dtype_, expected_.data(), max_bytes / elem_, world_);
+  }
   if (rank_ == 0) {
     std::printf("# pccl-bench: %d ranks, dtype %s, op sum, %s, pccl: %u connections (%u to a successor on this "
-                "host; rank 0 has %u), %d concurrent, segments <= %u B\n",
+                "host; rank 0 has %u), %d concurrent, segments <= %u B, quant %s, zstd %s\n",
                 world_, o_.dtype.c_str(), o_.in_place ? "in place" : "out of place", o_.connections,
                 o_.same_host_connections != 0 ? o_.same_host_connections : o_.connections, ring_connections_,
-                o_.concurrent, o_.segment_bytes);
+                o_.concurrent, o_.segment_bytes, o_.quant.c_str(),
+                o_.compress != 0 ? ("level " + std::to_string(o_.compress)).c_str() : "off");
+    if (quantized()) {
+      std::printf("# quantized: inputs in [-1, 1); 'wrong' counts elements outside the documented error bound "
+                  "(pccl %.3g, float32 %.3g) and results that differ between ranks\n",
+                  quantBound(o_.quant, world_, false, world_), quantBound("none", world_, false, world_));
+    }
     std::printf("%-6s %-13s %5s %14s %12s %12s %12s %10s\n", "#back", "algorithm", "conns", "size(B)", "time(us)",
                 "algbw(GB/s)", "busbw(GB/s)", "wrong");
     std::fflush(stdout);

@@ -12,3 +12,4 @@ target_link_libraries(pccl_asio INTERFACE Threads::Threads)
 pkg_check_modules(SODIUM REQUIRED IMPORTED_TARGET libsodium)
 find_package(fmt REQUIRED CONFIG)
 find_package(CLI11 REQUIRED CONFIG)
+find_package(zstd REQUIRED CONFIG)  # Debian: zstd::libzstd_shared / zstd::libzstd_static only

@@ -230,7 +230,7 @@ OpAnnounce sample(Tag<OpAnnounce>) {
   m.dtype = 10;
   m.op = 1;
   m.quant = 3;
-  m.flags = 0;
+  m.compress = 19;
   m.epoch = 77;
   m.segment_bytes = 1u << 20;
   return m;

@@ -98,8 +98,9 @@ typedef struct {
 typedef struct {
   uint32_t struct_size;
   uint64_t tag;                    /* operations in flight at once need distinct tags; default 0 */
-  pcclQuant_t quant;               /* wire format; only pcclQuantNone in this version */
-  int compress;                    /* zstd on the wire; not available in this version (must be 0) */
+  pcclQuant_t quant;               /* wire format: none, fp16/bf16 (float32/float64 data), int8 (any
+                                      floating type); sum, avg, min, max; default pcclQuantNone */
+  int compress;                    /* zstd level 1..19 on the wire bytes (after quantization); 0 = off */
   pcclBufferLocation_t location;   /* pcclBufferDevice needs a GPU build */
 } pcclReduceOptions_t;
 

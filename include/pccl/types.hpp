@@ -22,7 +22,7 @@ enum class BufferLocation : uint8_t { kHost = 0, kDevice = 1 };
 struct ReduceOptions {
   uint64_t tag = 0;       // concurrent operations need distinct tags; peers match operations by tag
   Quant quant = Quant::kNone;
-  bool compress = false;  // zstd on the wire (not available in this version)
+  int compress = 0;       // zstd level 1..19 on the wire bytes (after quantization); 0 = off
   BufferLocation location = BufferLocation::kHost;
 };
 

@@ -209,6 +209,7 @@ class Communicator::Impl {
     req.dtype = static_cast<codec::DType>(dtype);
     req.op = static_cast<codec::RedOp>(op);
     req.quant = static_cast<codec::Quant>(o.quant);
+    req.compress = o.compress;
     req.segment_bytes = config_.segment_bytes;
     req.timeout = Millis(config_.op_timeout_ms);
     req.output = static_cast<uint8_t*>(recv);

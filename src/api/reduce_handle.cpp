@@ -4,7 +4,9 @@
 
 #include <cstdint>
 
+#include "codec/compress.hpp"
 #include "codec/dtype.hpp"
+#include "codec/quant.hpp"
 
 namespace pccl {
 
@@ -34,11 +36,12 @@ Status checkReduceArgs(const void* send, void* recv, size_t count, DataType dtyp
   if (!codec::isValidQuant(static_cast<uint8_t>(o.quant))) {
     return Status::invalidArgument(fmt::format("unknown quantization {}", static_cast<int>(o.quant)));
   }
-  if (o.quant != Quant::kNone) {
-    return Status::unsupported(fmt::format("quantization {} is not available in this version of pccl",
-                                           codec::quantName(static_cast<codec::Quant>(o.quant))));
+  PCCL_RETURN_IF_ERROR(codec::checkQuant(static_cast<codec::Quant>(o.quant), static_cast<codec::DType>(dtype),
+                                          static_cast<codec::RedOp>(op)));
+  if (o.compress != 0 && (o.compress < codec::kMinZstdLevel || o.compress > codec::kMaxZstdLevel)) {
+    return Status::invalidArgument(fmt::format("compress must be 0 (off) or a zstd level {}..{}, got {}",
+                                               codec::kMinZstdLevel, codec::kMaxZstdLevel, o.compress));
   }
-  if (o.compress) return Status::unsupported("compression is not available in this version of pccl");
   if (o.location != BufferLocation::kHost) {
     return Status::unsupported("device buffers need a GPU build of pccl; this build takes host memory only");
   }

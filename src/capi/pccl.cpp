@@ -116,7 +116,7 @@ pcclResult_t reduceOptionsFrom(const pcclReduceOptions_t* opts, pccl::ReduceOpti
   }
   out->tag = opts->tag;
   out->quant = static_cast<pccl::Quant>(opts->quant);
-  out->compress = opts->compress != 0;
+  out->compress = opts->compress;
   out->location = static_cast<pccl::BufferLocation>(opts->location);
   return pcclSuccess;
 }

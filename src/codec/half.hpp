@@ -1,35 +1,26 @@
 // float16 (IEEE binary16) and bfloat16 <-> float32, round to nearest even. Branch-light scalar code
-// that compilers vectorise; written once for host and (later) device use.
-//   - NaN stays NaN (quieted), +-Inf stays +-Inf, +-0 keeps its sign.
+// that compilers vectorise; host and device (kernels/portable.hpp).
+//   - +-Inf stays +-Inf, +-0 keeps its sign.
+//   - NaN stays NaN, quieted, with as much of its payload as fits: the same bits as the x86 F16C
+//     instructions and GPU conversions, so every implementation decodes a byte the same way.
 //   - float16: values of magnitude >= 65520 become Inf; subnormals are produced and read exactly.
 #ifndef PCCL_CODEC_HALF_HPP_
 #define PCCL_CODEC_HALF_HPP_
 
 #include <cstdint>
-#include <cstring>
 
-#ifndef PCCL_HD
-#define PCCL_HD inline
-#endif
+#include "kernels/portable.hpp"
 
 namespace pccl::codec {
 
-PCCL_HD uint32_t floatBits(float f) {
-  uint32_t u;
-  std::memcpy(&u, &f, sizeof u);
-  return u;
-}
-PCCL_HD float bitsFloat(uint32_t u) {
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
+using kernels::bitsFloat;
+using kernels::floatBits;
 
 PCCL_HD uint16_t floatToHalf(float f) {
   uint32_t x = floatBits(f);
   const uint32_t sign = (x >> 16) & 0x8000u;
   x &= 0x7fffffffu;
-  if (x >= 0x7f800000u) return static_cast<uint16_t>(sign | (x > 0x7f800000u ? 0x7e00u : 0x7c00u));
+  if (x >= 0x7f800000u) return static_cast<uint16_t>(sign | (x > 0x7f800000u ? 0x7e00u | ((x >> 13) & 0x3ffu) : 0x7c00u));
   if (x >= 0x477ff000u) return static_cast<uint16_t>(sign | 0x7c00u);  // rounds past 65504: Inf
   if (x < 0x38800000u) {
     // Below 2^-14 the result is subnormal: adding 0.5 puts the binary point where the half's
@@ -45,7 +36,8 @@ PCCL_HD uint16_t floatToHalf(float f) {
 PCCL_HD float halfToFloat(uint16_t h) {
   const uint32_t sign = static_cast<uint32_t>(h & 0x8000u) << 16;
   const uint32_t em = h & 0x7fffu;
-  if (em >= 0x7c00u) return bitsFloat(sign | 0x7f800000u | ((em & 0x3ffu) << 13));
+  if (em > 0x7c00u) return bitsFloat(sign | 0x7fc00000u | ((em & 0x3ffu) << 13));  // NaN, quieted
+  if (em == 0x7c00u) return bitsFloat(sign | 0x7f800000u);
   if (em >= 0x0400u) return bitsFloat(sign | ((em << 13) + 0x38000000u));
   return bitsFloat(sign | floatBits(static_cast<float>(em) * 5.9604644775390625e-08f));  // em * 2^-24
 }

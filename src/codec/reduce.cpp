@@ -4,62 +4,19 @@
 
 #include <type_traits>
 
-#include "codec/half.hpp"
+#include "kernels/elem.hpp"
 
 namespace pccl::codec {
 
 namespace {
 
-// Element access: how a stored element widens to the type arithmetic is done in, and narrows back.
-template <typename T>
-struct Plain {
-  using Stored = T;
-  using Wide = T;
-  static Wide load(Stored v) { return static_cast<Wide>(v); }
-  static Stored store(Wide v) { return static_cast<Stored>(v); }
-};
-struct Half {
-  using Stored = uint16_t;
-  using Wide = float;
-  static Wide load(Stored v) { return halfToFloat(v); }
-  static Stored store(Wide v) { return floatToHalf(v); }
-};
-struct Bf16 {
-  using Stored = uint16_t;
-  using Wide = float;
-  static Wide load(Stored v) { return bf16ToFloat(v); }
-  static Stored store(Wide v) { return floatToBf16(v); }
-};
-
-// Integer arithmetic is done unsigned and at least 32 bits wide, so overflow wraps instead of being
-// undefined (and small types are not promoted to a signed int that could overflow in a product).
-template <typename W>
-using Unsigned = std::conditional_t<(sizeof(W) < 4), uint32_t, std::make_unsigned_t<W>>;
-
-struct Sum {
-  template <typename W> static W apply(W a, W b) {
-    if constexpr (std::is_integral_v<W>) {
-      return static_cast<W>(static_cast<Unsigned<W>>(static_cast<Unsigned<W>>(a) + static_cast<Unsigned<W>>(b)));
-    } else {
-      return a + b;
-    }
-  }
-};
-struct Prod {
-  template <typename W> static W apply(W a, W b) {
-    if constexpr (std::is_integral_v<W>) {
-      return static_cast<W>(static_cast<Unsigned<W>>(static_cast<Unsigned<W>>(a) * static_cast<Unsigned<W>>(b)));
-    } else {
-      return a * b;
-    }
-  }
-};
-struct Min {
-  template <typename W> static W apply(W a, W b) { return b < a ? b : a; }
-};
-struct Max {
-  template <typename W> static W apply(W a, W b) { return a < b ? b : a; }
-};
+using kernels::Bf16;
+using kernels::Half;
+using kernels::Max;
+using kernels::Min;
+using kernels::Plain;
+using kernels::Prod;
+using kernels::Sum;
 
 template <typename E, typename Op>
 void combine(void* acc_v, const void* in_v, size_t n) {

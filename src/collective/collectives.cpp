@@ -60,6 +60,7 @@ void Collectives::submit(ReduceRequest req, Completion done) {
   a.dtype = static_cast<uint8_t>(o.req.dtype);
   a.op = static_cast<uint8_t>(o.req.op);
   a.quant = static_cast<uint8_t>(o.req.quant);
+  a.compress = static_cast<uint8_t>(o.req.compress);
   a.epoch = epoch_;
   a.segment_bytes = o.req.segment_bytes;
   link_->send(a, epoch_);
@@ -113,6 +114,13 @@ void Collectives::run(Op& op) {
   spec.rank = rank_;
   spec.world = world_;
   spec.segment_elems = segmentElems(r.count, world_, codec::dtypeSize(r.dtype), r.segment_bytes);
+  spec.quant = r.quant;
+  spec.compress = r.compress;
+  spec.compressor = &compressor_;
+  if (spec.coded()) {
+    op.wire = pool_->acquire(wireRegionBytes(spec));
+    spec.wire = op.wire.data.get();
+  }
   const uint64_t op_id = op.op_id;
   op.ring = std::make_shared<RingAllReduce>(spec, successor_,
                                             [this, op_id](const Status& s) { ringFinished(op_id, s); });
@@ -201,6 +209,7 @@ void Collectives::finishOp(Op& op, const Status& s) {
   op.timer.cancel();
   Completion done = std::move(op.done);
   pool_->release(std::move(op.req.saved));
+  pool_->release(std::move(op.wire));
   // Drop the bookkeeping before telling the user: the tag may be reused at once.
   std::unique_ptr<Op> keep;
   if (op.op_id != 0) by_id_.erase(op.op_id);
@@ -258,12 +267,12 @@ Result<net::Placement> Collectives::place(net::DataChannel& ch, const wire::Data
   return net::Placement::discard();  // an operation that was aborted here
 }
 
-Status Collectives::deliver(net::DataChannel&, const wire::DataHeader& h, const uint8_t*, uint32_t) {
+Status Collectives::deliver(net::DataChannel& ch, const wire::DataHeader& h, const uint8_t*, uint32_t bytes) {
   Op* op = byId(h.op_id);
   if (op == nullptr || op->state != State::kRunning) return Status::ok();
   auto ring = op->ring;
-  ring->delivered(h);
-  return Status::ok();
+  Status st = ring->delivered(h, bytes);
+  return st.isOk() ? st : st.withContext(ch.name());
 }
 
 void Collectives::channelClosed(net::DataChannel& ch, const Status& why) {

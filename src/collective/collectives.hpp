@@ -36,6 +36,7 @@ struct ReduceRequest {
   codec::DType dtype = codec::DType::kFloat32;
   codec::RedOp op = codec::RedOp::kSum;
   codec::Quant quant = codec::Quant::kNone;
+  int compress = 0;  // zstd level on the wire, 0 = off
   uint32_t segment_bytes = 1 << 20;
   Millis timeout{0};
   TimePoint submitted{};
@@ -94,6 +95,7 @@ class Collectives : public net::DataSink {
     uint64_t op_id = 0;
     uint32_t world = 1;
     std::shared_ptr<RingAllReduce> ring;
+    BufferPool::Buffer wire;  // coded operations: the segments' wire bytes
     asio::steady_timer timer;
   };
 
@@ -110,6 +112,7 @@ class Collectives : public net::DataSink {
 
   asio::io_context& io_;
   BufferPool* pool_;
+  codec::Compressor compressor_;  // zstd contexts of this io thread
   ResetRing reset_ring_;
   peer::MasterLink* link_ = nullptr;
   Status link_down_;  // why the master cannot be reached any more (OK while it can)

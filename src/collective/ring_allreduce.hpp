@@ -9,6 +9,12 @@
 // A segment moves on as soon as it arrives, so receiving, reducing and sending overlap and phase p+1
 // starts long before phase p ends. Each element's final value is computed once, by its chunk's owner,
 // and then copied as bytes: every peer ends with identical bits.
+//
+// Coded operations (quantized and/or zstd-compressed) keep every segment's wire bytes in a slot of
+// `spec.wire` (wireRegionBytes()): a segment is received into its slot, decoded (and combined with
+// our input, in full precision) into the output, re-encoded into the same slot and sent from there;
+// all-gather segments are forwarded from their slot as received. The owner of a chunk encodes the
+// final value once and adopts the decoded value itself, so every peer decodes the same bytes.
 // Thread: the communicator's io thread.
 #ifndef PCCL_COLLECTIVE_RING_ALLREDUCE_HPP_
 #define PCCL_COLLECTIVE_RING_ALLREDUCE_HPP_
@@ -18,6 +24,7 @@
 #include <memory>
 #include <vector>
 
+#include "codec/compress.hpp"
 #include "codec/dtype.hpp"
 #include "collective/partition.hpp"
 #include "net/data_channel.hpp"
@@ -35,7 +42,15 @@ struct RingOpSpec {
   uint32_t rank = 0;   // our index in the group's ring
   uint32_t world = 2;  // >= 2
   size_t segment_elems = 1;
+  codec::Quant quant = codec::Quant::kNone;
+  int compress = 0;                           // zstd level, 0 = off
+  codec::Compressor* compressor = nullptr;    // with compress: the io thread's contexts
+  uint8_t* wire = nullptr;                    // coded: wireRegionBytes(spec) bytes
+  bool coded() const { return quant != codec::Quant::kNone || compress > 0; }
 };
+
+// Bytes of the slot region a coded operation needs (0 when not coded).
+size_t wireRegionBytes(const RingOpSpec& spec);
 
 class RingAllReduce : public std::enable_shared_from_this<RingAllReduce> {
  public:
@@ -50,8 +65,9 @@ class RingAllReduce : public std::enable_shared_from_this<RingAllReduce> {
   // Where the payload of an incoming frame of this operation goes, after checking that the frame is
   // one we expect (phase, offset, length) and have not had yet.
   Result<uint8_t*> placement(const wire::DataHeader& h, uint32_t bytes);
-  // The payload has landed at placement(h): reduce and forward.
-  void delivered(const wire::DataHeader& h);
+  // The payload (`bytes`) has landed at placement(h): reduce and forward. An error (a corrupted coded
+  // payload) fails the operation.
+  Status delivered(const wire::DataHeader& h, uint32_t bytes);
   void fail(const Status& why);  // no more sends are issued; `finished` runs (if it has not)
 
   uint64_t bytesSent() const { return bytes_sent_; }
@@ -63,6 +79,11 @@ class RingAllReduce : public std::enable_shared_from_this<RingAllReduce> {
   void sendSegment(uint32_t phase, size_t segment);
   std::shared_ptr<net::DataChannel>& pickConnection(size_t segment);
   void maybeFinish();
+  // Coded operations.
+  size_t slotIndex(uint32_t chunk_index, size_t segment) const { return first_seg_[chunk_index] + segment; }
+  uint8_t* slot(size_t index) const { return spec_.wire + index * slot_cap_; }
+  Status encodeSlot(size_t index, const uint8_t* src, size_t count, uint8_t* adopt_into);
+  Status deliveredCoded(const wire::DataHeader& h, uint32_t bytes);
 
   RingOpSpec spec_;
   Channels successor_;
@@ -74,6 +95,12 @@ class RingAllReduce : public std::enable_shared_from_this<RingAllReduce> {
   size_t send_expected_ = 0, send_done_ = 0;
   uint64_t bytes_sent_ = 0, bytes_received_ = 0;
   bool over_ = false;
+  // Coded operations: per chunk its first slot; per slot the bytes it holds and their flags.
+  std::vector<size_t> first_seg_;
+  size_t slot_cap_ = 0;
+  std::vector<uint32_t> slot_len_;
+  std::vector<uint32_t> slot_flags_;
+  std::vector<uint8_t> raw_;  // a decompressed segment
 };
 
 }  // namespace pccl::collective

@@ -14,7 +14,8 @@ constexpr const char* kLog = "master";
 using wire::shortId;
 
 bool sameOp(const wire::OpAnnounce& a, const wire::OpAnnounce& b) {
-  return a.count == b.count && a.dtype == b.dtype && a.op == b.op && a.quant == b.quant && a.epoch == b.epoch &&
+  return a.count == b.count && a.dtype == b.dtype && a.op == b.op && a.quant == b.quant && a.compress == b.compress &&
+         a.epoch == b.epoch &&
          a.segment_bytes == b.segment_bytes;
 }
 
@@ -24,10 +25,10 @@ void sendTo(Effects& fx, const std::vector<wire::Uuid>& to, const std::vector<ui
 }  // namespace
 
 std::string OpCoordinator::describe(const wire::OpAnnounce& a) {
-  return fmt::format("count={} dtype={} op={} quant={} epoch={} segment_bytes={}", a.count,
+  return fmt::format("count={} dtype={} op={} quant={} compress={} epoch={} segment_bytes={}", a.count,
                      codec::dtypeName(static_cast<codec::DType>(a.dtype)),
                      codec::redOpName(static_cast<codec::RedOp>(a.op)),
-                     codec::quantName(static_cast<codec::Quant>(a.quant)), a.epoch, a.segment_bytes);
+                     codec::quantName(static_cast<codec::Quant>(a.quant)), a.compress, a.epoch, a.segment_bytes);
 }
 
 Effects OpCoordinator::announce(const wire::Uuid& peer, uint32_t group, const std::vector<wire::Uuid>& members,

@@ -19,7 +19,7 @@ std::array<uint8_t, kHeaderSize + kDataHeaderSize> encodeDataFrameHead(const Dat
   ByteWriter w(&v);
   w.u64(d.op_id);
   w.u32(d.phase);
-  w.u32(0);
+  w.u32(d.flags);
   w.u64(d.offset);
   std::array<uint8_t, kHeaderSize + kDataHeaderSize> out{};
   std::copy(hb.begin(), hb.end(), out.begin());
@@ -30,12 +30,11 @@ std::array<uint8_t, kHeaderSize + kDataHeaderSize> encodeDataFrameHead(const Dat
 Result<DataHeader> decodeDataHeader(const uint8_t* data, size_t size) {
   ByteReader r(data, size);
   DataHeader d;
-  uint32_t reserved = 0;
   PCCL_RETURN_IF_ERROR(r.u64(&d.op_id));
   PCCL_RETURN_IF_ERROR(r.u32(&d.phase));
-  PCCL_RETURN_IF_ERROR(r.u32(&reserved));
+  PCCL_RETURN_IF_ERROR(r.u32(&d.flags));
   PCCL_RETURN_IF_ERROR(r.u64(&d.offset));
-  if (reserved != 0) return Status::protocol("data header: reserved field is not 0");
+  if ((d.flags & ~kDataKnownFlags) != 0) return Status::protocol("data header: unknown flags set");
   return d;
 }
 

@@ -1,7 +1,7 @@
 // The ring's data frames: the 20-byte frame header (type kData) followed by a 24-byte DataHeader and
 // the elements themselves. The receiver learns where the elements go from the DataHeader alone, so it
 // can read them straight into their destination.
-//   op_id u64 | phase u32 | reserved u32 (0) | offset u64 (element offset within the phase's chunk)
+//   op_id u64 | phase u32 | flags u32 | offset u64 (element offset within the phase's chunk)
 #ifndef PCCL_WIRE_DATA_HPP_
 #define PCCL_WIRE_DATA_HPP_
 
@@ -16,9 +16,13 @@ namespace pccl::wire {
 inline constexpr size_t kDataHeaderSize = 24;
 inline constexpr uint32_t kMaxDataPayload = 64u << 20;  // one segment's bytes, checked before reading them
 
+inline constexpr uint32_t kDataCompressed = 1;  // flags: the payload is one zstd frame
+inline constexpr uint32_t kDataKnownFlags = kDataCompressed;
+
 struct DataHeader {
   uint64_t op_id = 0;
   uint32_t phase = 0;  // ring step: 0..N-2 reduce-scatter, N-1..2N-3 all-gather
+  uint32_t flags = 0;  // kData* bits; others must be 0
   uint64_t offset = 0;
 };
 

@@ -207,7 +207,7 @@ void OpAnnounce::encode(ByteWriter& w) const {
   w.u8(dtype);
   w.u8(op);
   w.u8(quant);
-  w.u8(flags);
+  w.u8(compress);
   w.u64(epoch);
   w.u32(segment_bytes);
 }
@@ -218,7 +218,7 @@ Result<OpAnnounce> OpAnnounce::decode(ByteReader& r) {
   PCCL_RETURN_IF_ERROR(r.u8(&m.dtype));
   PCCL_RETURN_IF_ERROR(r.u8(&m.op));
   PCCL_RETURN_IF_ERROR(r.u8(&m.quant));
-  PCCL_RETURN_IF_ERROR(r.u8(&m.flags));
+  PCCL_RETURN_IF_ERROR(r.u8(&m.compress));
   PCCL_RETURN_IF_ERROR(r.u64(&m.epoch));
   PCCL_RETURN_IF_ERROR(r.u32(&m.segment_bytes));
   return m;

@@ -254,7 +254,7 @@ struct OpAnnounce {
   uint8_t dtype = 0;
   uint8_t op = 0;
   uint8_t quant = 0;
-  uint8_t flags = 0;  // reserved, 0
+  uint8_t compress = 0;  // zstd level on the wire, 0 = off
   uint64_t epoch = 0;  // the ring the peer will use
   uint32_t segment_bytes = 0;  // the pipelining unit; every peer must cut the buffer the same way
   void encode(ByteWriter& w) const;
