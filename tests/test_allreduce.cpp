@@ -287,12 +287,22 @@ TEST_CASE("allreduce: bad arguments and unavailable options are refused before a
         Code::kInvalidArgument);
   ReduceOptions q;
   q.quant = Quant::kInt8;
+  CHECK(c.allReduce(buf.data(), buf.data(), 4, DataType::kInt32, RedOp::kSum, q).status().code() ==
+        Code::kInvalidArgument);  // integers are never quantized
+  CHECK(c.allReduce(buf.data(), buf.data(), 4, DataType::kFloat32, RedOp::kProd, q).status().code() ==
+        Code::kInvalidArgument);
+  q.quant = Quant::kFp16;
+  CHECK(c.allReduce(buf.data(), buf.data(), 4, DataType::kFloat16, RedOp::kSum, q).status().code() ==
+        Code::kInvalidArgument);  // fp16 is not narrower than float16
+  q.quant = static_cast<Quant>(7);
   CHECK(c.allReduce(buf.data(), buf.data(), 4, DataType::kFloat32, RedOp::kSum, q).status().code() ==
-        Code::kUnsupported);
+        Code::kInvalidArgument);
   ReduceOptions z;
-  z.compress = true;
-  CHECK(c.allReduce(buf.data(), buf.data(), 4, DataType::kFloat32, RedOp::kSum, z).status().code() ==
-        Code::kUnsupported);
+  for (int level : {-1, 20, 1000}) {
+    z.compress = level;
+    CHECK(c.allReduce(buf.data(), buf.data(), 4, DataType::kFloat32, RedOp::kSum, z).status().code() ==
+          Code::kInvalidArgument);
+  }
   ReduceOptions d;
   d.location = BufferLocation::kDevice;
   CHECK(c.allReduce(buf.data(), buf.data(), 4, DataType::kFloat32, RedOp::kSum, d).status().code() ==

@@ -16,7 +16,12 @@ size_t Compressor::bound(size_t n) { return ZSTD_compressBound(n); }
 
 Result<size_t> Compressor::compress(const uint8_t* src, size_t n, uint8_t* dst, size_t capacity, int level) {
   if (cctx_ == nullptr) return Status::internal("zstd: no compression context (out of memory)");
-  const size_t r = ZSTD_compressCCtx(static_cast<ZSTD_CCtx*>(cctx_), dst, capacity, src, n, level);
+  // With a checksum (4 bytes): a corrupted frame is refused rather than decoded into wrong values.
+  auto* cctx = static_cast<ZSTD_CCtx*>(cctx_);
+  ZSTD_CCtx_reset(cctx, ZSTD_reset_session_and_parameters);
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_compressionLevel, level);
+  ZSTD_CCtx_setParameter(cctx, ZSTD_c_checksumFlag, 1);
+  const size_t r = ZSTD_compress2(cctx, dst, capacity, src, n);
   if (ZSTD_isError(r)) return Status::internal(fmt::format("zstd compression failed: {}", ZSTD_getErrorName(r)));
   return r < n ? r : size_t{0};
 }

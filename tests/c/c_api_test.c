@@ -146,10 +146,13 @@ int main(void) {
     EXPECT(pcclAllReduce(NULL, out, 4, pcclFloat32, pcclSum, NULL, a, NULL) == pcclInvalidArgument);
     EXPECT(pcclAllReduce(x, out, 4, (pcclDataType_t)77, pcclSum, NULL, a, NULL) == pcclInvalidArgument);
     EXPECT(pcclAllReduce(x, out, 4, pcclFloat32, (pcclRedOp_t)9, NULL, a, NULL) == pcclInvalidArgument);
-    opts.quant = pcclQuantInt8;
-    EXPECT(pcclAllReduce(x, out, 4, pcclFloat32, pcclSum, &opts, a, NULL) == pcclUnsupported);
+    opts.quant = pcclQuantInt8; /* integers are never quantized */
+    EXPECT(pcclAllReduce(x, out, 4, pcclInt32, pcclSum, &opts, a, NULL) == pcclInvalidArgument);
     EXPECT(strstr(pcclGetLastError(a), "int8") != NULL);
     opts.quant = pcclQuantNone;
+    opts.compress = 20; /* zstd levels are 1..19 */
+    EXPECT(pcclAllReduce(x, out, 4, pcclFloat32, pcclSum, &opts, a, NULL) == pcclInvalidArgument);
+    opts.compress = 0;
     opts.struct_size = 1;
     EXPECT(pcclAllReduce(x, out, 4, pcclFloat32, pcclSum, &opts, a, NULL) == pcclInvalidArgument);
     EXPECT(pcclAllReduceAsync(x, out, 4, pcclFloat32, pcclSum, NULL, a, NULL) == pcclInvalidArgument);
