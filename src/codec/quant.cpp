@@ -7,6 +7,11 @@
 #include <cstring>
 #include <type_traits>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#define PCCL_X86 1
+#endif
+
 #include "codec/reduce.hpp"
 #include "kernels/elem.hpp"
 #include "kernels/quant_math.hpp"
@@ -28,6 +33,127 @@ Int8Header<W> readHeader(const uint8_t* wire, size_t block) {
   return h;
 }
 
+// ---- vector helpers -------------------------------------------------------------------------------
+
+// Minimum, maximum and "saw a NaN" of x[0..n). NaNs do not reach lo/hi; infinities do.
+template <typename W>
+void minMaxScalar(const W* x, size_t n, W* lo, W* hi, bool* nan) {
+  W l = x[0], h = x[0];
+  bool bad = false;
+  for (size_t i = 0; i < n; ++i) {
+    const W v = x[i];
+    l = v < l ? v : l;
+    h = v > h ? v : h;
+    bad |= kernels::isNan(v);
+  }
+  *lo = l;
+  *hi = h;
+  *nan = bad || kernels::isNan(x[0]);
+}
+
+void minMax(const float* x, size_t n, float* lo, float* hi, bool* nan) {
+#ifdef PCCL_X86
+  if (n >= 16) {
+    // Four independent accumulators hide the latency of min/max; unordered compares catch NaN.
+    __m128 l0 = _mm_loadu_ps(x), l1 = l0, l2 = l0, l3 = l0;
+    __m128 h0 = l0, h1 = l0, h2 = l0, h3 = l0;
+    __m128 bad = _mm_setzero_ps();
+    size_t i = 0;
+    for (; i + 16 <= n; i += 16) {
+      const __m128 a = _mm_loadu_ps(x + i), b = _mm_loadu_ps(x + i + 4);
+      const __m128 c = _mm_loadu_ps(x + i + 8), d = _mm_loadu_ps(x + i + 12);
+      l0 = _mm_min_ps(l0, a);  // min(acc, NaN) keeps NaN out of nothing: caught by `bad` below
+      l1 = _mm_min_ps(l1, b);
+      l2 = _mm_min_ps(l2, c);
+      l3 = _mm_min_ps(l3, d);
+      h0 = _mm_max_ps(h0, a);
+      h1 = _mm_max_ps(h1, b);
+      h2 = _mm_max_ps(h2, c);
+      h3 = _mm_max_ps(h3, d);
+      bad = _mm_or_ps(bad, _mm_or_ps(_mm_or_ps(_mm_cmpunord_ps(a, a), _mm_cmpunord_ps(b, b)),
+                                     _mm_or_ps(_mm_cmpunord_ps(c, c), _mm_cmpunord_ps(d, d))));
+    }
+    alignas(16) float ls[16], hs[16];
+    _mm_store_ps(ls, l0);
+    _mm_store_ps(ls + 4, l1);
+    _mm_store_ps(ls + 8, l2);
+    _mm_store_ps(ls + 12, l3);
+    _mm_store_ps(hs, h0);
+    _mm_store_ps(hs + 4, h1);
+    _mm_store_ps(hs + 8, h2);
+    _mm_store_ps(hs + 12, h3);
+    float l, h;
+    bool nan_tail, nan_head;
+    minMaxScalar(ls, 16, &l, &h, &nan_head);
+    float hl, hh;
+    minMaxScalar(hs, 16, &hl, &hh, &nan_tail);
+    h = hh;
+    bool bad_any = _mm_movemask_ps(bad) != 0 || nan_head || nan_tail;
+    if (i < n) {
+      float tl, th;
+      bool tn;
+      minMaxScalar(x + i, n - i, &tl, &th, &tn);
+      l = tl < l ? tl : l;
+      h = th > h ? th : h;
+      bad_any |= tn;
+    }
+    *lo = l;
+    *hi = h;
+    *nan = bad_any;
+    return;
+  }
+#endif
+  minMaxScalar(x, n, lo, hi, nan);
+}
+
+// The code bytes of a normal int8 block of float32 values (the hot loop of quantization). The AVX2
+// build of the same loop runs where the CPU has it: the same IEEE operations, so the same bytes.
+void encodeNormalFloat(const float* x, size_t n, float lo, float inv, uint8_t* q) {
+  for (size_t i = 0; i < n; ++i) q[i] = kernels::int8EncodeNormal(x[i], lo, inv);
+}
+#ifdef PCCL_X86
+__attribute__((target("avx2"))) void encodeNormalFloatAvx2(const float* x, size_t n, float lo, float inv,
+                                                             uint8_t* q) {
+  for (size_t i = 0; i < n; ++i) q[i] = kernels::int8EncodeNormal(x[i], lo, inv);
+}
+const bool kHasAvx2 = __builtin_cpu_supports("avx2");
+#endif
+
+// float <-> float16 for n elements: F16C when the CPU has it (the same bits as the scalar code,
+// NaN payloads included), else the scalar conversion.
+#ifdef PCCL_X86
+__attribute__((target("avx,f16c"))) void floatToHalfF16c(const float* src, uint16_t* dst, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
+  }
+  for (; i < n; ++i) dst[i] = floatToHalf(src[i]);
+}
+__attribute__((target("avx,f16c"))) void halfToFloatF16c(const uint16_t* src, float* dst, size_t n) {
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
+  }
+  for (; i < n; ++i) dst[i] = halfToFloat(src[i]);
+}
+const bool kHasF16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+#endif
+
+void floatToHalfN(const float* src, uint16_t* dst, size_t n) {
+#ifdef PCCL_X86
+  if (kHasF16c) return floatToHalfF16c(src, dst, n);
+#endif
+  for (size_t i = 0; i < n; ++i) dst[i] = floatToHalf(src[i]);
+}
+
+void halfToFloatN(const uint16_t* src, float* dst, size_t n) {
+#ifdef PCCL_X86
+  if (kHasF16c) return halfToFloatF16c(src, dst, n);
+#endif
+  for (size_t i = 0; i < n; ++i) dst[i] = halfToFloat(src[i]);
+}
+
 // ---- encode ------------------------------------------------------------------------------------
 
 template <typename E>
@@ -40,18 +166,24 @@ void encodeInt8(const void* src_v, size_t count, uint8_t* wire) {
     const size_t first = b * kInt8Block;
     const size_t n = count - first < kInt8Block ? count - first : kInt8Block;
     const auto* x = src + first;
-    // Min and max in a form the vectoriser takes (NaN never wins a comparison, so it is ignored
-    // here); the rare block that holds a non-finite value is redone exactly below.
-    W lo = E::load(x[0]), hi = lo;
-    for (size_t i = 0; i < n; ++i) {
-      const W v = E::load(x[i]);
-      lo = v < lo ? v : lo;
-      hi = v > hi ? v : hi;
+    // Min, max and NaN in one fast pass; the rare block that holds an infinity (or a NaN that
+    // reached lo/hi) is redone element by element below.
+    W lo, hi;
+    bool nan = false;
+    if constexpr (std::is_same_v<E, kernels::Plain<float>>) {
+      minMax(x, n, &lo, &hi, &nan);
+    } else {
+      lo = E::load(x[0]);
+      hi = lo;
+      for (size_t i = 0; i < n; ++i) {
+        const W v = E::load(x[i]);
+        lo = v < lo ? v : lo;
+        hi = v > hi ? v : hi;
+        nan |= kernels::isNan(v);
+      }
     }
     kernels::BlockStats<W> st;
     if (kernels::isFinite(lo) && kernels::isFinite(hi) && kernels::isFinite(kernels::pcclAdd(hi, -lo))) {
-      bool nan = false;
-      for (size_t i = 0; i < n; ++i) nan |= kernels::isNan(E::load(x[i]));
       st.lo = lo;
       st.hi = hi;
       st.nan = nan;
@@ -65,6 +197,16 @@ void encodeInt8(const void* src_v, size_t count, uint8_t* wire) {
     uint8_t* q = codes + first;
     if (!kernels::isNan(h.lo) && !kernels::signBit(h.scale)) {
       const W lo_b = h.lo;
+      if constexpr (std::is_same_v<E, kernels::Plain<float>>) {
+#ifdef PCCL_X86
+        if (kHasAvx2) {
+          encodeNormalFloatAvx2(x, n, lo_b, inv, q);
+          continue;
+        }
+#endif
+        encodeNormalFloat(x, n, lo_b, inv, q);
+        continue;
+      }
       for (size_t i = 0; i < n; ++i) q[i] = kernels::int8EncodeNormal(E::load(x[i]), lo_b, inv);
     } else {
       for (size_t i = 0; i < n; ++i) q[i] = kernels::int8Encode(E::load(x[i]), h, inv);
@@ -76,6 +218,9 @@ template <typename E, typename ToHalf>
 void encodeHalf(const void* src_v, size_t count, uint8_t* wire, ToHalf to) {
   const auto* src = static_cast<const typename E::Stored*>(src_v);
   auto* out = reinterpret_cast<uint16_t*>(wire);
+  if constexpr (std::is_same_v<E, kernels::Plain<float>>) {
+    if (to == &floatToHalf) return floatToHalfN(src, out, count);
+  }
   for (size_t i = 0; i < count; ++i) out[i] = to(static_cast<float>(E::load(src[i])));
 }
 
@@ -139,6 +284,21 @@ void decodeHalf(const uint8_t* wire, size_t count, const void* in_v, void* dst_v
   S* dst = static_cast<S*>(dst_v);
   const W d = static_cast<W>(divisor);
   const auto* h = reinterpret_cast<const uint16_t*>(wire);
+  if (from == &halfToFloat) {
+    // Widen a tile at a time with the vector conversion, then combine in a loop the compiler vectorises.
+    constexpr size_t kTile = 1024;
+    float wide[kTile];
+    for (size_t first = 0; first < count; first += kTile) {
+      const size_t n = count - first < kTile ? count - first : kTile;
+      halfToFloatN(h + first, wide, n);
+      for (size_t i = 0; i < n; ++i) {
+        W in_i = W(0);
+        if constexpr (F::kUsesInput) in_i = E::load(in[first + i]);
+        dst[first + i] = E::store(F::apply(static_cast<W>(wide[i]), in_i, d));
+      }
+    }
+    return;
+  }
   for (size_t i = 0; i < count; ++i) {
     W in_i = W(0);
     if constexpr (F::kUsesInput) in_i = E::load(in[i]);
