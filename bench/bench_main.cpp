@@ -119,8 +119,8 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "pccl-bench: sizes look like 4096, 4K, 64M or 1G\n");
     return 2;
   }
-  if (o.quant != "none" && o.dtype != "float32") {
-    std::fprintf(stderr, "pccl-bench: --quant %s needs --dtype float32 here\n", o.quant.c_str());
+  if ((o.quant != "none" || o.compress != 0) && o.dtype != "float32") {
+    std::fprintf(stderr, "pccl-bench: --quant/--compress runs use --dtype float32\n");
     return 2;
   }
   if (o.ranks == 0 && o.master.empty()) {

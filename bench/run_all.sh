@@ -15,4 +15,5 @@ for k in 1 4 64; do bash bench/europe.sh --backend pccl --connections $k --json 
 bash bench/transatlantic.sh --json "$OUT/transatlantic-K64-and-gloo.json" --connections 64
 for k in 1 4 16; do bash bench/transatlantic.sh --backend pccl --connections $k --json "$OUT/transatlantic-K$k.json"; done
 bash bench/mixed.sh --json "$OUT/mixed-K64-and-gloo.json"
+bash bench/quant_wan.sh "$OUT"
 bash bench/plot.sh "$OUT"
