@@ -67,7 +67,8 @@ class Worker {
   DataType dtype_ = DataType::kFloat32;
   size_t elem_ = 4;
   int rank_ = -1, world_ = 0;
-  uint32_t ring_connections_ = 0;  // what our link to the successor really has (same-host rule)
+  uint32_t ring_connections_ = 0;
+  Quant quant_ = Quant::kNone;  // --quant  // what our link to the successor really has (same-host rule)
   std::vector<std::vector<uint8_t>> send_, recv_;
   std::vector<uint8_t> expected_;
   uint64_t next_tag_ = 1;
@@ -168,8 +169,7 @@ bool Worker::runPccl(size_t bytes, Row* row) {
     for (int j = 0; j < o_.concurrent; ++j) {
       ReduceOptions ro;
       ro.tag = next_tag_++;
-      ro.quant = o_.quant == "int8" ? Quant::kInt8 : o_.quant == "fp16" ? Quant::kFp16
-                 : o_.quant == "bf16" ? Quant::kBf16 : Quant::kNone;
+      ro.quant = quant_;
       ro.compress = o_.compress;
       const void* src = o_.in_place ? recv_[j].data() : send_[j].data();
       auto h = comm_->allReduceAsync(src, recv_[j].data(), count, dtype_, RedOp::kSum, ro);
@@ -222,7 +222,8 @@ void Worker::check(const uint8_t* got, size_t count, const std::string& backend,
 
 // Every rank hashes its result; min and max over the ranks must agree.
 bool Worker::checkIdentical(const uint8_t* got, size_t bytes, Row* row) {
-  uint64_t lo_hi[2] = {hashBytes(got, bytes), ~hashBytes(got, bytes)};
+  const uint64_t h = hashBytes(got, bytes);
+  uint64_t lo_hi[2] = {h, ~h};
   if (!control(lo_hi, 2, DataType::kUint64, RedOp::kMin)) return false;
   if (lo_hi[0] != ~lo_hi[1]) ++row->hash_mismatches;  // min(h) != max(h)
   return true;
@@ -283,6 +284,10 @@ bool Worker::report(Row& row) {
 int Worker::run() {
   if (!dtypeOf(o_.dtype, &dtype_)) return fail("unknown dtype " + o_.dtype), 2;
   elem_ = elemSize(dtype_);
+  quant_ = o_.quant == "int8"   ? Quant::kInt8
+           : o_.quant == "fp16" ? Quant::kFp16
+           : o_.quant == "bf16" ? Quant::kBf16
+                                : Quant::kNone;
   if (!join()) return 1;
   const bool with_pccl = o_.backend != "gloo";
   const bool with_gloo = o_.backend != "pccl" && GlooBackend::supports(dtype_);

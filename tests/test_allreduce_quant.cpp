@@ -92,7 +92,6 @@ void runQuantized(size_t world, uint32_t segment_bytes) {
                   << static_cast<int>(c.op) << " zstd " << c.compress << " count " << c.count);
     std::vector<std::vector<float>> ins;
     for (size_t r = 0; r < world; ++r) ins.push_back(input(r, c.count, static_cast<unsigned>(i)));
-    double worst = 0, worst_bound = 0;
     for (size_t k = 0; k < c.count; ++k) {
       double s = 0, a = 0;
       for (size_t r = 0; r < world; ++r) {
@@ -103,12 +102,10 @@ void runQuantized(size_t world, uint32_t segment_bytes) {
       const double err = std::fabs(static_cast<double>(out[i][0][k]) - s);
       // int8 blocks share a scale: their bound uses the largest sum of magnitudes, which is < world.
       const double b = bound(c.quant, c.op, world, c.quant == Quant::kInt8 ? static_cast<double>(world) : a);
-      if (err > worst) worst = err;
       if (!(err <= b)) {
         FAIL_CHECK("element " << k << ": error " << err << " above the bound " << b);
         break;
       }
-      worst_bound = std::max(worst_bound, b);
     }
     for (size_t r = 1; r < world; ++r) {
       REQUIRE(out[i][r].size() == c.count);

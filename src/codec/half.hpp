@@ -43,10 +43,10 @@ PCCL_HD float halfToFloat(uint16_t h) {
 }
 
 PCCL_HD uint16_t floatToBf16(float f) {
-  uint32_t x = floatBits(f);
-  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<uint16_t>((x >> 16) | 0x40u);  // quiet NaN
-  x += 0x7fffu + ((x >> 16) & 1u);
-  return static_cast<uint16_t>(x >> 16);
+  const uint32_t x = floatBits(f);
+  const uint32_t nan = (x >> 16) | 0x40u;  // quiet NaN, payload truncated
+  const uint32_t rounded = (x + 0x7fffu + ((x >> 16) & 1u)) >> 16;
+  return static_cast<uint16_t>((x & 0x7fffffffu) > 0x7f800000u ? nan : rounded);  // a select, no branch
 }
 
 PCCL_HD float bf16ToFloat(uint16_t b) { return bitsFloat(static_cast<uint32_t>(b) << 16); }

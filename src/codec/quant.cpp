@@ -35,89 +35,97 @@ Int8Header<W> readHeader(const uint8_t* wire, size_t block) {
 
 // ---- vector helpers -------------------------------------------------------------------------------
 
-// Minimum, maximum and "saw a NaN" of x[0..n). NaNs do not reach lo/hi; infinities do.
-template <typename W>
-void minMaxScalar(const W* x, size_t n, W* lo, W* hi, bool* nan) {
-  W l = x[0], h = x[0];
+// Minimum, maximum and "saw a NaN" of a block x[0..n), n >= 1. Infinities reach lo/hi; a NaN may
+// too (the caller redoes any block whose lo/hi is not finite element by element).
+template <typename E, typename W = typename E::Wide>
+void minMaxScalar(const typename E::Stored* x, size_t n, W* lo, W* hi, bool* nan) {
+  W l = E::load(x[0]), h = l;
   bool bad = false;
   for (size_t i = 0; i < n; ++i) {
-    const W v = x[i];
+    const W v = E::load(x[i]);
     l = v < l ? v : l;
     h = v > h ? v : h;
     bad |= kernels::isNan(v);
   }
   *lo = l;
   *hi = h;
-  *nan = bad || kernels::isNan(x[0]);
+  *nan = bad;
 }
 
-void minMax(const float* x, size_t n, float* lo, float* hi, bool* nan) {
 #ifdef PCCL_X86
-  if (n >= 16) {
-    // Four independent accumulators hide the latency of min/max; unordered compares catch NaN.
-    __m128 l0 = _mm_loadu_ps(x), l1 = l0, l2 = l0, l3 = l0;
-    __m128 h0 = l0, h1 = l0, h2 = l0, h3 = l0;
-    __m128 bad = _mm_setzero_ps();
-    size_t i = 0;
-    for (; i + 16 <= n; i += 16) {
-      const __m128 a = _mm_loadu_ps(x + i), b = _mm_loadu_ps(x + i + 4);
-      const __m128 c = _mm_loadu_ps(x + i + 8), d = _mm_loadu_ps(x + i + 12);
-      l0 = _mm_min_ps(l0, a);  // min(acc, NaN) keeps NaN out of nothing: caught by `bad` below
-      l1 = _mm_min_ps(l1, b);
-      l2 = _mm_min_ps(l2, c);
-      l3 = _mm_min_ps(l3, d);
-      h0 = _mm_max_ps(h0, a);
-      h1 = _mm_max_ps(h1, b);
-      h2 = _mm_max_ps(h2, c);
-      h3 = _mm_max_ps(h3, d);
-      bad = _mm_or_ps(bad, _mm_or_ps(_mm_or_ps(_mm_cmpunord_ps(a, a), _mm_cmpunord_ps(b, b)),
-                                     _mm_or_ps(_mm_cmpunord_ps(c, c), _mm_cmpunord_ps(d, d))));
-    }
-    alignas(16) float ls[16], hs[16];
-    _mm_store_ps(ls, l0);
-    _mm_store_ps(ls + 4, l1);
-    _mm_store_ps(ls + 8, l2);
-    _mm_store_ps(ls + 12, l3);
-    _mm_store_ps(hs, h0);
-    _mm_store_ps(hs + 4, h1);
-    _mm_store_ps(hs + 8, h2);
-    _mm_store_ps(hs + 12, h3);
-    float l, h;
-    bool nan_tail, nan_head;
-    minMaxScalar(ls, 16, &l, &h, &nan_head);
-    float hl, hh;
-    minMaxScalar(hs, 16, &hl, &hh, &nan_tail);
-    h = hh;
-    bool bad_any = _mm_movemask_ps(bad) != 0 || nan_head || nan_tail;
-    if (i < n) {
-      float tl, th;
-      bool tn;
-      minMaxScalar(x + i, n - i, &tl, &th, &tn);
-      l = tl < l ? tl : l;
-      h = th > h ? th : h;
-      bad_any |= tn;
-    }
-    *lo = l;
-    *hi = h;
-    *nan = bad_any;
-    return;
+// float32, n >= 16: four independent SSE accumulators hide the latency of min/max; unordered
+// compares catch NaN.
+void minMaxSse(const float* x, size_t n, float* lo, float* hi, bool* nan) {
+  __m128 l0 = _mm_loadu_ps(x), l1 = l0, l2 = l0, l3 = l0;
+  __m128 h0 = l0, h1 = l0, h2 = l0, h3 = l0;
+  __m128 bad = _mm_setzero_ps();
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m128 a = _mm_loadu_ps(x + i), b = _mm_loadu_ps(x + i + 4);
+    const __m128 c = _mm_loadu_ps(x + i + 8), d = _mm_loadu_ps(x + i + 12);
+    l0 = _mm_min_ps(l0, a);
+    l1 = _mm_min_ps(l1, b);
+    l2 = _mm_min_ps(l2, c);
+    l3 = _mm_min_ps(l3, d);
+    h0 = _mm_max_ps(h0, a);
+    h1 = _mm_max_ps(h1, b);
+    h2 = _mm_max_ps(h2, c);
+    h3 = _mm_max_ps(h3, d);
+    bad = _mm_or_ps(bad, _mm_or_ps(_mm_or_ps(_mm_cmpunord_ps(a, a), _mm_cmpunord_ps(b, b)),
+                                   _mm_or_ps(_mm_cmpunord_ps(c, c), _mm_cmpunord_ps(d, d))));
+  }
+  alignas(16) float ls[4], hs[4];
+  _mm_store_ps(ls, _mm_min_ps(_mm_min_ps(l0, l1), _mm_min_ps(l2, l3)));
+  _mm_store_ps(hs, _mm_max_ps(_mm_max_ps(h0, h1), _mm_max_ps(h2, h3)));
+  float l = ls[0], h = hs[0];
+  bool any = _mm_movemask_ps(bad) != 0;
+  for (int k = 1; k < 4; ++k) {
+    l = ls[k] < l ? ls[k] : l;
+    h = hs[k] > h ? hs[k] : h;
+  }
+  for (; i < n; ++i) {  // the tail
+    l = x[i] < l ? x[i] : l;
+    h = x[i] > h ? x[i] : h;
+    any |= kernels::isNan(x[i]);
+  }
+  *lo = l;
+  *hi = h;
+  *nan = any;
+}
+#endif
+
+template <typename E, typename W = typename E::Wide>
+void minMax(const typename E::Stored* x, size_t n, W* lo, W* hi, bool* nan) {
+#ifdef PCCL_X86
+  if constexpr (std::is_same_v<E, kernels::Plain<float>>) {
+    if (n >= 16) return minMaxSse(x, n, lo, hi, nan);
   }
 #endif
-  minMaxScalar(x, n, lo, hi, nan);
+  minMaxScalar<E>(x, n, lo, hi, nan);
 }
 
-// The code bytes of a normal int8 block of float32 values (the hot loop of quantization). The AVX2
-// build of the same loop runs where the CPU has it: the same IEEE operations, so the same bytes.
-void encodeNormalFloat(const float* x, size_t n, float lo, float inv, uint8_t* q) {
-  for (size_t i = 0; i < n; ++i) q[i] = kernels::int8EncodeNormal(x[i], lo, inv);
-}
 #ifdef PCCL_X86
 __attribute__((target("avx2"))) void encodeNormalFloatAvx2(const float* x, size_t n, float lo, float inv,
                                                              uint8_t* q) {
   for (size_t i = 0; i < n; ++i) q[i] = kernels::int8EncodeNormal(x[i], lo, inv);
 }
+__attribute__((target("avx2"))) void floatToBf16Avx2(const float* src, uint16_t* dst, size_t n) {
+  for (size_t i = 0; i < n; ++i) dst[i] = floatToBf16(src[i]);
+}
 const bool kHasAvx2 = __builtin_cpu_supports("avx2");
 #endif
+
+// The code bytes of a normal int8 block (the hot loop of quantization). For float32 the AVX2 build of
+// the same loop runs where the CPU has it: the same IEEE operations, so the same bytes.
+template <typename E, typename W>
+void encodeNormal(const typename E::Stored* x, size_t n, W lo, W inv, uint8_t* q) {
+#ifdef PCCL_X86
+  if constexpr (std::is_same_v<E, kernels::Plain<float>>) {
+    if (kHasAvx2) return encodeNormalFloatAvx2(x, n, lo, inv, q);
+  }
+#endif
+  for (size_t i = 0; i < n; ++i) q[i] = kernels::int8EncodeNormal(E::load(x[i]), lo, inv);
+}
 
 // float <-> float16 for n elements: F16C when the CPU has it (the same bits as the scalar code,
 // NaN payloads included), else the scalar conversion.
@@ -170,18 +178,7 @@ void encodeInt8(const void* src_v, size_t count, uint8_t* wire) {
     // reached lo/hi) is redone element by element below.
     W lo, hi;
     bool nan = false;
-    if constexpr (std::is_same_v<E, kernels::Plain<float>>) {
-      minMax(x, n, &lo, &hi, &nan);
-    } else {
-      lo = E::load(x[0]);
-      hi = lo;
-      for (size_t i = 0; i < n; ++i) {
-        const W v = E::load(x[i]);
-        lo = v < lo ? v : lo;
-        hi = v > hi ? v : hi;
-        nan |= kernels::isNan(v);
-      }
-    }
+    minMax<E>(x, n, &lo, &hi, &nan);
     kernels::BlockStats<W> st;
     if (kernels::isFinite(lo) && kernels::isFinite(hi) && kernels::isFinite(kernels::pcclAdd(hi, -lo))) {
       st.lo = lo;
@@ -196,32 +193,28 @@ void encodeInt8(const void* src_v, size_t count, uint8_t* wire) {
     const W inv = kernels::int8Inverse(h);
     uint8_t* q = codes + first;
     if (!kernels::isNan(h.lo) && !kernels::signBit(h.scale)) {
-      const W lo_b = h.lo;
-      if constexpr (std::is_same_v<E, kernels::Plain<float>>) {
-#ifdef PCCL_X86
-        if (kHasAvx2) {
-          encodeNormalFloatAvx2(x, n, lo_b, inv, q);
-          continue;
-        }
-#endif
-        encodeNormalFloat(x, n, lo_b, inv, q);
-        continue;
-      }
-      for (size_t i = 0; i < n; ++i) q[i] = kernels::int8EncodeNormal(E::load(x[i]), lo_b, inv);
+      encodeNormal<E>(x, n, h.lo, inv, q);
     } else {
       for (size_t i = 0; i < n; ++i) q[i] = kernels::int8Encode(E::load(x[i]), h, inv);
     }
   }
 }
 
-template <typename E, typename ToHalf>
-void encodeHalf(const void* src_v, size_t count, uint8_t* wire, ToHalf to) {
+// kFp16: IEEE binary16, else bfloat16.
+template <typename E, bool kFp16>
+void encodeHalf(const void* src_v, size_t count, uint8_t* wire) {
   const auto* src = static_cast<const typename E::Stored*>(src_v);
   auto* out = reinterpret_cast<uint16_t*>(wire);
-  if constexpr (std::is_same_v<E, kernels::Plain<float>>) {
-    if (to == &floatToHalf) return floatToHalfN(src, out, count);
+  if constexpr (std::is_same_v<E, kernels::Plain<float>>) {  // vector conversions where the CPU has them
+    if constexpr (kFp16) return floatToHalfN(src, out, count);
+#ifdef PCCL_X86
+    if (kHasAvx2) return floatToBf16Avx2(src, out, count);
+#endif
   }
-  for (size_t i = 0; i < count; ++i) out[i] = to(static_cast<float>(E::load(src[i])));
+  for (size_t i = 0; i < count; ++i) {
+    const float v = static_cast<float>(E::load(src[i]));
+    out[i] = kFp16 ? floatToHalf(v) : floatToBf16(v);
+  }
 }
 
 // ---- decode (optionally combined with the input) ------------------------------------------------
@@ -245,6 +238,14 @@ struct Replace {  // plain decode
   }
 };
 
+// dst[k] := F(decoded, in[k]), stored as the element type.
+template <typename E, typename F, typename W>
+inline void put(typename E::Stored* dst, const typename E::Stored* in, size_t k, W decoded, W divisor) {
+  W in_k = W(0);
+  if constexpr (F::kUsesInput) in_k = E::load(in[k]);
+  dst[k] = E::store(F::apply(decoded, in_k, divisor));
+}
+
 template <typename E, typename F>
 void decodeInt8(const uint8_t* wire, size_t count, const void* in_v, void* dst_v, uint32_t divisor) {
   using W = typename E::Wide;
@@ -261,48 +262,33 @@ void decodeInt8(const uint8_t* wire, size_t count, const void* in_v, void* dst_v
     const uint8_t* q = codes + first;
     if (kernels::int8IsNormal(h)) {
       const W lo = h.lo, scale = h.scale;
-      for (size_t i = 0; i < n; ++i) {
-        W in_i = W(0);
-        if constexpr (F::kUsesInput) in_i = E::load(in[first + i]);
-        dst[first + i] = E::store(F::apply(kernels::int8DecodeNormal(q[i], lo, scale), in_i, d));
-      }
+      for (size_t i = 0; i < n; ++i) put<E, F>(dst, in, first + i, kernels::int8DecodeNormal(q[i], lo, scale), d);
     } else {
-      for (size_t i = 0; i < n; ++i) {
-        W in_i = W(0);
-        if constexpr (F::kUsesInput) in_i = E::load(in[first + i]);
-        dst[first + i] = E::store(F::apply(kernels::int8Decode(q[i], h), in_i, d));
-      }
+      for (size_t i = 0; i < n; ++i) put<E, F>(dst, in, first + i, kernels::int8Decode(q[i], h), d);
     }
   }
 }
 
-template <typename E, typename F, typename FromHalf>
-void decodeHalf(const uint8_t* wire, size_t count, const void* in_v, void* dst_v, uint32_t divisor, FromHalf from) {
+// kFp16: IEEE binary16, else bfloat16. A tile at a time is widened to float (fp16: with the vector
+// conversion), then combined in a loop the compiler vectorises.
+template <typename E, typename F, bool kFp16>
+void decodeHalf(const uint8_t* wire, size_t count, const void* in_v, void* dst_v, uint32_t divisor) {
   using W = typename E::Wide;
   using S = typename E::Stored;
   const S* in = static_cast<const S*>(in_v);
   S* dst = static_cast<S*>(dst_v);
   const W d = static_cast<W>(divisor);
   const auto* h = reinterpret_cast<const uint16_t*>(wire);
-  if (from == &halfToFloat) {
-    // Widen a tile at a time with the vector conversion, then combine in a loop the compiler vectorises.
-    constexpr size_t kTile = 1024;
-    float wide[kTile];
-    for (size_t first = 0; first < count; first += kTile) {
-      const size_t n = count - first < kTile ? count - first : kTile;
+  constexpr size_t kTile = 1024;
+  float wide[kTile];
+  for (size_t first = 0; first < count; first += kTile) {
+    const size_t n = count - first < kTile ? count - first : kTile;
+    if constexpr (kFp16) {
       halfToFloatN(h + first, wide, n);
-      for (size_t i = 0; i < n; ++i) {
-        W in_i = W(0);
-        if constexpr (F::kUsesInput) in_i = E::load(in[first + i]);
-        dst[first + i] = E::store(F::apply(static_cast<W>(wide[i]), in_i, d));
-      }
+    } else {
+      for (size_t i = 0; i < n; ++i) wide[i] = bf16ToFloat(h[first + i]);
     }
-    return;
-  }
-  for (size_t i = 0; i < count; ++i) {
-    W in_i = W(0);
-    if constexpr (F::kUsesInput) in_i = E::load(in[i]);
-    dst[i] = E::store(F::apply(static_cast<W>(from(h[i])), in_i, d));
+    for (size_t i = 0; i < n; ++i) put<E, F>(dst, in, first + i, static_cast<W>(wide[i]), d);
   }
 }
 
@@ -310,8 +296,8 @@ template <typename E, typename F>
 void decodeAs(Quant q, const uint8_t* wire, size_t count, const void* in, void* dst, uint32_t divisor) {
   switch (q) {
     case Quant::kInt8: return decodeInt8<E, F>(wire, count, in, dst, divisor);
-    case Quant::kFp16: return decodeHalf<E, F>(wire, count, in, dst, divisor, halfToFloat);
-    case Quant::kBf16: return decodeHalf<E, F>(wire, count, in, dst, divisor, bf16ToFloat);
+    case Quant::kFp16: return decodeHalf<E, F, true>(wire, count, in, dst, divisor);
+    case Quant::kBf16: return decodeHalf<E, F, false>(wire, count, in, dst, divisor);
     case Quant::kNone: break;
   }
 }
@@ -351,8 +337,8 @@ struct EncodeF {
   static void run(Quant q, const void* src, size_t count, uint8_t* wire) {
     switch (q) {
       case Quant::kInt8: return encodeInt8<E>(src, count, wire);
-      case Quant::kFp16: return encodeHalf<E>(src, count, wire, floatToHalf);
-      case Quant::kBf16: return encodeHalf<E>(src, count, wire, floatToBf16);
+      case Quant::kFp16: return encodeHalf<E, true>(src, count, wire);
+      case Quant::kBf16: return encodeHalf<E, false>(src, count, wire);
       case Quant::kNone: return;
     }
   }
