@@ -50,12 +50,12 @@ struct Progress {
 };
 
 // In-place float32 sums of ones (what ring_member --allreduce runs) until one fails.
-Outcome reduceUntilFailure(Communicator& c, Progress* progress = nullptr) {
+Outcome reduceUntilFailure(Communicator& c, Progress* progress = nullptr, ReduceOptions opts = {}) {
   Outcome o;
   std::vector<float> buf(kCount);
   for (;;) {
     std::fill(buf.begin(), buf.end(), 1.0f);
-    auto r = c.allReduce(buf.data(), buf.data(), kCount, DataType::kFloat32, RedOp::kSum);
+    auto r = c.allReduce(buf.data(), buf.data(), kCount, DataType::kFloat32, RedOp::kSum, opts);
     if (!r.isOk()) {
       o.status = r.status();
       o.at = std::chrono::steady_clock::now();
@@ -132,10 +132,12 @@ void retryWithSmallerWorld(Scene& s) {
 namespace {
 // Survivors loop all-reduces with the victim; `sig` strikes it mid-operation. Every survivor must fail
 // with PeerLost within `limit_s`, its input intact, and succeed after an update with world 2.
-void strikeMidOperation(Scene& s, int sig, double limit_s) {
+void strikeMidOperation(Scene& s, int sig, double limit_s, ReduceOptions opts = {}) {
   std::vector<Outcome> out(2);
   std::vector<std::thread> loops;
-  for (size_t i = 0; i < 2; ++i) loops.emplace_back([&, i] { out[i] = reduceUntilFailure(*s.survivors[i]); });
+  for (size_t i = 0; i < 2; ++i) {
+    loops.emplace_back([&, i] { out[i] = reduceUntilFailure(*s.survivors[i], nullptr, opts); });
+  }
   waitUntilMidOperation(*s.victim);
   const auto struck = std::chrono::steady_clock::now();
   s.victim->signal(sig);
@@ -158,6 +160,18 @@ TEST_CASE("allreduce faults: a peer SIGKILLed mid-operation -> PeerLost at once,
           "[faults][allreduce]") {
   Scene s = sceneWithVictim();
   strikeMidOperation(s, SIGKILL, 1.0);  // a broken socket is noticed long before the heartbeat timeout
+}
+
+TEST_CASE("allreduce faults: SIGKILL mid-operation with device buffers (GPU ABI on the CPU) -> PeerLost, restored",
+          "[faults][allreduce][device]") {
+  // The survivors pass device buffers through libpccl-gpu-host.so (see test_device_allreduce.cpp):
+  // the failure must drop their queued device jobs, wait for a running one, and restore the
+  // in-place buffer from its device copy. The victim uses host memory: a mixed ring.
+  REQUIRE(setenv("PCCL_GPU_BACKEND", PCCL_GPU_HOST_BACKEND, 1) == 0);
+  Scene s = sceneWithVictim();
+  ReduceOptions device;
+  device.location = BufferLocation::kDevice;
+  strikeMidOperation(s, SIGKILL, 1.0, device);
 }
 
 TEST_CASE("allreduce faults: a peer SIGSTOPped mid-operation -> PeerLost within the heartbeat timeout",

@@ -14,9 +14,11 @@ enum class DataType : uint8_t {
 
 enum class RedOp : uint8_t { kSum = 0, kAvg, kProd, kMin, kMax };
 
-// Wire format of an all-reduce's payload. Only kNone is available in this version.
+// Wire format of an all-reduce's payload (docs/algorithms.md §7): kNone sends the elements as they
+// are; fp16/bf16/int8 quantize them on the wire (floating types only).
 enum class Quant : uint8_t { kNone = 0, kFp16, kBf16, kInt8 };
 
+// kDevice: send and recv are GPU memory; needs a GPU backend module (docs/gpu.md), else Unsupported.
 enum class BufferLocation : uint8_t { kHost = 0, kDevice = 1 };
 
 struct ReduceOptions {

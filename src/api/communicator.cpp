@@ -14,6 +14,7 @@
 
 #include "api/reduce_handle.hpp"
 #include "codec/dtype.hpp"
+#include "codec/gpu/engine.hpp"
 #include "collective/buffer_pool.hpp"
 #include "collective/collectives.hpp"
 #include "net/auth.hpp"
@@ -228,7 +229,31 @@ class Communicator::Impl {
       inflight_.insert(o.tag);
     }
     const size_t bytes = count * codec::dtypeSize(req.dtype);
-    if (send == recv && count > 0) {
+    if (o.location == BufferLocation::kDevice && count > 0) {
+      auto e = deviceEngine(send, recv);
+      if (!e.isOk()) {
+        std::lock_guard<std::mutex> lk(mu_);
+        inflight_.erase(o.tag);
+        return record(e.status());
+      }
+      req.device = *e;
+      if (send == recv) {
+        // In place on the GPU: the saved copy stays there too.
+        auto saved = req.device->device(bytes);
+        Status st = saved.isOk() ? req.device->runNow([&](codec::gpu::JobContext& ctx) {
+          return ctx.check(ctx.api.memcpy_async(saved->data(), recv, bytes, PCCL_GPU_COPY_D2D, ctx.stream),
+                           "saving the in-place buffer");
+        })
+                                 : saved.status();
+        if (!st.isOk()) {
+          std::lock_guard<std::mutex> lk(mu_);
+          inflight_.erase(o.tag);
+          return record(st);
+        }
+        req.saved_device = std::move(saved).value();
+        req.input = req.saved_device.data();
+      }
+    } else if (send == recv && count > 0) {
       // In place: the ring reads a saved copy of the input, so a failure can put it back.
       req.saved = buffers_.acquire(bytes);
       std::memcpy(req.saved.data.get(), recv, bytes);
@@ -251,6 +276,24 @@ class Communicator::Impl {
     auto shared_req = std::make_shared<collective::ReduceRequest>(std::move(req));
     asio::post(io_, [this, shared_req, done] { colls_->submit(std::move(*shared_req), done); });
     return ReduceHandle(state);
+  }
+
+  // The communicator's GPU engine (loaded on first use), after checking that both buffers are
+  // memory of one GPU.
+  Result<codec::gpu::Engine*> deviceEngine(const void* send, const void* recv) {
+    std::lock_guard<std::mutex> lk(engine_mu_);
+    if (!engine_) {
+      PCCL_ASSIGN_OR_RETURN(engine_, codec::gpu::Engine::open());
+    }
+    for (const void* p : {send, recv}) {
+      PCCL_ASSIGN_OR_RETURN(int device, engine_->deviceOf(p));
+      if (device < 0) {
+        return Status::invalidArgument(fmt::format(
+            "location is device but the {} buffer is host memory", p == send ? "send" : "recv"));
+      }
+      PCCL_RETURN_IF_ERROR(engine_->bind(device));
+    }
+    return engine_.get();
   }
 
   Status leave() {
@@ -485,6 +528,8 @@ class Communicator::Impl {
   std::unique_ptr<peer::MasterLink> link_;  // io thread
   std::unique_ptr<peer::RingPool> pool_;    // io thread
   collective::BufferPool buffers_;          // thread-safe
+  std::mutex engine_mu_;
+  std::unique_ptr<codec::gpu::Engine> engine_;  // device buffers; outlives colls_ (which holds its blocks)
   std::unique_ptr<collective::Collectives> colls_;  // io thread
   Topology building_;                       // io thread: the topology being built
 

@@ -42,8 +42,8 @@ Status checkReduceArgs(const void* send, void* recv, size_t count, DataType dtyp
     return Status::invalidArgument(fmt::format("compress must be 0 (off) or a zstd level {}..{}, got {}",
                                                codec::kMinZstdLevel, codec::kMaxZstdLevel, o.compress));
   }
-  if (o.location != BufferLocation::kHost) {
-    return Status::unsupported("device buffers need a GPU build of pccl; this build takes host memory only");
+  if (o.location != BufferLocation::kHost && o.location != BufferLocation::kDevice) {
+    return Status::invalidArgument(fmt::format("unknown buffer location {}", static_cast<int>(o.location)));
   }
   if (count == 0) return Status::ok();
   if (send == nullptr || recv == nullptr) return Status::invalidArgument("send and recv buffers must not be NULL");

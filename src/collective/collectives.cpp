@@ -96,7 +96,14 @@ void Collectives::run(Op& op) {
   const size_t bytes = r.count * codec::dtypeSize(r.dtype);
   if (r.count == 0) return localDone(op);
   if (world_ <= 1) {
-    if (r.output != r.input) std::memcpy(r.output, r.input, bytes);
+    if (r.output != r.input) {
+      if (r.device != nullptr) {
+        Status st = deviceCopy(*r.device, r.output, r.input, bytes);
+        if (!st.isOk()) return failOp(op, st, true);
+      } else {
+        std::memcpy(r.output, r.input, bytes);
+      }
+    }
     return localDone(op);
   }
   if (!ring_broken_.isOk() || successor_.empty()) {
@@ -117,7 +124,19 @@ void Collectives::run(Op& op) {
   spec.quant = r.quant;
   spec.compress = r.compress;
   spec.compressor = &compressor_;
-  if (spec.coded()) {
+  spec.device = r.device;
+  if (r.device != nullptr) {
+    // The wire bytes in pinned memory (DMA to and from the GPU) and their mirror on the GPU.
+    const size_t wire_bytes = wireRegionBytes(spec);
+    auto pinned = r.device->pinned(wire_bytes);
+    auto on_gpu = pinned.isOk() ? r.device->device(wire_bytes) : Result<codec::gpu::Block>(pinned.status());
+    if (!on_gpu.isOk()) return failOp(op, on_gpu.status(), true);
+    op.wire_pinned = std::move(pinned).value();
+    op.wire_device = std::move(on_gpu).value();
+    spec.wire = op.wire_pinned.data();
+    spec.device_wire = op.wire_device.data();
+    spec.post = [this](std::function<void()> fn) { asio::post(io_, std::move(fn)); };
+  } else if (spec.coded()) {
     op.wire = pool_->acquire(wireRegionBytes(spec));
     spec.wire = op.wire.data.get();
   }
@@ -190,8 +209,11 @@ void Collectives::failOp(Op& op, const Status& why, bool tell_master) {
     ring_broken_ = why;
     reset_ring_(why);
   }
-  if (touched && op.req.saved.data) {
-    std::memcpy(op.req.output, op.req.saved.data.get(), op.req.count * codec::dtypeSize(op.req.dtype));
+  const size_t bytes = op.req.count * codec::dtypeSize(op.req.dtype);
+  if (touched && op.req.saved.data) std::memcpy(op.req.output, op.req.saved.data.get(), bytes);
+  if (touched && op.req.saved_device) {
+    Status st = deviceCopy(*op.req.device, op.req.output, op.req.saved_device.data(), bytes);
+    if (!st.isOk()) PCCL_LOG_ERROR(kLog, "{}: could not restore the device buffer of tag {}: {}", name_, op.req.tag, st.toString());
   }
   finishOp(op, why);
 }
@@ -210,6 +232,9 @@ void Collectives::finishOp(Op& op, const Status& s) {
   Completion done = std::move(op.done);
   pool_->release(std::move(op.req.saved));
   pool_->release(std::move(op.wire));
+  op.req.saved_device.reset();
+  op.wire_pinned.reset();
+  op.wire_device.reset();
   // Drop the bookkeeping before telling the user: the tag may be reused at once.
   std::unique_ptr<Op> keep;
   if (op.op_id != 0) by_id_.erase(op.op_id);
@@ -219,6 +244,12 @@ void Collectives::finishOp(Op& op, const Status& s) {
     by_tag_.erase(it);
   }
   if (done) done(out);
+}
+
+Status Collectives::deviceCopy(codec::gpu::Engine& e, void* dst, const void* src, size_t bytes) {
+  return e.runNow([&](codec::gpu::JobContext& ctx) {
+    return ctx.check(ctx.api.memcpy_async(dst, src, bytes, PCCL_GPU_COPY_D2D, ctx.stream), "device copy");
+  });
 }
 
 void Collectives::failAll(const Status& why) {

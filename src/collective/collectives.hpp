@@ -41,6 +41,8 @@ struct ReduceRequest {
   Millis timeout{0};
   TimePoint submitted{};
   BufferPool::Buffer saved;  // in-place: the input's copy; restored into output on failure
+  codec::gpu::Engine* device = nullptr;  // input and output are device memory of this engine
+  codec::gpu::Block saved_device;        // device in-place: the input's copy, on the GPU
 };
 
 struct ReduceOutcome {
@@ -96,6 +98,7 @@ class Collectives : public net::DataSink {
     uint32_t world = 1;
     std::shared_ptr<RingAllReduce> ring;
     BufferPool::Buffer wire;  // coded operations: the segments' wire bytes
+    codec::gpu::Block wire_pinned, wire_device;  // device buffers: the wire bytes, pinned and on the GPU
     asio::steady_timer timer;
   };
 
@@ -105,6 +108,7 @@ class Collectives : public net::DataSink {
   // Ends `op` with `why`; tells the master when `tell_master`; closes the ring when data may be in flight.
   void failOp(Op& op, const Status& why, bool tell_master);
   void finishOp(Op& op, const Status& s);
+  Status deviceCopy(codec::gpu::Engine& e, void* dst, const void* src, size_t bytes);
   void timedOut(uint64_t tag);
   void resumePaused();
   bool ours(const net::DataChannel& ch, const Channels& list) const;

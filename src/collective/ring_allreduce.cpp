@@ -10,6 +10,20 @@
 
 namespace pccl::collective {
 
+struct RingAllReduce::DeviceStep {
+  enum Kind { kEncodeInput, kReduce, kGather };
+  Kind kind = kEncodeInput;
+  uint32_t phase = 0;  // kEncodeInput: the phase it is sent in (0); else the phase it arrived in
+  size_t segment = 0;
+  size_t index = 0;    // its slot
+  size_t at = 0;       // byte offset of the segment in input/output
+  size_t count = 0;
+  uint32_t rx_bytes = 0;  // what arrived in the slot, and its flags
+  uint32_t rx_flags = 0;
+  bool adopt = false;     // the owner's last hop: keep the decoded value
+  uint32_t divisor = 1;
+};
+
 namespace {
 constexpr size_t kSlotAlign = 64;
 
@@ -58,6 +72,17 @@ void RingAllReduce::start() {
   const uint32_t first = sendChunk(spec_.rank, spec_.world, 0);
   const size_t n = segmentsOf(first);
   for (size_t s = 0; s < n && !over_; ++s) {
+    if (spec_.device != nullptr) {
+      const Span c = chunk(first);
+      const Span seg = segmentOf(c.count, spec_.segment_elems, s);
+      DeviceStep step;
+      step.segment = s;
+      step.index = slotIndex(first, s);
+      step.at = (c.offset + seg.offset) * elem_;
+      step.count = seg.count;
+      submitDevice(step);
+      continue;
+    }
     if (spec_.coded()) {
       const Span c = chunk(first);
       const Span seg = segmentOf(c.count, spec_.segment_elems, s);
@@ -209,6 +234,29 @@ Status RingAllReduce::deliveredCoded(const wire::DataHeader& h, uint32_t bytes) 
   const size_t raw_bytes = codec::wireBytes(spec_.quant, spec_.dtype, s.count);
   bytes_received_ += bytes;
   ++recv_done_;
+  if (spec_.device != nullptr) {
+    DeviceStep step;
+    step.phase = p;
+    step.segment = segment;
+    step.index = index;
+    step.at = at;
+    step.count = s.count;
+    step.rx_bytes = bytes;
+    step.rx_flags = h.flags;
+    if (isReducePhase(spec_.world, p)) {
+      step.kind = DeviceStep::kReduce;
+      step.adopt = isLastReducePhase(spec_.world, p);
+      step.divisor = step.adopt && spec_.op == codec::RedOp::kAvg ? spec_.world : 1;
+    } else {
+      // Forwarded as it came while the GPU decodes it.
+      step.kind = DeviceStep::kGather;
+      slot_len_[index] = bytes;
+      slot_flags_[index] = h.flags;
+      if (!isLastPhase(spec_.world, p)) sendSegment(p + 1, segment);
+    }
+    submitDevice(step);
+    return Status::ok();
+  }
   const uint8_t* raw = slot(index);
   if ((h.flags & wire::kDataCompressed) != 0) {
     raw_.resize(raw_bytes);
@@ -236,8 +284,123 @@ Status RingAllReduce::deliveredCoded(const wire::DataHeader& h, uint32_t bytes) 
   return Status::ok();
 }
 
+// ---- device buffers ------------------------------------------------------------------------------
+
+void RingAllReduce::submitDevice(const DeviceStep& step) {
+  ++jobs_open_;
+  {
+    std::lock_guard<std::mutex> lk(jobs_->mu);
+    ++jobs_->running;
+  }
+  auto self = shared_from_this();
+  auto result = std::make_shared<std::pair<uint32_t, uint32_t>>(0, 0);
+  spec_.device->submit(
+      [self, step, result](codec::gpu::JobContext& ctx) -> Status {
+        if (self->jobs_->cancelled.load()) return Status::ok();  // the operation failed meanwhile
+        return runDeviceStep(self->spec_, self->slot_cap_, step, ctx, &result->first, &result->second);
+      },
+      [self, step, result](const Status& st) {
+        self->spec_.post([self, step, result, st] { self->deviceDone(step, st, result->first, result->second); });
+        std::lock_guard<std::mutex> lk(self->jobs_->mu);
+        --self->jobs_->running;
+        self->jobs_->cv.notify_all();
+      });
+}
+
+// On the engine's worker. Only wire bytes cross PCIe: uploads of what arrived, downloads of what
+// leaves; the full-precision values stay on the GPU. `spec` and `slot_cap` never change after the
+// ring is built, so reading them here races with nothing.
+Status RingAllReduce::runDeviceStep(const RingOpSpec& spec, size_t slot_cap, const DeviceStep& step,
+                                    codec::gpu::JobContext& ctx, uint32_t* len, uint32_t* flags) {
+  const pcclGpuBackend_t& api = ctx.api;
+  uint8_t* hslot = spec.wire + step.index * slot_cap;
+  uint8_t* dslot = spec.device_wire + step.index * slot_cap;
+  const size_t raw = codec::wireBytes(spec.quant, spec.dtype, step.count);
+  const int q = static_cast<int>(spec.quant);
+  const int dt = static_cast<int>(spec.dtype);
+  const bool plain = spec.quant == codec::Quant::kNone;
+  const uint8_t* in = spec.input + step.at;
+  uint8_t* out = spec.output + step.at;
+  const auto where = [&] { return fmt::format("op {} phase {} segment {}", spec.op_id, step.phase, step.segment); };
+  if (step.kind != DeviceStep::kEncodeInput) {
+    const uint8_t* src = hslot;
+    if ((step.rx_flags & wire::kDataCompressed) != 0) {
+      PCCL_ASSIGN_OR_RETURN(uint8_t* tmp, ctx.scratch(raw));
+      PCCL_RETURN_IF_ERROR(ctx.compressor->decompress(hslot, step.rx_bytes, tmp, raw).withContext(where()));
+      src = tmp;
+    }
+    PCCL_RETURN_IF_ERROR(codec::validateWire(spec.quant, spec.dtype, src, step.count).withContext(where()));
+    // A plain all-gather segment is final as it is: straight into the output.
+    uint8_t* up = plain && step.kind == DeviceStep::kGather ? out : dslot;
+    PCCL_RETURN_IF_ERROR(ctx.check(api.memcpy_async(up, src, raw, PCCL_GPU_COPY_H2D, ctx.stream), "upload"));
+  }
+  const uint8_t* down = dslot;  // what leaves for the next hop
+  switch (step.kind) {
+    case DeviceStep::kEncodeInput:
+      if (plain) {
+        down = in;
+      } else {
+        PCCL_RETURN_IF_ERROR(ctx.check(api.encode(q, dt, in, step.count, dslot, ctx.stream), "encode"));
+      }
+      break;
+    case DeviceStep::kReduce:
+      PCCL_RETURN_IF_ERROR(ctx.check(api.decode_reduce(q, dt, static_cast<int>(spec.op), dslot, step.count, in, out,
+                                                       step.divisor, ctx.stream),
+                                     "decode_reduce"));
+      if (plain) {
+        down = out;
+      } else {
+        PCCL_RETURN_IF_ERROR(ctx.check(api.encode(q, dt, out, step.count, dslot, ctx.stream), "encode"));
+        if (step.adopt) {
+          PCCL_RETURN_IF_ERROR(ctx.check(api.decode(q, dt, dslot, step.count, out, ctx.stream), "decode"));
+        }
+      }
+      break;
+    case DeviceStep::kGather:
+      if (!plain) PCCL_RETURN_IF_ERROR(ctx.check(api.decode(q, dt, dslot, step.count, out, ctx.stream), "decode"));
+      break;
+  }
+  if (step.kind != DeviceStep::kGather) {
+    PCCL_RETURN_IF_ERROR(ctx.check(api.memcpy_async(hslot, down, raw, PCCL_GPU_COPY_D2H, ctx.stream), "download"));
+  }
+  PCCL_RETURN_IF_ERROR(ctx.check(api.stream_synchronize(ctx.stream), "stream_synchronize").withContext(where()));
+  *len = static_cast<uint32_t>(raw);
+  *flags = 0;
+  if (step.kind != DeviceStep::kGather && spec.compress > 0) {
+    const size_t cap = codec::Compressor::bound(raw);
+    PCCL_ASSIGN_OR_RETURN(uint8_t* tmp, ctx.scratch(cap));
+    PCCL_ASSIGN_OR_RETURN(size_t z, ctx.compressor->compress(hslot, raw, tmp, cap, spec.compress));
+    if (z != 0) {
+      std::memcpy(hslot, tmp, z);
+      *len = static_cast<uint32_t>(z);
+      *flags = wire::kDataCompressed;
+    }
+  }
+  return Status::ok();
+}
+
+void RingAllReduce::deviceDone(const DeviceStep& step, const Status& st, uint32_t len, uint32_t flags) {
+  --jobs_open_;
+  if (over_) return;
+  if (!st.isOk()) return fail(st);
+  if (step.kind != DeviceStep::kGather) {
+    slot_len_[step.index] = len;
+    slot_flags_[step.index] = flags;
+    sendSegment(step.kind == DeviceStep::kEncodeInput ? 0 : step.phase + 1, step.segment);
+  }
+  maybeFinish();
+}
+
+void RingAllReduce::quiesce() {
+  jobs_->cancelled = true;
+  std::unique_lock<std::mutex> lk(jobs_->mu);
+  jobs_->cv.wait(lk, [this] { return jobs_->running == 0; });
+}
+
+// ---- the end ------------------------------------------------------------------------------------
+
 void RingAllReduce::maybeFinish() {
-  if (over_ || recv_done_ < recv_expected_ || send_done_ < send_expected_) return;
+  if (over_ || recv_done_ < recv_expected_ || send_done_ < send_expected_ || jobs_open_ > 0) return;
   auto self = shared_from_this();  // `finished` may drop the owner's reference
   over_ = true;
   Finished f = std::move(finished_);
@@ -248,6 +411,7 @@ void RingAllReduce::fail(const Status& why) {
   if (over_) return;
   auto self = shared_from_this();
   over_ = true;
+  if (spec_.device != nullptr) quiesce();
   Finished f = std::move(finished_);
   f(why);
 }

@@ -15,17 +15,25 @@
 // our input, in full precision) into the output, re-encoded into the same slot and sent from there;
 // all-gather segments are forwarded from their slot as received. The owner of a chunk encodes the
 // final value once and adopts the decoded value itself, so every peer decodes the same bytes.
+// Device buffers (spec.device): input and output live on the GPU; the slots are pinned host memory
+// mirrored by spec.device_wire on the GPU. Each segment's codec work becomes a job on the engine's
+// worker (upload the received bytes, decode/combine/encode on the GPU, download the new wire bytes,
+// zstd), whose completion comes back to the io thread and sends the segment on. All-gather segments
+// are forwarded at once and decoded on the GPU meanwhile. Only wire bytes cross PCIe.
 // Thread: the communicator's io thread.
 #ifndef PCCL_COLLECTIVE_RING_ALLREDUCE_HPP_
 #define PCCL_COLLECTIVE_RING_ALLREDUCE_HPP_
 
 #include <cstdint>
+#include <atomic>
+#include <condition_variable>
 #include <functional>
 #include <memory>
 #include <vector>
 
 #include "codec/compress.hpp"
 #include "codec/dtype.hpp"
+#include "codec/gpu/engine.hpp"
 #include "collective/partition.hpp"
 #include "net/data_channel.hpp"
 #include "pccl/status.hpp"
@@ -45,8 +53,11 @@ struct RingOpSpec {
   codec::Quant quant = codec::Quant::kNone;
   int compress = 0;                           // zstd level, 0 = off
   codec::Compressor* compressor = nullptr;    // with compress: the io thread's contexts
-  uint8_t* wire = nullptr;                    // coded: wireRegionBytes(spec) bytes
-  bool coded() const { return quant != codec::Quant::kNone || compress > 0; }
+  uint8_t* wire = nullptr;                    // coded: wireRegionBytes(spec) bytes (pinned with device)
+  codec::gpu::Engine* device = nullptr;       // input/output are device memory of this engine
+  uint8_t* device_wire = nullptr;             // device: wireRegionBytes(spec) bytes on the GPU
+  std::function<void(std::function<void()>)> post;  // device: runs a job's completion on the io thread
+  bool coded() const { return quant != codec::Quant::kNone || compress > 0 || device != nullptr; }
 };
 
 // Bytes of the slot region a coded operation needs (0 when not coded).
@@ -68,7 +79,9 @@ class RingAllReduce : public std::enable_shared_from_this<RingAllReduce> {
   // The payload (`bytes`) has landed at placement(h): reduce and forward. An error (a corrupted coded
   // payload) fails the operation.
   Status delivered(const wire::DataHeader& h, uint32_t bytes);
-  void fail(const Status& why);  // no more sends are issued; `finished` runs (if it has not)
+  // No more sends are issued; device jobs not yet started are dropped and a running one is waited
+  // for (so the buffers are free when `finished` runs, with `why`, if it has not run yet).
+  void fail(const Status& why);
 
   uint64_t bytesSent() const { return bytes_sent_; }
   uint64_t bytesReceived() const { return bytes_received_; }
@@ -84,6 +97,19 @@ class RingAllReduce : public std::enable_shared_from_this<RingAllReduce> {
   uint8_t* slot(size_t index) const { return spec_.wire + index * slot_cap_; }
   Status encodeSlot(size_t index, const uint8_t* src, size_t count, uint8_t* adopt_into);
   Status deliveredCoded(const wire::DataHeader& h, uint32_t bytes);
+  // Device buffers.
+  struct DeviceStep;
+  struct DeviceJobs {  // shared with the engine's worker
+    std::mutex mu;
+    std::condition_variable cv;
+    size_t running = 0;  // submitted and not yet finished on the worker
+    std::atomic<bool> cancelled{false};
+  };
+  void submitDevice(const DeviceStep& step);
+  static Status runDeviceStep(const RingOpSpec& spec, size_t slot_cap, const DeviceStep& step,
+                              codec::gpu::JobContext& ctx, uint32_t* len, uint32_t* flags);
+  void deviceDone(const DeviceStep& step, const Status& st, uint32_t len, uint32_t flags);
+  void quiesce();
 
   RingOpSpec spec_;
   Channels successor_;
@@ -101,6 +127,8 @@ class RingAllReduce : public std::enable_shared_from_this<RingAllReduce> {
   std::vector<uint32_t> slot_len_;
   std::vector<uint32_t> slot_flags_;
   std::vector<uint8_t> raw_;  // a decompressed segment
+  std::shared_ptr<DeviceJobs> jobs_ = std::make_shared<DeviceJobs>();
+  size_t jobs_open_ = 0;  // device jobs whose completion has not come back to the io thread
 };
 
 }  // namespace pccl::collective
