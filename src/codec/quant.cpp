@@ -7,12 +7,8 @@
 #include <cstring>
 #include <type_traits>
 
-#if defined(__x86_64__) || defined(__i386__)
-#include <immintrin.h>
-#define PCCL_X86 1
-#endif
-
 #include "codec/reduce.hpp"
+#include "codec/simd.hpp"
 #include "kernels/elem.hpp"
 #include "kernels/quant_math.hpp"
 
@@ -105,14 +101,13 @@ void minMax(const typename E::Stored* x, size_t n, W* lo, W* hi, bool* nan) {
 }
 
 #ifdef PCCL_X86
-__attribute__((target("avx2"))) void encodeNormalFloatAvx2(const float* x, size_t n, float lo, float inv,
-                                                             uint8_t* q) {
+PCCL_TARGET_AVX2 void encodeNormalFloatAvx2(const float* x, size_t n, float lo, float inv, uint8_t* q) {
   for (size_t i = 0; i < n; ++i) q[i] = kernels::int8EncodeNormal(x[i], lo, inv);
 }
-__attribute__((target("avx2"))) void floatToBf16Avx2(const float* src, uint16_t* dst, size_t n) {
+PCCL_TARGET_AVX2 void floatToBf16Avx2(const float* src, uint16_t* dst, size_t n) {
   for (size_t i = 0; i < n; ++i) dst[i] = floatToBf16(src[i]);
 }
-const bool kHasAvx2 = __builtin_cpu_supports("avx2");
+const bool kHasAvx2 = simd::hasAvx2();
 #endif
 
 // The code bytes of a normal int8 block (the hot loop of quantization). For float32 the AVX2 build of
@@ -130,22 +125,17 @@ void encodeNormal(const typename E::Stored* x, size_t n, W lo, W inv, uint8_t* q
 // float <-> float16 for n elements: F16C when the CPU has it (the same bits as the scalar code,
 // NaN payloads included), else the scalar conversion.
 #ifdef PCCL_X86
-__attribute__((target("avx,f16c"))) void floatToHalfF16c(const float* src, uint16_t* dst, size_t n) {
+PCCL_TARGET_F16C void floatToHalfF16c(const float* src, uint16_t* dst, size_t n) {
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    const __m128i h = _mm256_cvtps_ph(_mm256_loadu_ps(src + i), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
-    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i), h);
-  }
+  for (; i + 8 <= n; i += 8) simd::HalfX8::store(dst + i, _mm256_loadu_ps(src + i));
   for (; i < n; ++i) dst[i] = floatToHalf(src[i]);
 }
-__attribute__((target("avx,f16c"))) void halfToFloatF16c(const uint16_t* src, float* dst, size_t n) {
+PCCL_TARGET_F16C void halfToFloatF16c(const uint16_t* src, float* dst, size_t n) {
   size_t i = 0;
-  for (; i + 8 <= n; i += 8) {
-    _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(src + i))));
-  }
+  for (; i + 8 <= n; i += 8) _mm256_storeu_ps(dst + i, simd::HalfX8::load(src + i));
   for (; i < n; ++i) dst[i] = halfToFloat(src[i]);
 }
-const bool kHasF16c = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+const bool kHasF16c = simd::hasF16c();
 #endif
 
 void floatToHalfN(const float* src, uint16_t* dst, size_t n) {
