@@ -26,6 +26,7 @@ struct Options {
   int compress = 0;              // pccl: zstd level on the wire, 0 = off
   std::string dtype = "float32";
   bool in_place = false;
+  bool device = false;           // pccl: buffers in GPU memory (through the GPU backend module)
   uint32_t segment_bytes = 1 << 20;
   std::string json;
   std::vector<std::string> extra_json;  // --json-field KEY=VALUE: added to every JSON row (scenario scripts)

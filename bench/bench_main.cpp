@@ -104,6 +104,7 @@ int main(int argc, char** argv) {
   app.add_option("--dtype", o.dtype, "element type")
       ->check(CLI::IsMember({"int32", "int64", "float16", "bfloat16", "float32", "float64"}));
   app.add_flag("--inplace", o.in_place, "pccl: send == recv");
+  app.add_flag("--device", o.device, "pccl: buffers in GPU memory (needs a GPU backend module; docs/gpu.md)");
   app.add_option("--segment-bytes", o.segment_bytes, "pccl: largest pipelining unit")->check(CLI::Range(64u, 64u << 20));
   app.add_option("--json", o.json, "write the rows to this file as {\"results\": [...]}");
   app.add_option("--json-field", o.extra_json, "KEY=VALUE added to every JSON row (repeatable)")
@@ -141,6 +142,7 @@ int main(int argc, char** argv) {
                                    "--backend", o.backend, "--dtype", o.dtype, "--quant", o.quant, "--compress", std::to_string(o.compress), "--segment-bytes",
                                    std::to_string(o.segment_bytes), "--timeout", std::to_string(o.timeout_s)};
   if (o.in_place) pass.push_back("--inplace");
+  if (o.device) pass.push_back("--device");
   if (!o.json.empty()) pass.insert(pass.end(), {"--json", o.json});
   for (const auto& f : o.extra_json) pass.insert(pass.end(), {"--json-field", f});
   return runLocal(o, pass);

@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "bench.hpp"
+#include "device_memory.hpp"
 #include "gloo_backend.hpp"
 #include "pccl/communicator.hpp"
 #include "tcp_store.hpp"
@@ -47,6 +48,7 @@ class Worker {
   bool join();
   bool setUpGloo();
   bool runPccl(size_t bytes, Row* row);
+  bool setUpDevice(size_t max_bytes);
   bool runGloo(const std::string& algorithm, size_t bytes, Row* row);
   bool report(Row& row);
   bool lineUp();
@@ -70,6 +72,8 @@ class Worker {
   uint32_t ring_connections_ = 0;
   Quant quant_ = Quant::kNone;  // --quant  // what our link to the successor really has (same-host rule)
   std::vector<std::vector<uint8_t>> send_, recv_;
+  std::unique_ptr<DeviceMemory> gpu_;      // --device
+  std::vector<void*> dsend_, drecv_;       // --device: GPU copies of send_/recv_
   std::vector<uint8_t> expected_;
   uint64_t next_tag_ = 1;
   std::ostringstream json_;
@@ -160,8 +164,12 @@ bool Worker::lineUp() {
 bool Worker::runPccl(size_t bytes, Row* row) {
   const size_t count = bytes / elem_;
   for (int it = 0; it < o_.warmup + o_.iters; ++it) {
-    if (o_.in_place) {
-      for (int j = 0; j < o_.concurrent; ++j) std::memcpy(recv_[j].data(), send_[j].data(), bytes);
+    std::string error;
+    for (int j = 0; j < o_.concurrent; ++j) {
+      if (gpu_ && o_.in_place && !gpu_->copy(drecv_[j], dsend_[j], bytes, PCCL_GPU_COPY_D2D, &error)) {
+        return fail(error), false;
+      }
+      if (!gpu_ && o_.in_place) std::memcpy(recv_[j].data(), send_[j].data(), bytes);
     }
     if (!lineUp()) return false;
     std::vector<ReduceHandle> handles;
@@ -172,7 +180,13 @@ bool Worker::runPccl(size_t bytes, Row* row) {
       ro.quant = quant_;
       ro.compress = o_.compress;
       const void* src = o_.in_place ? recv_[j].data() : send_[j].data();
-      auto h = comm_->allReduceAsync(src, recv_[j].data(), count, dtype_, RedOp::kSum, ro);
+      void* dst = recv_[j].data();
+      if (gpu_) {
+        ro.location = BufferLocation::kDevice;
+        src = o_.in_place ? drecv_[j] : dsend_[j];
+        dst = drecv_[j];
+      }
+      auto h = comm_->allReduceAsync(src, dst, count, dtype_, RedOp::kSum, ro);
       if (!h.isOk()) return fail(h.status().toString()), false;
       handles.push_back(*h);
     }
@@ -182,12 +196,31 @@ bool Worker::runPccl(size_t bytes, Row* row) {
     }
     const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
     for (int j = 0; j < o_.concurrent; ++j) {
+      if (gpu_ && !gpu_->copy(recv_[j].data(), drecv_[j], bytes, PCCL_GPU_COPY_D2H, &error)) return fail(error), false;
       check(recv_[j].data(), count, "pccl", row);
       if (quantized() && !checkIdentical(recv_[j].data(), bytes, row)) return false;
     }
     if (it >= o_.warmup) row->times.push_back(dt);
     progress(*row, it + 1, dt);
   }
+  return true;
+}
+
+// GPU buffers holding the same inputs as send_ (uploaded once; results are downloaded to be checked).
+bool Worker::setUpDevice(size_t max_bytes) {
+  std::string error;
+  gpu_ = DeviceMemory::open(&error);
+  if (!gpu_) return fail("--device: " + error), false;
+  for (int j = 0; j < o_.concurrent; ++j) {
+    void* s = gpu_->alloc(std::max<size_t>(max_bytes, 1), &error);
+    void* r = s != nullptr ? gpu_->alloc(std::max<size_t>(max_bytes, 1), &error) : nullptr;
+    if (r == nullptr || !gpu_->copy(s, send_[j].data(), max_bytes, PCCL_GPU_COPY_H2D, &error)) {
+      return fail("--device: " + error), false;
+    }
+    dsend_.push_back(s);
+    drecv_.push_back(r);
+  }
+  if (rank_ == 0) std::printf("# device buffers through the %s GPU backend\n", gpu_->name());
   return true;
 }
 
@@ -260,7 +293,8 @@ bool Worker::report(Row& row) {
   json_ << (json_rows_++ ? ",\n  " : "\n  ") << "{\"backend\": \"" << row.backend << "\", \"algorithm\": \""
         << row.algorithm << "\", \"ranks\": " << world_ << ", \"connections\": " << conns
         << ", \"concurrent\": " << ops << ", \"quant\": \"" << o_.quant << "\", \"dtype\": \"" << o_.dtype
-        << "\", \"in_place\": " << (o_.in_place ? "true" : "false") << ", \"bytes\": " << row.bytes
+        << "\", \"in_place\": " << (o_.in_place ? "true" : "false")
+        << ", \"device\": " << (gpu_ && row.backend == "pccl" ? "true" : "false") << ", \"bytes\": " << row.bytes
         << ", \"iterations\": " << times.size() << ", \"time_s\": " << t << ", \"algbw_gbps\": " << algbw
         << ", \"busbw_gbps\": " << busbw << ", \"wrong\": " << wrong << ", \"peak_rss_bytes\": " << rss;
   if (row.backend == "pccl") json_ << ", \"compress\": " << o_.compress;
@@ -307,6 +341,7 @@ int Worker::run() {
     for (auto& b : send_) fillInput(dtype_, b.data(), max_bytes / elem_, rank_);
     fillExpected(dtype_, expected_.data(), max_bytes / elem_, world_);
   }
+  if (o_.device && with_pccl && !setUpDevice(max_bytes)) return 1;
   if (rank_ == 0) {
     std::printf("# pccl-bench: %d ranks, dtype %s, op sum, %s, pccl: %u connections (%u to a successor on this "
                 "host; rank 0 has %u), %d concurrent, segments <= %u B, quant %s, zstd %s\n",
