@@ -1,7 +1,5 @@
 #include "device_memory.hpp"
 
-#include <dlfcn.h>
-
 #include <cstdlib>
 
 #include "codec/gpu/loader.hpp"
@@ -9,22 +7,14 @@
 
 namespace pccl::bench {
 
-namespace {
-std::string libpcclDirectory() {
-  Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&pcclGetErrorString), &info) == 0 || info.dli_fname == nullptr) return {};
-  std::string path = info.dli_fname;
-  const size_t slash = path.rfind('/');
-  return slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
-}
-}  // namespace
-
 std::unique_ptr<DeviceMemory> DeviceMemory::open(std::string* error) {
   std::vector<std::string> candidates;
   if (const char* env = std::getenv("PCCL_GPU_BACKEND"); env != nullptr && *env != '\0') {
     candidates.emplace_back(env);
   } else {
-    for (const char* name : {"libpccl-gpu-hip.so", "libpccl-gpu-cuda.so"}) candidates.push_back(libpcclDirectory() + name);
+    for (const char* name : {"libpccl-gpu-hip.so", "libpccl-gpu-cuda.so"}) {
+      candidates.push_back(codec::gpu::directoryOf(reinterpret_cast<const void*>(&pcclGetErrorString)) + name);
+    }
   }
   std::string tried;
   for (const auto& c : candidates) {

@@ -23,13 +23,7 @@ double bound(Quant q, RedOp op, size_t n, double a) {
   return (op == RedOp::kAvg ? sum / static_cast<double>(n) : sum) + 0x1.0p-24 * a;
 }
 
-std::vector<float> input(size_t rank, size_t count, unsigned salt) {
-  std::mt19937 rng(static_cast<unsigned>(rank * 7919 + salt));
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(count);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+std::vector<float> input(size_t rank, size_t count, unsigned salt) { return randomFloats(rank * 7919 + salt, count); }
 
 CommConfig config(uint32_t segment_bytes) {
   CommConfig c = fastCommConfig(0);

@@ -11,7 +11,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <random>
 
 #include "test_support.hpp"
 
@@ -23,13 +22,7 @@ namespace {
 // Must happen before the first device call of the process (the loader caches its choice).
 const bool kBackendSet = [] { return setenv("PCCL_GPU_BACKEND", PCCL_GPU_HOST_BACKEND, 1) == 0; }();
 
-std::vector<float> input(size_t rank, size_t count, unsigned salt) {
-  std::mt19937 rng(static_cast<unsigned>(rank * 104729 + salt));
-  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
-  std::vector<float> v(count);
-  for (auto& x : v) x = d(rng);
-  return v;
-}
+std::vector<float> input(size_t rank, size_t count, unsigned salt) { return randomFloats(rank * 104729 + salt, count); }
 
 CommConfig config() {
   CommConfig c = fastCommConfig(0);

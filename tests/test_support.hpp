@@ -18,6 +18,7 @@
 #include <thread>
 #include <optional>
 #include <string>
+#include <random>
 #include <vector>
 
 #include "pccl/communicator.hpp"
@@ -62,6 +63,15 @@ inline std::unique_ptr<Master> startMaster(const MasterConfig& config) {
 inline std::unique_ptr<Communicator> makeComm(const CommConfig& config) {
   auto c = Communicator::create(config);
   return c.isOk() ? std::move(c).value() : nullptr;
+}
+
+// `count` floats uniform in [-1, 1) from a generator seeded with `seed`.
+inline std::vector<float> randomFloats(size_t seed, size_t count) {
+  std::mt19937 rng(static_cast<unsigned>(seed));
+  std::uniform_real_distribution<float> d(-1.0f, 1.0f);
+  std::vector<float> v(count);
+  for (auto& x : v) x = d(rng);
+  return v;
 }
 
 inline double secondsSince(std::chrono::steady_clock::time_point t) {

@@ -9,18 +9,13 @@
 
 namespace pccl::codec::gpu {
 
-namespace {
-
-// The folder of the file that holds this function's code.
-std::string ownDirectory() {
+std::string directoryOf(const void* code) {
   Dl_info info{};
-  if (dladdr(reinterpret_cast<void*>(&ownDirectory), &info) == 0 || info.dli_fname == nullptr) return {};
+  if (dladdr(code, &info) == 0 || info.dli_fname == nullptr) return {};
   std::string path = info.dli_fname;
   const size_t slash = path.rfind('/');
   return slash == std::string::npos ? std::string() : path.substr(0, slash + 1);
 }
-
-}  // namespace
 
 Result<const pcclGpuBackend_t*> loadBackend(const std::string& path_or_name) {
   // RTLD_LOCAL: the module's runtime symbols stay out of the process's global namespace.
@@ -54,7 +49,7 @@ Result<const pcclGpuBackend_t*> processBackend() {
       return;
     }
     std::vector<std::string> tried;
-    const std::string dir = ownDirectory();
+    const std::string dir = directoryOf(reinterpret_cast<const void*>(&processBackend));
     for (const char* name : {"libpccl-gpu-hip.so", "libpccl-gpu-cuda.so"}) {
       std::vector<std::string> places;
       if (!dir.empty()) places.push_back(dir + name);

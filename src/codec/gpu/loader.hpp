@@ -23,6 +23,9 @@ Result<const pcclGpuBackend_t*> processBackend();
 // Loads the module at `path_or_name` (not cached; the module stays loaded for the process's life).
 Result<const pcclGpuBackend_t*> loadBackend(const std::string& path_or_name);
 
+// The folder (ending in '/') of the binary or shared library holding the code at `code`; empty if unknown.
+std::string directoryOf(const void* code);
+
 // OK for PCCL_GPU_OK; otherwise an error of the right code naming `what` and the module's last_error.
 Status gpuStatus(const pcclGpuBackend_t& b, int rc, const char* what);
 
