@@ -20,7 +20,7 @@ using namespace pccl::test;
 namespace {
 
 // Must happen before the first device call of the process (the loader caches its choice).
-const bool kBackendSet = [] { return setenv("PCCL_GPU_BACKEND", PCCL_GPU_HOST_BACKEND, 1) == 0; }();
+const bool kBackendSet = [] { return setenv("PCCL_GPU_BACKEND", PCCL_GPU_HOST_BACKEND, /*overwrite=*/0) == 0; }();
 
 std::vector<float> input(size_t rank, size_t count, unsigned salt) { return randomFloats(rank * 104729 + salt, count); }
 
@@ -129,6 +129,7 @@ TEST_CASE("device all-reduce: alone in the ring, out of place copies on the devi
   ReduceOptions o;
   o.location = BufferLocation::kDevice;
   auto r = cluster.peers[0]->allReduce(in.data(), out.data(), in.size(), DataType::kFloat32, RedOp::kSum, o);
+  INFO(r.status().toString());
   REQUIRE(r.isOk());
   CHECK(out == in);
 }

@@ -101,7 +101,8 @@ typedef struct {
   pcclQuant_t quant;               /* wire format: none, fp16/bf16 (float32/float64 data), int8 (any
                                       floating type); sum, avg, min, max; default pcclQuantNone */
   int compress;                    /* zstd level 1..19 on the wire bytes (after quantization); 0 = off */
-  pcclBufferLocation_t location;   /* pcclBufferDevice needs a GPU build */
+  pcclBufferLocation_t location;   /* pcclBufferDevice: both buffers are memory of one GPU; needs a GPU
+                                      backend module (docs/gpu.md), else pcclUnsupported */
 } pcclReduceOptions_t;
 
 #define PCCL_REDUCE_OPTIONS_INIT \

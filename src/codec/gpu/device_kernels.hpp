@@ -1,0 +1,284 @@
+// The GPU kernels of the codec: the same element math as the CPU loops (kernels/*.hpp,
+// codec/half.hpp, device_math.hpp), laid out for a GPU.
+//   elementwise   grid-stride loop over one functor: reduce, uncompressed decode_reduce, and the
+//                 fp16/bf16 conversions
+//   int8Encode    one thread block per int8 block of kInt8Block elements: each thread loads 16
+//                 elements (four runs of four), a shared-memory reduction finds min/max/Inf/NaN,
+//                 thread 0 writes the header, every thread writes its codes
+//   int8Decode    one thread block per int8 block, four codes per thread and step
+// Element pointers must be aligned to their element size; the int8 wire may sit at any byte.
+#ifndef PCCL_CODEC_GPU_DEVICE_KERNELS_HPP_
+#define PCCL_CODEC_GPU_DEVICE_KERNELS_HPP_
+
+#include <cstddef>
+#include <cstdint>
+
+#include "codec/gpu/device_math.hpp"
+#include "codec/half.hpp"
+#include "kernels/quant_math.hpp"
+
+namespace pccl::gpu {
+
+using kernels::BlockStats;
+using kernels::Int8Header;
+using kernels::kInt8Block;
+
+inline constexpr int kThreads = 256;
+inline constexpr int kRunsPerThread = static_cast<int>(kInt8Block) / 4 / kThreads;  // runs of 4 elements
+static_assert(kRunsPerThread * 4 * kThreads == static_cast<int>(kInt8Block), "block shape");
+
+// ---- elementwise ------------------------------------------------------------------------------------
+
+template <typename Fn>
+__global__ void __launch_bounds__(kThreads) elementwise(Fn fn, size_t n) {
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) fn(i);
+}
+
+// out[i] := F(a[i], b[i]): reduce (out == a) and decode_reduce of uncompressed wire (a = wire).
+template <typename E, typename F, typename D>
+struct Combine {
+  using S = typename E::Stored;
+  S* out;
+  const S* a;
+  const S* b;
+  D divisor;
+  __device__ void operator()(size_t i) const { out[i] = E::store(F::apply(E::load(a[i]), E::load(b[i]), divisor)); }
+};
+
+// wire[i] := fp16 or bf16 of src[i] (float32 data, or float64 rounded to float32 first).
+template <typename E, bool kFp16>
+struct EncodeHalf {
+  using S = typename E::Stored;
+  const S* src;
+  uint16_t* wire;
+  __device__ void operator()(size_t i) const {
+    const float v = toFloat(E::load(src[i]));
+    wire[i] = kFp16 ? codec::floatToHalf(v) : codec::floatToBf16(v);
+  }
+};
+
+// dst[i] := F(decode(wire[i]), in[i]).
+template <typename E, bool kFp16, typename F, typename D>
+struct DecodeHalf {
+  using S = typename E::Stored;
+  using W = typename E::Wide;
+  const uint16_t* wire;
+  const S* in;
+  S* dst;
+  D divisor;
+  __device__ void operator()(size_t i) const {
+    const uint16_t h = wire[i];
+    const W decoded = widen<W>(kFp16 ? codec::halfToFloat(h) : codec::bf16ToFloat(h));
+    W other = W(0);
+    if constexpr (F::kUsesInput) other = E::load(in[i]);
+    dst[i] = E::store(F::apply(decoded, other, divisor));
+  }
+};
+
+// ---- int8 helpers -----------------------------------------------------------------------------------
+
+// Header fields at any byte address (the wire is a byte stream).
+template <typename W>
+__device__ inline void storeField(uint8_t* p, W v) {
+  if (reinterpret_cast<uintptr_t>(p) % sizeof(W) == 0) {
+    *reinterpret_cast<W*>(p) = v;
+    return;
+  }
+  uint64_t bits;
+  if constexpr (sizeof(W) == 4) {
+    bits = floatBits(v);
+  } else {
+    bits = doubleBits(v);
+  }
+  for (size_t k = 0; k < sizeof(W); ++k) p[k] = static_cast<uint8_t>(bits >> (8 * k));
+}
+template <typename W>
+__device__ inline W loadField(const uint8_t* p) {
+  if (reinterpret_cast<uintptr_t>(p) % sizeof(W) == 0) return *reinterpret_cast<const W*>(p);
+  uint64_t bits = 0;
+  for (size_t k = 0; k < sizeof(W); ++k) bits |= static_cast<uint64_t>(p[k]) << (8 * k);
+  if constexpr (sizeof(W) == 4) {
+    return bitsFloat(static_cast<uint32_t>(bits));
+  } else {
+    return bitsDouble(bits);
+  }
+}
+
+// Four consecutive elements; one vector load when aligned.
+template <typename S>
+struct alignas(4 * sizeof(S)) Run4 {
+  S v[4];
+};
+template <typename S>
+__device__ inline Run4<S> loadRun(const S* p, int valid, bool aligned) {
+  if (aligned && valid == 4) return *reinterpret_cast<const Run4<S>*>(p);
+  Run4<S> r{};
+  for (int j = 0; j < 4; ++j) {
+    if (j < valid) r.v[j] = p[j];
+  }
+  return r;
+}
+__device__ inline void storeCodes(uint8_t* q, const uint8_t (&c)[4], int valid) {
+  if (valid == 4 && reinterpret_cast<uintptr_t>(q) % 4 == 0) {
+    *reinterpret_cast<uint32_t*>(q) = static_cast<uint32_t>(c[0]) | static_cast<uint32_t>(c[1]) << 8 |
+                                      static_cast<uint32_t>(c[2]) << 16 | static_cast<uint32_t>(c[3]) << 24;
+    return;
+  }
+  for (int j = 0; j < valid; ++j) q[j] = c[j];
+}
+
+// Which zero the CPU's min/max pass keeps when a block's minimum is 0 and both +0 and -0 occur (the
+// header's lo carries that sign). Larger key wins; the element's sign is the key's low bit.
+//   first-occurrence rule: the scalar loops (float16, bfloat16, float64, short blocks, blocks
+//                          with an infinity): the first zero.
+//   lane rule (x86 float32, n >= 16): codec/quant.cpp's SSE pass, four accumulators of four lanes
+//                          over runs of 16, the last zero of a lane winning, accumulator 3 over 0,
+//                          then lane 0 over 3, and the tail (first zero) only when no lane holds one.
+__device__ inline uint32_t zeroKey(int i, int n, bool lane_rule) {
+  const int main = lane_rule ? n - n % 16 : 0;
+  if (i >= main) return static_cast<uint32_t>(n - i);  // first occurrence wins
+  const uint32_t k = static_cast<uint32_t>(i & 3), j = static_cast<uint32_t>((i >> 2) & 3);
+  const uint32_t t = static_cast<uint32_t>(i >> 4);
+  // x[k] (i < 4) also seeds accumulators 1..3 of lane k, ahead of every element of those lanes.
+  if (i < 4) return (1u << 29) | ((3u - k) << 26) | (3u << 24);
+  return (1u << 29) | ((3u - k) << 26) | (j << 24) | (t + 1);
+}
+
+// ---- int8 encode ------------------------------------------------------------------------------------
+
+template <typename E>
+__global__ void __launch_bounds__(kThreads)
+    int8Encode(const typename E::Stored* src, size_t count, uint8_t* wire, bool lane_rule) {
+  using S = typename E::Stored;
+  using W = typename E::Wide;
+  __shared__ W s_lo[kThreads];
+  __shared__ W s_hi[kThreads];
+  __shared__ uint32_t s_bits[kThreads];
+  __shared__ Int8Header<W> s_header;
+
+  const int tid = static_cast<int>(threadIdx.x);
+  const size_t block = blockIdx.x;
+  const size_t first = block * kInt8Block;
+  const int n = static_cast<int>(count - first < kInt8Block ? count - first : kInt8Block);
+  const S* x = src + first;
+  const bool aligned = reinterpret_cast<uintptr_t>(x) % sizeof(Run4<S>) == 0;
+
+  // 1. Load this thread's elements (run r covers elements 4 * (tid + r * kThreads) + 0..3).
+  W v[kRunsPerThread][4];
+  BlockStats<W> st;
+  for (int r = 0; r < kRunsPerThread; ++r) {
+    const int base = 4 * (tid + r * kThreads);
+    const int valid = n - base < 4 ? (n - base > 0 ? n - base : 0) : 4;
+    const Run4<S> run = loadRun(x + base, valid, aligned);
+    for (int j = 0; j < 4; ++j) {
+      v[r][j] = E::load(run.v[j]);
+      if (j < valid) st.add(v[r][j]);
+    }
+  }
+
+  // 2. Block-wide min / max / Inf / NaN.
+  s_lo[tid] = st.lo;
+  s_hi[tid] = st.hi;
+  s_bits[tid] = (st.inf ? 1u : 0u) | (st.nan ? 2u : 0u);
+  __syncthreads();
+  for (int half = kThreads / 2; half > 0; half /= 2) {
+    if (tid < half) {
+      s_lo[tid] = s_lo[tid + half] < s_lo[tid] ? s_lo[tid + half] : s_lo[tid];
+      s_hi[tid] = s_hi[tid + half] > s_hi[tid] ? s_hi[tid + half] : s_hi[tid];
+      s_bits[tid] |= s_bits[tid + half];
+    }
+    __syncthreads();
+  }
+  BlockStats<W> all;
+  all.lo = s_lo[0];
+  all.hi = s_hi[0];
+  all.inf = (s_bits[0] & 1u) != 0;
+  all.nan = (s_bits[0] & 2u) != 0;
+  __syncthreads();
+
+  // 3. A zero minimum: pick the sign the CPU would have kept (rare; one more pass over registers).
+  if (!all.nan && all.lo == W(0)) {
+    const bool lanes = lane_rule && n >= 16 && !all.inf;
+    uint32_t best = 0;
+    for (int r = 0; r < kRunsPerThread; ++r) {
+      for (int j = 0; j < 4; ++j) {
+        const int i = 4 * (tid + r * kThreads) + j;
+        if (i < n && v[r][j] == W(0)) {
+          const uint32_t key = zeroKey(i, n, lanes) * 2u + (kernels::signBit(v[r][j]) ? 1u : 0u);
+          best = key > best ? key : best;
+        }
+      }
+    }
+    s_bits[tid] = best;
+    __syncthreads();
+    for (int half = kThreads / 2; half > 0; half /= 2) {
+      if (tid < half) s_bits[tid] = s_bits[tid + half] > s_bits[tid] ? s_bits[tid + half] : s_bits[tid];
+      __syncthreads();
+    }
+    all.lo = (s_bits[0] & 1u) != 0 ? -W(0) : W(0);
+    if (all.hi == W(0)) all.hi = all.lo;  // a constant zero block: the same element
+  }
+
+  // 4. Header, then codes.
+  if (tid == 0) {
+    s_header = kernels::int8Header(all);
+    uint8_t* h = wire + block * 2 * sizeof(W);
+    storeField(h, s_header.lo);
+    storeField(h + sizeof(W), s_header.scale);
+  }
+  __syncthreads();
+  const Int8Header<W> header = s_header;
+  const W inv = kernels::int8Inverse(header);
+  const bool normal = !isNan(header.lo) && !kernels::signBit(header.scale);
+  const size_t blocks = (count + kInt8Block - 1) / kInt8Block;
+  uint8_t* codes = wire + blocks * 2 * sizeof(W) + first;
+  for (int r = 0; r < kRunsPerThread; ++r) {
+    const int base = 4 * (tid + r * kThreads);
+    if (base >= n) break;
+    uint8_t c[4];
+    for (int j = 0; j < 4; ++j) {
+      c[j] = normal ? kernels::int8EncodeNormal(v[r][j], header.lo, inv) : kernels::int8Encode(v[r][j], header, inv);
+    }
+    storeCodes(codes + base, c, n - base < 4 ? n - base : 4);
+  }
+}
+
+// ---- int8 decode (optionally combined with an input) ------------------------------------------------
+
+template <typename E, typename F, typename D>
+__global__ void __launch_bounds__(kThreads)
+    int8Decode(const uint8_t* wire, size_t count, const typename E::Stored* in, typename E::Stored* dst, D divisor) {
+  using W = typename E::Wide;
+  const size_t block = blockIdx.x;
+  const size_t first = block * kInt8Block;
+  const int n = static_cast<int>(count - first < kInt8Block ? count - first : kInt8Block);
+  const size_t blocks = (count + kInt8Block - 1) / kInt8Block;
+  const uint8_t* h = wire + block * 2 * sizeof(W);
+  const Int8Header<W> header{loadField<W>(h), loadField<W>(h + sizeof(W))};
+  const bool normal = kernels::int8IsNormal(header);
+  const uint8_t* codes = wire + blocks * 2 * sizeof(W) + first;
+  const bool aligned = reinterpret_cast<uintptr_t>(codes) % 4 == 0;
+  for (int base = 4 * static_cast<int>(threadIdx.x); base < n; base += 4 * kThreads) {
+    const int valid = n - base < 4 ? n - base : 4;
+    uint8_t c[4] = {0, 0, 0, 0};
+    if (aligned && valid == 4) {
+      const uint32_t packed = *reinterpret_cast<const uint32_t*>(codes + base);
+      for (int j = 0; j < 4; ++j) c[j] = static_cast<uint8_t>(packed >> (8 * j));
+    } else {
+      for (int j = 0; j < valid; ++j) c[j] = codes[base + j];
+    }
+    for (int j = 0; j < valid; ++j) {
+      const size_t i = first + static_cast<size_t>(base + j);
+      const W decoded =
+          normal ? kernels::int8DecodeNormal(c[j], header.lo, header.scale) : kernels::int8Decode(c[j], header);
+      W other = W(0);
+      if constexpr (F::kUsesInput) other = E::load(in[i]);
+      dst[i] = E::store(F::apply(decoded, other, divisor));
+    }
+  }
+}
+
+}  // namespace pccl::gpu
+
+#endif  // PCCL_CODEC_GPU_DEVICE_KERNELS_HPP_
