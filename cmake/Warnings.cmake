@@ -1,7 +1,9 @@
-# Sanitizers apply to every target (C and C++), so executables carry the runtime the library needs.
+# Sanitizers apply to every C and C++ target, so executables carry the runtime the library needs
+# (not to HIP/CUDA device code: those modules are built without them).
 if(PCCL_SANITIZE)
-  add_compile_options(-fsanitize=${PCCL_SANITIZE} -fno-omit-frame-pointer)
-  add_link_options(-fsanitize=${PCCL_SANITIZE})
+  add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=${PCCL_SANITIZE}>
+                      $<$<COMPILE_LANGUAGE:C,CXX>:-fno-omit-frame-pointer>)
+  add_link_options($<$<LINK_LANGUAGE:C,CXX>:-fsanitize=${PCCL_SANITIZE}>)
 endif()
 
 # pccl_apply_warnings(target): strict warnings (errors with PCCL_WERROR) on our own targets.

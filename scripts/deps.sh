@@ -1,7 +1,11 @@
 #!/usr/bin/env bash
 # Installs pccl's build and test dependencies from Debian 12 packages (skipped when already present).
+# With arguments, installs those packages instead (scripts/gpu.sh: the HIP toolchain).
 set -euo pipefail
 PACKAGES=(cmake ninja-build g++ gcc pkg-config libasio-dev libsodium-dev libzstd-dev libfmt-dev libcli11-dev catch2 libgloo-dev)
+if [ $# -gt 0 ]; then
+  PACKAGES=("$@")
+fi
 missing=()
 for p in "${PACKAGES[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

@@ -25,21 +25,7 @@ gpu_build() {
   ctest --test-dir "$dir" --output-on-failure --timeout 300 -R "gpu kernels: $backend backend"
 }
 
-HIP_PACKAGES=(hipcc libamdhip64-dev rocm-device-libs clang-15)
-missing=()
-for p in "${HIP_PACKAGES[@]}"; do
-  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  if [ "$(id -u)" -ne 0 ]; then
-    echo "pccl: missing packages for the HIP build: ${missing[*]} (run as root, or: sudo apt-get install ${missing[*]})" >&2
-    exit 1
-  fi
-  echo "pccl: installing ${missing[*]}" >&2
-  export DEBIAN_FRONTEND=noninteractive
-  apt-get update -qq
-  apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
-fi
+bash scripts/deps.sh hipcc libamdhip64-dev rocm-device-libs clang-15
 gpu_build build-hip hip -DPCCL_ENABLE_HIP=ON
 
 if [ -x /usr/local/cuda/bin/nvcc ]; then

@@ -12,9 +12,9 @@
 #include <mutex>
 #include <thread>
 
+#include "api/device_buffers.hpp"
 #include "api/reduce_handle.hpp"
 #include "codec/dtype.hpp"
-#include "codec/gpu/engine.hpp"
 #include "collective/buffer_pool.hpp"
 #include "collective/collectives.hpp"
 #include "net/auth.hpp"
@@ -230,28 +230,11 @@ class Communicator::Impl {
     }
     const size_t bytes = count * codec::dtypeSize(req.dtype);
     if (o.location == BufferLocation::kDevice && count > 0) {
-      auto e = deviceEngine(send, recv);
-      if (!e.isOk()) {
+      Status st = device_.prepare(send, recv, bytes, req);
+      if (!st.isOk()) {
         std::lock_guard<std::mutex> lk(mu_);
         inflight_.erase(o.tag);
-        return record(e.status());
-      }
-      req.device = *e;
-      if (send == recv) {
-        // In place on the GPU: the saved copy stays there too.
-        auto saved = req.device->device(bytes);
-        Status st = saved.isOk() ? req.device->runNow([&](codec::gpu::JobContext& ctx) {
-          return ctx.check(ctx.api.memcpy_async(saved->data(), recv, bytes, PCCL_GPU_COPY_D2D, ctx.stream),
-                           "saving the in-place buffer");
-        })
-                                 : saved.status();
-        if (!st.isOk()) {
-          std::lock_guard<std::mutex> lk(mu_);
-          inflight_.erase(o.tag);
-          return record(st);
-        }
-        req.saved_device = std::move(saved).value();
-        req.input = req.saved_device.data();
+        return record(st);
       }
     } else if (send == recv && count > 0) {
       // In place: the ring reads a saved copy of the input, so a failure can put it back.
@@ -276,24 +259,6 @@ class Communicator::Impl {
     auto shared_req = std::make_shared<collective::ReduceRequest>(std::move(req));
     asio::post(io_, [this, shared_req, done] { colls_->submit(std::move(*shared_req), done); });
     return ReduceHandle(state);
-  }
-
-  // The communicator's GPU engine (loaded on first use), after checking that both buffers are
-  // memory of one GPU.
-  Result<codec::gpu::Engine*> deviceEngine(const void* send, const void* recv) {
-    std::lock_guard<std::mutex> lk(engine_mu_);
-    if (!engine_) {
-      PCCL_ASSIGN_OR_RETURN(engine_, codec::gpu::Engine::open());
-    }
-    for (const void* p : {send, recv}) {
-      PCCL_ASSIGN_OR_RETURN(int device, engine_->deviceOf(p));
-      if (device < 0) {
-        return Status::invalidArgument(fmt::format(
-            "location is device but the {} buffer is host memory", p == send ? "send" : "recv"));
-      }
-      PCCL_RETURN_IF_ERROR(engine_->bind(device));
-    }
-    return engine_.get();
   }
 
   Status leave() {
@@ -528,8 +493,7 @@ class Communicator::Impl {
   std::unique_ptr<peer::MasterLink> link_;  // io thread
   std::unique_ptr<peer::RingPool> pool_;    // io thread
   collective::BufferPool buffers_;          // thread-safe
-  std::mutex engine_mu_;
-  std::unique_ptr<codec::gpu::Engine> engine_;  // device buffers; outlives colls_ (which holds its blocks)
+  DeviceBuffers device_;                    // thread-safe; outlives colls_ (which holds its blocks)
   std::unique_ptr<collective::Collectives> colls_;  // io thread
   Topology building_;                       // io thread: the topology being built
 
