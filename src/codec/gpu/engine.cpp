@@ -11,6 +11,9 @@ namespace pccl::codec::gpu {
 namespace {
 // Cached blocks are reused for requests between half their size and their size.
 constexpr size_t kReuseFactor = 2;
+// Beyond this many cached bytes (pinned and device together) a returned block is freed instead:
+// pinned memory is scarce, and operations of ever new sizes must not pile blocks up.
+constexpr size_t kMaxCachedBytes = size_t{4} << 30;
 }  // namespace
 
 // ---- Block ----------------------------------------------------------------------------------------
@@ -118,6 +121,7 @@ Result<Block> Engine::acquire(size_t bytes, bool pinned) {
       if (c.pinned == pinned && c.bytes >= bytes && c.bytes <= bytes * kReuseFactor) {
         b.p_ = c.p;
         b.bytes_ = c.bytes;
+        cached_bytes_ -= c.bytes;
         cache_.erase(cache_.begin() + static_cast<std::ptrdiff_t>(i));
         return b;
       }
@@ -134,8 +138,15 @@ Result<Block> Engine::acquire(size_t bytes, bool pinned) {
 }
 
 void Engine::giveBack(void* p, size_t bytes, bool pinned) {
-  std::lock_guard<std::mutex> lk(cache_mu_);
-  cache_.push_back(Cached{p, bytes, pinned});
+  {
+    std::lock_guard<std::mutex> lk(cache_mu_);
+    if (cached_bytes_ + bytes <= kMaxCachedBytes) {
+      cache_.push_back(Cached{p, bytes, pinned});
+      cached_bytes_ += bytes;
+      return;
+    }
+  }
+  (pinned ? api_.host_free : api_.device_free)(p);
 }
 
 void Engine::submit(Job job, Done done) {

@@ -105,6 +105,7 @@ class Engine {
   };
   std::mutex cache_mu_;
   std::vector<Cached> cache_;
+  size_t cached_bytes_ = 0;
   mutable std::mutex mu_;
   std::condition_variable cv_;
   std::deque<std::pair<Job, Done>> queue_;
