@@ -11,6 +11,7 @@
 
 #include "codec/half.hpp"
 #include "codec/quant.hpp"
+#include "codec/hash.hpp"
 #include "codec/reduce.hpp"
 
 namespace {
@@ -103,6 +104,18 @@ void BM_reduce(benchmark::State& st) {
   finish(st, bytes);
 }
 
+// The shared-state content hash (codec/hash.hpp) on 1 and 2 threads.
+void BM_hash(benchmark::State& st) {
+  const size_t bytes = kElems * 4;
+  std::vector<uint8_t> data(bytes, 0x5a);
+  for (auto _ : st) {
+    Digest d = hashBuffer(data.data(), bytes, static_cast<unsigned>(st.range(0)));
+    benchmark::DoNotOptimize(d);
+  }
+  st.SetLabel("blake2b-256 tree, " + std::to_string(st.range(0)) + " thread(s)");
+  finish(st, bytes);
+}
+
 }  // namespace
 
 BENCHMARK(BM_memcpy)->Unit(benchmark::kMillisecond);
@@ -115,4 +128,5 @@ BENCHMARK(BM_reduce)
     ->Args({static_cast<int>(DType::kFloat16), static_cast<int>(RedOp::kSum)})
     ->Args({static_cast<int>(DType::kBfloat16), static_cast<int>(RedOp::kSum)})
     ->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_hash)->Arg(1)->Arg(2)->Unit(benchmark::kMillisecond)->UseRealTime();
 BENCHMARK_MAIN();
