@@ -19,6 +19,7 @@
 #include "wire/dispatch.hpp"
 #include "wire/frame.hpp"
 #include "wire/messages.hpp"
+#include "wire/sync_messages.hpp"
 
 // The replaced operator new/delete below pair malloc with free; GCC's inliner cannot see that.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -75,7 +76,7 @@ using AllMessages =
     std::tuple<Hello, HelloReply, AuthProof, AuthOk, Error, JoinRequest, JoinAccepted, Heartbeat, VoteUpdate,
                WithdrawVote, Leave, P2PAccept, TopologyUpdate, P2PReady, TopologyReady, TopologyFailed, P2PFailed,
                QueryStatus, MembershipStatus, PeerLeft, P2PHello, OpAnnounce, OpStart, OpAbort, OpDone,
-               OpComplete, OpFailed>;
+               OpComplete, OpFailed, SyncAnnounce, SyncPlan, SyncDone, SyncComplete>;
 
 template <typename... Ms, typename F>
 void forEachImpl(std::tuple<Ms...>*, F& f) {
@@ -261,6 +262,31 @@ OpFailed sample(Tag<OpFailed>) {
   m.op_id = 0;
   m.code = static_cast<uint16_t>(Code::kTimeout);
   m.reason = "deadline passed";
+  return m;
+}
+
+SyncAnnounce sample(Tag<SyncAnnounce>) {
+  SyncAnnounce m;
+  m.epoch = 7;
+  m.revision = 12;
+  m.strategy = static_cast<uint8_t>(SyncStrategy::kReceiveOnly);
+  m.keys.push_back(SyncKey{"model.embed.weight", 10, 1u << 20, pattern<32>(3)});
+  m.keys.push_back(SyncKey{"outer.momentum", 11, 5, pattern<32>(4)});
+  return m;
+}
+SyncPlan sample(Tag<SyncPlan>) {
+  SyncPlan m;
+  m.sync_id = 3;
+  m.revision = 12;
+  m.fetches.push_back(SyncFetch{1, {pattern<16>(5), pattern<16>(6)}});
+  return m;
+}
+template <MsgType T>
+SyncOutcome<T> sample(Tag<SyncOutcome<T>>) {
+  SyncOutcome<T> m;
+  m.sync_id = 3;
+  m.code = static_cast<uint16_t>(Code::kMismatch);
+  m.reason = "digest of key 1 differs after transfer";
   return m;
 }
 

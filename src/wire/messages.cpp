@@ -26,6 +26,10 @@ const char* msgTypeName(uint16_t type) {
     case MsgType::kP2PFailed: return "P2PFailed";
     case MsgType::kQueryStatus: return "QueryStatus";
     case MsgType::kOpAnnounce: return "OpAnnounce";
+    case MsgType::kSyncAnnounce: return "SyncAnnounce";
+    case MsgType::kSyncPlan: return "SyncPlan";
+    case MsgType::kSyncDone: return "SyncDone";
+    case MsgType::kSyncComplete: return "SyncComplete";
     case MsgType::kOpStart: return "OpStart";
     case MsgType::kOpAbort: return "OpAbort";
     case MsgType::kOpDone: return "OpDone";

@@ -44,6 +44,11 @@ enum class MsgType : uint16_t {
   kOpDone = 35,
   kOpComplete = 36,
   kOpFailed = 37,
+  // Shared-state sync (peer <-> master; sync_messages.hpp).
+  kSyncAnnounce = 40,
+  kSyncPlan = 41,
+  kSyncDone = 42,
+  kSyncComplete = 43,
   // Peer <-> peer (ring connections).
   kP2PHello = 48,
   kP2PAccept = 49,
