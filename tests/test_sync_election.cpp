@@ -2,12 +2,15 @@
 // revision and majority rules, strategies, mismatched key sets, and hostile announcements.
 #include <catch2/catch.hpp>
 
+#include "master/sync_coordinator.hpp"
 #include "master/sync_election.hpp"
 #include "wire/frame.hpp"
 
 using namespace pccl;
 using namespace pccl::wire;
+using pccl::master::Effects;
 using pccl::master::electSharedState;
+using pccl::master::SyncCoordinator;
 using pccl::master::SyncParticipant;
 
 namespace {
@@ -153,4 +156,119 @@ TEST_CASE("sync messages: hostile counts and strategies are refused before alloc
   plan.encode(pw);
   ByteReader pr(p.data(), p.size());
   CHECK(SyncPlan::decode(pr).status().code() == Code::kProtocolError);
+}
+
+namespace {
+
+// The decoded messages of type Msg in fx, with their recipients.
+template <typename Msg>
+std::vector<std::pair<Uuid, Msg>> sent(const Effects& fx) {
+  std::vector<std::pair<Uuid, Msg>> out;
+  for (const auto& o : fx) {
+    auto h = decodeHeader(o.frame.data(), o.frame.size(), kMaxControlPayload);
+    REQUIRE(h.isOk());
+    if (h->type != static_cast<uint16_t>(Msg::kType)) continue;
+    auto m = decodePayload<Msg>(o.frame.data() + kHeaderSize, h->length);
+    REQUIRE(m.isOk());
+    out.emplace_back(o.to, *m);
+  }
+  return out;
+}
+
+const std::vector<Uuid> kThree = {idOf(1), idOf(2), idOf(3)};
+
+Effects announceAll(SyncCoordinator& c, const std::vector<SyncParticipant>& ps) {
+  Effects fx;
+  for (const auto& p : ps) {
+    CHECK(fx.empty());  // nothing happens before the last member announced
+    fx = c.announce(p.id, 0, kThree, 1, Status::ok(), p.announce);
+  }
+  return fx;
+}
+
+std::vector<SyncParticipant> withEpoch(std::vector<SyncParticipant> ps) {
+  for (auto& p : ps) p.announce.epoch = 1;
+  return ps;
+}
+
+}  // namespace
+
+TEST_CASE("sync coordinator: plans after the last announcement, complete after every SyncDone", "[sync]") {
+  SyncCoordinator c;
+  auto fx = announceAll(c, withEpoch({peer(1, 4, kEnforce, 1, 2), peer(2, 4, kEnforce, 1, 2), peer(3, 0, kEnforce, 5, 5)}));
+  auto plans = sent<SyncPlan>(fx);
+  REQUIRE(plans.size() == 3);
+  const uint64_t id = plans[0].second.sync_id;
+  CHECK(id != 0);
+  for (const auto& [to, plan] : plans) {
+    CHECK(plan.code == 0);
+    CHECK(plan.revision == 4);
+    CHECK(plan.sync_id == id);
+    CHECK(plan.fetches.size() == (to == idOf(3) ? 2u : 0u));
+  }
+  CHECK(c.runningCount() == 1);
+  CHECK(c.done(idOf(1), SyncDone{id, 0, ""}).empty());
+  CHECK(c.done(idOf(2), SyncDone{id, 0, ""}).empty());
+  auto complete = sent<SyncComplete>(c.done(idOf(3), SyncDone{id, 0, ""}));
+  CHECK(complete.size() == 3);
+  for (const auto& m : complete) CHECK(m.second.code == 0);
+  CHECK(c.runningCount() == 0);
+}
+
+TEST_CASE("sync coordinator: everybody up to date completes at once", "[sync]") {
+  SyncCoordinator c;
+  auto fx = announceAll(c, withEpoch({peer(1, 4, kEnforce, 1, 2), peer(2, 4, kEnforce, 1, 2), peer(3, 4, kEnforce, 1, 2)}));
+  CHECK(sent<SyncPlan>(fx).size() == 3);
+  CHECK(sent<SyncComplete>(fx).size() == 3);
+  CHECK(c.runningCount() == 0);
+}
+
+TEST_CASE("sync coordinator: a failed transfer or a departure aborts everywhere; a mismatch only the offender",
+          "[sync]") {
+  SyncCoordinator c;
+  auto odd = peer(3, 0, kEnforce, 5, 5);
+  odd.announce.keys.pop_back();
+  auto fx = announceAll(c, withEpoch({peer(1, 4, kEnforce, 1, 2), peer(2, 0, kEnforce, 1, 3), odd}));
+  auto plans = sent<SyncPlan>(fx);
+  REQUIRE(plans.size() == 3);
+  CHECK(plans[2].second.code == static_cast<uint16_t>(Code::kMismatch));
+  CHECK(plans[2].second.sync_id == 0);
+  const uint64_t id = plans[0].second.sync_id;
+  auto aborted = sent<SyncComplete>(c.done(idOf(2), SyncDone{id, static_cast<uint16_t>(Code::kMismatch), "bad digest"}));
+  REQUIRE(aborted.size() == 2);  // the two participants, not the mismatched peer
+  CHECK(aborted[0].second.code == static_cast<uint16_t>(Code::kMismatch));
+  CHECK_THAT(aborted[0].second.reason, Catch::Contains("bad digest"));
+  // A second sync: peer 3 leaves while it runs.
+  auto fx2 = announceAll(c, withEpoch({peer(1, 4, kEnforce, 1, 2), peer(2, 0, kEnforce, 1, 3), peer(3, 0, kReceive, 1, 3)}));
+  REQUIRE(c.runningCount() == 1);
+  auto gone = sent<SyncComplete>(c.peerGone(idOf(3), "killed"));
+  CHECK(gone.size() == 3);
+  CHECK(gone[0].second.code == static_cast<uint16_t>(Code::kPeerLost));
+  CHECK(c.runningCount() == 0);
+}
+
+TEST_CASE("sync coordinator: wrong epoch, a vote, a departure or a double call abort the pending sync", "[sync]") {
+  SyncCoordinator c;
+  auto p1 = peer(1, 4, kEnforce, 1, 2);
+  p1.announce.epoch = 1;
+  auto p2 = peer(2, 4, kEnforce, 1, 2);
+  p2.announce.epoch = 0;  // an old ring
+  CHECK(c.announce(idOf(1), 0, kThree, 1, Status::ok(), p1.announce).empty());
+  auto fx = c.announce(idOf(2), 0, kThree, 1, Status::ok(), p2.announce);
+  auto plans = sent<SyncPlan>(fx);
+  REQUIRE(plans.size() == 2);
+  CHECK(plans[0].second.code == static_cast<uint16_t>(Code::kMismatch));
+  CHECK(c.pendingCount() == 0);
+  CHECK(c.announce(idOf(1), 0, kThree, 1, Status::ok(), p1.announce).empty());
+  CHECK(sent<SyncPlan>(c.voteStarted(idOf(3))).size() == 1);
+  CHECK(c.announce(idOf(1), 0, kThree, 1, Status::ok(), p1.announce).empty());
+  CHECK(sent<SyncPlan>(c.announce(idOf(1), 0, kThree, 1, Status::ok(), p1.announce))[0].second.code ==
+        static_cast<uint16_t>(Code::kInvalidUsage));
+  CHECK(c.announce(idOf(1), 0, kThree, 1, Status::ok(), p1.announce).empty());
+  auto left = sent<SyncPlan>(c.peerGone(idOf(3), "left"));
+  REQUIRE(left.size() == 1);
+  CHECK(left[0].second.code == static_cast<uint16_t>(Code::kPeerLost));
+  auto blocked = sent<SyncPlan>(c.announce(idOf(1), 0, kThree, 1, Status::peerLost("stale ring"), p1.announce));
+  REQUIRE(blocked.size() == 1);
+  CHECK(blocked[0].second.code == static_cast<uint16_t>(Code::kPeerLost));
 }

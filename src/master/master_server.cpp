@@ -100,6 +100,7 @@ void MasterServer::registerHandlers(Session& s) {
   s.dispatcher.on<wire::VoteUpdate>([this, sp, requireJoined](const wire::FrameHeader&, const wire::VoteUpdate&) {
     PCCL_RETURN_IF_ERROR(requireJoined());
     apply(ops_.voteStarted(sp->id));
+    apply(syncs_.voteStarted(sp->id));
     apply(membership_.vote(sp->id));
     return Status::ok();
   });
@@ -118,22 +119,17 @@ void MasterServer::registerHandlers(Session& s) {
   });
   s.dispatcher.on<wire::OpAnnounce>([this, sp, requireJoined](const wire::FrameHeader&, const wire::OpAnnounce& m) {
     PCCL_RETURN_IF_ERROR(requireJoined());
-    const uint32_t group = groupOf(sp->id);
-    bool in_ring = false;
-    for (const auto& r : membership_.ring()) in_ring = in_ring || r.id == sp->id;
-    std::vector<wire::Uuid> members;
-    for (const auto& r : membership_.ring()) {
-      if (in_ring && r.group == group && membership_.isAccepted(r.id)) members.push_back(r.id);
-    }
-    const wire::MembershipStatus st = membership_.status();
-    Status blocked;
-    if (st.stale != 0) {
-      blocked = Status::peerLost(fmt::format("the ring of epoch {} lost a member or a transfer; every peer must "
-                                             "call pcclUpdateTopology first", membership_.epoch()));
-    } else if (st.vote_open != 0 || membership_.runPhase() != Membership::RunPhase::kStable) {
-      blocked = Status::mismatch("a peer is in pcclUpdateTopology while others run a collective");
-    }
-    apply(ops_.announce(sp->id, group, members, membership_.epoch(), blocked, m));
+    apply(ops_.announce(sp->id, groupOf(sp->id), groupMembers(sp->id), membership_.epoch(), collectivesBlocked(), m));
+    return Status::ok();
+  });
+  s.dispatcher.on<wire::SyncAnnounce>([this, sp, requireJoined](const wire::FrameHeader&, const wire::SyncAnnounce& m) {
+    PCCL_RETURN_IF_ERROR(requireJoined());
+    apply(syncs_.announce(sp->id, groupOf(sp->id), groupMembers(sp->id), membership_.epoch(), collectivesBlocked(), m));
+    return Status::ok();
+  });
+  s.dispatcher.on<wire::SyncDone>([this, sp, requireJoined](const wire::FrameHeader&, const wire::SyncDone& m) {
+    PCCL_RETURN_IF_ERROR(requireJoined());
+    apply(syncs_.done(sp->id, m));
     return Status::ok();
   });
   s.dispatcher.on<wire::OpDone>([this, sp, requireJoined](const wire::FrameHeader&, const wire::OpDone& m) {
@@ -239,6 +235,7 @@ void MasterServer::onClosed(uint64_t serial, const Status& reason) {
 
 void MasterServer::removePeer(const wire::Uuid& id, wire::LeaveReason why, const std::string& detail) {
   apply(ops_.peerGone(id, detail.empty() ? "left" : detail));
+  apply(syncs_.peerGone(id, detail.empty() ? "left" : detail));
   apply(membership_.remove(id, why, detail));
 }
 
@@ -254,6 +251,29 @@ MasterServer::Session* MasterServer::sessionById(const wire::Uuid& id) {
   if (it == serial_by_id_.end()) return nullptr;
   auto s = sessions_.find(it->second);
   return s == sessions_.end() ? nullptr : s->second.get();
+}
+
+std::vector<wire::Uuid> MasterServer::groupMembers(const wire::Uuid& id) const {
+  const uint32_t group = groupOf(id);
+  bool in_ring = false;
+  for (const auto& r : membership_.ring()) in_ring = in_ring || r.id == id;
+  std::vector<wire::Uuid> members;
+  for (const auto& r : membership_.ring()) {
+    if (in_ring && r.group == group && membership_.isAccepted(r.id)) members.push_back(r.id);
+  }
+  return members;
+}
+
+Status MasterServer::collectivesBlocked() const {
+  const wire::MembershipStatus st = membership_.status();
+  if (st.stale != 0) {
+    return Status::peerLost(fmt::format("the ring of epoch {} lost a member or a transfer; every peer must "
+                                        "call pcclUpdateTopology first", membership_.epoch()));
+  }
+  if (st.vote_open != 0 || membership_.runPhase() != Membership::RunPhase::kStable) {
+    return Status::mismatch("a peer is in pcclUpdateTopology while others run a collective");
+  }
+  return Status::ok();
 }
 
 void MasterServer::apply(const Effects& fx) {

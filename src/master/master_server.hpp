@@ -10,6 +10,7 @@
 
 #include "master/membership.hpp"
 #include "master/op_coordinator.hpp"
+#include "master/sync_coordinator.hpp"
 #include "net/connection.hpp"
 #include "net/listener.hpp"
 #include "pccl/master.hpp"
@@ -50,6 +51,10 @@ class MasterServer {
   void removePeer(const wire::Uuid& id, wire::LeaveReason why, const std::string& detail);
   Session* sessionById(const wire::Uuid& id);
   uint32_t groupOf(const wire::Uuid& id) const;  // its group in the current ring (0 if not in it)
+  // For a collective (all-reduce or sync) announced by `id`: the accepted ring members of its group
+  // (empty when it is not in the ring), and why no collective can run now (OK when one can).
+  std::vector<wire::Uuid> groupMembers(const wire::Uuid& id) const;
+  Status collectivesBlocked() const;
 
   asio::io_context& io_;
   MasterConfig config_;
@@ -59,6 +64,7 @@ class MasterServer {
   Millis tick_period_;
   Membership membership_;
   OpCoordinator ops_;
+  SyncCoordinator syncs_;
   std::map<uint64_t, std::unique_ptr<Session>> sessions_;  // by serial
   std::map<wire::Uuid, uint64_t> serial_by_id_;
   uint64_t next_serial_ = 1;

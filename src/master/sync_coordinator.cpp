@@ -1,0 +1,157 @@
+#include "master/sync_coordinator.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "master/sync_election.hpp"
+
+namespace pccl::master {
+
+namespace {
+using wire::shortId;
+
+bool contains(const std::vector<wire::Uuid>& v, const wire::Uuid& id) {
+  return std::find(v.begin(), v.end(), id) != v.end();
+}
+}  // namespace
+
+Effects SyncCoordinator::announce(const wire::Uuid& peer, uint32_t group, const std::vector<wire::Uuid>& members,
+                                  uint64_t epoch, const Status& blocked, const wire::SyncAnnounce& a) {
+  Effects fx;
+  auto it = pending_.find(group);
+  if (it == pending_.end()) it = pending_.emplace(group, Pending{members, {}}).first;
+  Pending& p = it->second;
+  if (p.announced.count(peer) != 0) {
+    abortPending(fx, group, Code::kInvalidUsage,
+                 fmt::format("peer {} called the shared-state sync twice at once", shortId(peer)));
+    return fx;
+  }
+  p.announced[peer] = a;
+  if (a.epoch != epoch) {
+    abortPending(fx, group, Code::kMismatch,
+                 fmt::format("peer {} syncs on the ring of epoch {}, but the ring is at epoch {}: call "
+                             "pcclUpdateTopology",
+                             shortId(peer), a.epoch, epoch));
+    return fx;
+  }
+  if (!blocked.isOk()) {
+    abortPending(fx, group, blocked.code(), "shared-state sync: " + blocked.message());
+    return fx;
+  }
+  if (!contains(p.members, peer)) {
+    abortPending(fx, group, Code::kInvalidUsage,
+                 fmt::format("peer {} is not an accepted member of the ring", shortId(peer)));
+    return fx;
+  }
+  if (p.announced.size() < p.members.size()) return fx;
+  return start(group, epoch);
+}
+
+Effects SyncCoordinator::start(uint32_t group, uint64_t epoch) {
+  Effects fx;
+  Pending p = std::move(pending_[group]);
+  pending_.erase(group);
+  std::vector<SyncParticipant> parts;
+  for (const auto& id : p.members) parts.push_back(SyncParticipant{id, p.announced[id]});
+  const SyncElection e = electSharedState(parts);
+  const uint64_t sync_id = ++next_sync_id_;
+  Running run;
+  bool anyone_fetches = false;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    wire::SyncPlan plan;
+    plan.revision = e.revision;
+    if (e.plans[i].status.isOk()) {
+      plan.sync_id = sync_id;
+      plan.fetches = e.plans[i].fetches;
+      anyone_fetches = anyone_fetches || !plan.fetches.empty();
+      run.members.push_back(parts[i].id);
+    } else {
+      plan.code = static_cast<uint16_t>(e.plans[i].status.code());
+      plan.reason = e.plans[i].status.message();
+    }
+    fx.push_back(Outgoing{parts[i].id, wire::encodeFrame(plan, epoch)});
+  }
+  if (run.members.empty()) return fx;
+  if (!anyone_fetches) {
+    // Everybody is up to date: done at once, nobody moves a byte.
+    wire::SyncComplete c;
+    c.sync_id = sync_id;
+    for (const auto& id : run.members) fx.push_back(Outgoing{id, wire::encodeFrame(c, epoch)});
+    return fx;
+  }
+  running_[sync_id] = std::move(run);
+  return fx;
+}
+
+Effects SyncCoordinator::done(const wire::Uuid& peer, const wire::SyncDone& d) {
+  Effects fx;
+  auto it = running_.find(d.sync_id);
+  if (it == running_.end() || !contains(it->second.members, peer)) return fx;  // aborted meanwhile
+  if (d.code != 0) {
+    abortRunning(fx, d.sync_id, wire::codeFromWire(d.code, Code::kPeerLost),
+                 fmt::format("peer {} failed the shared-state sync: {}", shortId(peer), d.reason));
+    return fx;
+  }
+  it->second.done.insert(peer);
+  if (it->second.done.size() < it->second.members.size()) return fx;
+  wire::SyncComplete c;
+  c.sync_id = d.sync_id;
+  for (const auto& id : it->second.members) fx.push_back(Outgoing{id, wire::encodeFrame(c, 0)});
+  running_.erase(it);
+  return fx;
+}
+
+Effects SyncCoordinator::peerGone(const wire::Uuid& peer, const std::string& why) {
+  Effects fx;
+  std::vector<uint32_t> groups;
+  for (const auto& [group, p] : pending_) {
+    if (contains(p.members, peer)) groups.push_back(group);
+  }
+  for (uint32_t g : groups) {
+    pending_[g].announced.erase(peer);
+    abortPending(fx, g, Code::kPeerLost, fmt::format("peer {} left before the shared-state sync: {}", shortId(peer), why));
+  }
+  std::vector<uint64_t> ids;
+  for (const auto& [id, r] : running_) {
+    if (contains(r.members, peer)) ids.push_back(id);
+  }
+  for (uint64_t id : ids) {
+    abortRunning(fx, id, Code::kPeerLost, fmt::format("peer {} left during the shared-state sync: {}", shortId(peer), why));
+  }
+  return fx;
+}
+
+Effects SyncCoordinator::voteStarted(const wire::Uuid& voter) {
+  Effects fx;
+  std::vector<uint32_t> groups;
+  for (const auto& kv : pending_) groups.push_back(kv.first);
+  for (uint32_t g : groups) {
+    abortPending(fx, g, Code::kMismatch,
+                 fmt::format("peer {} is in pcclUpdateTopology while others sync shared state", shortId(voter)));
+  }
+  return fx;
+}
+
+void SyncCoordinator::abortPending(Effects& fx, uint32_t group, Code code, const std::string& reason) {
+  auto it = pending_.find(group);
+  if (it == pending_.end()) return;
+  wire::SyncPlan plan;
+  plan.code = static_cast<uint16_t>(code);
+  plan.reason = reason;
+  for (const auto& kv : it->second.announced) fx.push_back(Outgoing{kv.first, wire::encodeFrame(plan, 0)});
+  pending_.erase(it);
+}
+
+void SyncCoordinator::abortRunning(Effects& fx, uint64_t sync_id, Code code, const std::string& reason) {
+  auto it = running_.find(sync_id);
+  if (it == running_.end()) return;
+  wire::SyncComplete c;
+  c.sync_id = sync_id;
+  c.code = static_cast<uint16_t>(code);
+  c.reason = reason;
+  for (const auto& id : it->second.members) fx.push_back(Outgoing{id, wire::encodeFrame(c, 0)});
+  running_.erase(it);
+}
+
+}  // namespace pccl::master
