@@ -1,0 +1,120 @@
+#!/usr/bin/env bash
+# DiLoCo over pccl on one machine: 4 workers float32, 4 workers int8, the 1-worker baseline with the
+# same inner steps per worker, and an elastic run where one worker is killed mid-run and replaced.
+# Writes logs, CSVs and diloco.png to $OUT_DIR (default build-diloco/diloco-run).
+#
+#   examples/diloco/run.sh            (env: OUTER_STEPS=10 H=20 BUILD_DIR=... OUT_DIR=... CORPUS=...)
+set -euo pipefail
+ROOT=$(cd "$(dirname "$0")/../.." && pwd)
+BUILD_DIR=${BUILD_DIR:-$ROOT/build-diloco}
+OUT_DIR=${OUT_DIR:-$BUILD_DIR/diloco-run}
+OUTER_STEPS=${OUTER_STEPS:-10}
+H=${H:-20}
+CORPUS=${CORPUS:-/usr/share/games/fortunes}  # Debian package `fortunes` (+ fortunes-min): ~2.5 MB of text
+WORKERS=4
+
+# ---- dependencies -----------------------------------------------------------------------------------
+missing=()
+for pkg in libtorch-dev libopenblas0-pthread python3-matplotlib fortunes cmake ninja-build g++ \
+           libasio-dev libsodium-dev libzstd-dev libfmt-dev libcli11-dev pkg-config; do
+  dpkg -s "$pkg" > /dev/null 2>&1 || missing+=("$pkg")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  echo "installing: ${missing[*]}"
+  apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+# ---- build ------------------------------------------------------------------------------------------
+cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DPCCL_BUILD_DILOCO=ON > /dev/null
+ninja -C "$BUILD_DIR" -j2 pccl-master diloco
+DILOCO=$BUILD_DIR/examples/diloco/diloco
+mkdir -p "$OUT_DIR"
+rm -f "$OUT_DIR"/*.log "$OUT_DIR"/*.csv
+
+PIDS=()
+cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2> /dev/null || true; done; }
+trap cleanup EXIT
+
+start_master() {  # sets ADDR and MASTER_PID
+  "$BUILD_DIR/src/pccl-master" --listen 127.0.0.1:0 > "$OUT_DIR/master-$1.log" 2>&1 &
+  MASTER_PID=$!
+  PIDS+=("$MASTER_PID")
+  ADDR=
+  for _ in $(seq 100); do
+    ADDR=$(sed -n 's/^pccl-master listening on //p' "$OUT_DIR/master-$1.log")
+    [ -n "$ADDR" ] && return 0
+    sleep 0.1
+  done
+  echo "pccl-master did not start"; exit 1
+}
+
+COMMON=(--data "$CORPUS" -H "$H" --batch 16 --seq-len 64)
+
+worker() {  # worker NAME INDEX [extra args...]: starts one worker in the background, sets WPID
+  local name=$1 index=$2
+  shift 2
+  "$DILOCO" "${COMMON[@]}" --master "$ADDR" --workers $WORKERS --worker-index "$index" \
+    --log "$OUT_DIR/$name-w$index.csv" "$@" > "$OUT_DIR/$name-w$index.log" 2>&1 &
+  WPID=$!
+  PIDS+=("$WPID")
+}
+
+run_variant() {  # run_variant NAME QUANT
+  local name=$1 quant=$2 pids=()
+  start_master "$name"
+  for i in $(seq 0 $((WORKERS - 1))); do
+    worker "$name" "$i" --outer-steps "$OUTER_STEPS" --quant "$quant"
+    pids+=("$WPID")
+  done
+  for p in "${pids[@]}"; do wait "$p"; done
+  kill "$MASTER_PID"
+  grep '^outer_step=' "$OUT_DIR/$name-w0.log" | tail -1
+}
+
+wait_for_line() {  # wait_for_line FILE PATTERN
+  for _ in $(seq 1200); do grep -q "$2" "$1" 2> /dev/null && return 0; sleep 0.1; done
+  echo "timed out waiting for '$2' in $1"; exit 1
+}
+
+# Elastic: worker 3 is SIGKILLed after outer step KILL_AT; the others go on with 3, then a replacement
+# joins. Until shared-state sync exists it trains from its own seed weights (it says so in its log).
+run_elastic() {
+  local kill_at=$((OUTER_STEPS / 3)) pids=()
+  start_master elastic
+  for i in $(seq 0 $((WORKERS - 1))); do
+    worker elastic "$i" --outer-steps "$OUTER_STEPS"
+    pids+=("$WPID")
+  done
+  local victim=$WPID
+  wait_for_line "$OUT_DIR/elastic-w3.log" "^outer_step=$kill_at "
+  kill -9 "$victim"
+  echo "elastic: killed worker 3 after outer step $kill_at"
+  wait_for_line "$OUT_DIR/elastic-w0.log" "^outer_step=$((kill_at + 1)) .* world=3 "
+  local rest=$((OUTER_STEPS - kill_at - 1))
+  cp "$OUT_DIR/elastic-w3.log" "$OUT_DIR/elastic-w3-killed.log"
+  worker elastic 3 --outer-steps "$rest" --first-outer-step $((kill_at + 2)) --late-join
+  echo "elastic: started a replacement worker 3 for $rest outer steps"
+  for p in "${pids[@]:0:3}"; do wait "$p"; done
+  wait "$WPID" || true  # it may lose its last peers as they finish first
+  kill "$MASTER_PID"
+  grep -h 'late join\|all-reduce failed\|topology' "$OUT_DIR"/elastic-w*.log | sort | uniq -c | head -20 || true
+  grep '^outer_step=' "$OUT_DIR/elastic-w0.log" | tail -1
+}
+
+start=$(date +%s)
+echo "== DiLoCo, $WORKERS workers, float32 all-reduce"; run_variant float32 none
+echo "== DiLoCo, $WORKERS workers, int8 all-reduce";    run_variant int8 int8
+echo "== baseline: 1 worker, no pccl, $((OUTER_STEPS * H)) AdamW steps"
+"$DILOCO" "${COMMON[@]}" --workers 1 --outer-steps "$OUTER_STEPS" --log "$OUT_DIR/baseline-w0.csv" \
+  > "$OUT_DIR/baseline-w0.log" 2>&1
+grep '^outer_step=' "$OUT_DIR/baseline-w0.log" | tail -1
+echo "== elastic: kill a worker mid-run, start a replacement"; run_elastic
+
+# Every worker of a run holds byte-identical weights after every outer step.
+for name in float32 int8; do
+  n=$(cat "$OUT_DIR"/$name-w*.log | sed -n 's/^outer_step=\([0-9]*\) .*hash=\(.*\)$/\1 \2/p' | sort -u | wc -l)
+  echo "$name: $n distinct (outer step, weight hash) pairs over $WORKERS workers (want $((OUTER_STEPS + 1)))"
+done
+/usr/bin/python3 "$ROOT/examples/diloco/plot.py" "$OUT_DIR" "$OUT_DIR/diloco.png"
+echo "done in $(( $(date +%s) - start )) s: $OUT_DIR/diloco.png"

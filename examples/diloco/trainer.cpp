@@ -1,0 +1,256 @@
+#include "trainer.hpp"
+
+#include <torch/torch.h>
+
+#include <chrono>
+#include <cstdio>
+#include <memory>
+#include <random>
+
+#include "corpus.hpp"
+#include "elastic_reducer.hpp"
+#include "outer_optimizer.hpp"
+#include "torch_model.hpp"
+
+namespace diloco {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// Random windows of the worker's shard: inputs [B, T] and next-byte targets [B, T].
+class Batcher {
+ public:
+  Batcher(std::vector<uint8_t> bytes, uint64_t seed) : bytes_(std::move(bytes)), rng_(seed) {}
+  std::pair<torch::Tensor, torch::Tensor> next(uint32_t batch, uint32_t seq_len) {
+    std::uniform_int_distribution<size_t> start(0, bytes_.size() - seq_len - 1);
+    std::vector<size_t> starts(batch);
+    for (auto& s : starts) s = start(rng_);
+    return windows(bytes_, starts, seq_len);
+  }
+  static std::pair<torch::Tensor, torch::Tensor> windows(const std::vector<uint8_t>& bytes,
+                                                         const std::vector<size_t>& starts, uint32_t seq_len) {
+    const auto b = static_cast<int64_t>(starts.size()), t = static_cast<int64_t>(seq_len);
+    auto x = torch::empty({b, t}, torch::kInt64), y = torch::empty({b, t}, torch::kInt64);
+    auto xa = x.accessor<int64_t, 2>(), ya = y.accessor<int64_t, 2>();
+    for (int64_t i = 0; i < b; ++i) {
+      for (int64_t j = 0; j < t; ++j) {
+        xa[i][j] = bytes[starts[static_cast<size_t>(i)] + static_cast<size_t>(j)];
+        ya[i][j] = bytes[starts[static_cast<size_t>(i)] + static_cast<size_t>(j) + 1];
+      }
+    }
+    return {x, y};
+  }
+
+ private:
+  std::vector<uint8_t> bytes_;
+  std::mt19937_64 rng_;
+};
+
+torch::Tensor lossOf(ByteLm& model, const torch::Tensor& x, const torch::Tensor& y) {
+  return torch::nn::functional::cross_entropy(model->forward(x).view({-1, 256}), y.view({-1}));
+}
+
+// Mean loss over fixed, evenly spaced windows of the held-out text: the same on every worker.
+double evalLoss(ByteLm& model, const std::vector<uint8_t>& eval, const TrainConfig& config) {
+  torch::NoGradGuard no_grad;
+  const uint32_t t = config.model.seq_len, n = config.eval_batches * config.batch;
+  const size_t stride = (eval.size() - t - 1) / n;
+  double total = 0;
+  for (uint32_t b = 0; b < config.eval_batches; ++b) {
+    std::vector<size_t> starts(config.batch);
+    for (uint32_t i = 0; i < config.batch; ++i) starts[i] = stride * (b * config.batch + i);
+    auto [x, y] = Batcher::windows(eval, starts, t);
+    total += lossOf(model, x, y).item<double>();
+  }
+  return total / config.eval_batches;
+}
+
+// One worker's model, inner optimizer and data.
+struct Worker {
+  ByteLm model{nullptr};
+  std::unique_ptr<torch::optim::AdamW> inner;
+  std::unique_ptr<Batcher> batcher;
+  Corpus corpus;
+
+  double innerSteps(const TrainConfig& config, uint32_t steps) {
+    model->train();
+    double total = 0;
+    for (uint32_t i = 0; i < steps; ++i) {
+      auto [x, y] = batcher->next(config.batch, config.model.seq_len);
+      inner->zero_grad();
+      auto loss = lossOf(model, x, y);
+      loss.backward();
+      torch::nn::utils::clip_grad_norm_(model->parameters(), 1.0);
+      inner->step();
+      total += loss.item<double>();
+    }
+    return total / steps;
+  }
+};
+
+std::unique_ptr<Worker> makeWorker(const TrainConfig& config, uint32_t shard_count) {
+  auto corpus = loadCorpus(config.data);
+  if (!corpus.isOk()) {
+    std::fprintf(stderr, "diloco: %s\n", corpus.status().toString().c_str());
+    return nullptr;
+  }
+  torch::set_num_threads(static_cast<int>(config.threads));
+  auto w = std::make_unique<Worker>();
+  torch::manual_seed(config.seed);  // every worker started together begins from the same weights
+  w->model = ByteLm(config.model);
+  auto options = torch::optim::AdamWOptions(config.inner_lr).weight_decay(config.weight_decay).betas({0.9, 0.95});
+  w->inner = std::make_unique<torch::optim::AdamW>(w->model->parameters(), options);
+  w->corpus = std::move(*corpus);
+  w->batcher = std::make_unique<Batcher>(shardOf(w->corpus.train, config.worker_index % shard_count, shard_count),
+                                         config.seed * 1000003ull + config.worker_index);
+  return w;
+}
+
+// The one log line (and CSV row) per outer step.
+struct StepLog {
+  uint32_t step = 0;
+  double loss = 0, train_loss = 0, time_s = 0;
+  uint32_t world = 1;
+  uint64_t bytes_tx = 0, bytes_every_step = 0, hash = 0;
+};
+
+class Logger {
+ public:
+  Logger(const TrainConfig& config) : worker_(config.worker_index) {
+    if (config.log_path.empty()) return;
+    csv_ = std::fopen(config.log_path.c_str(), "w");
+    if (csv_ != nullptr) {
+      std::fprintf(csv_, "outer_step,worker,loss,train_loss,world,bytes_tx,bytes_allreduce_every_step,time_s,hash\n");
+    }
+  }
+  ~Logger() {
+    if (csv_ != nullptr) std::fclose(csv_);
+  }
+  void log(const StepLog& s) {
+    std::printf("outer_step=%u worker=%u loss=%.4f train_loss=%.4f world=%u bytes_tx=%llu "
+                "bytes_allreduce_every_step=%llu time_s=%.2f hash=%016llx\n",
+                s.step, worker_, s.loss, s.train_loss, s.world, static_cast<unsigned long long>(s.bytes_tx),
+                static_cast<unsigned long long>(s.bytes_every_step), s.time_s,
+                static_cast<unsigned long long>(s.hash));
+    std::fflush(stdout);
+    if (csv_ == nullptr) return;
+    std::fprintf(csv_, "%u,%u,%.5f,%.5f,%u,%llu,%llu,%.3f,%016llx\n", s.step, worker_, s.loss, s.train_loss,
+                 s.world, static_cast<unsigned long long>(s.bytes_tx),
+                 static_cast<unsigned long long>(s.bytes_every_step), s.time_s,
+                 static_cast<unsigned long long>(s.hash));
+    std::fflush(csv_);
+  }
+
+ private:
+  uint32_t worker_;
+  std::FILE* csv_ = nullptr;
+};
+
+// Where a late joiner receives the current weights and the outer optimizer's momentum from the peers.
+// TODO(shared-state): call pcclSyncSharedState over {theta, velocity} here once the shared-state API
+// exists. Until then it returns at once: workers started together already hold the same seed-initialised
+// weights, and a late joiner trains from its own seed weights, out of sync with the run.
+void syncSharedState(ElasticReducer& /*reducer*/, std::vector<float>& /*theta*/, OuterOptimizer& /*outer*/,
+                     const TrainConfig& config) {
+  if (!config.late_join) return;
+  std::printf("worker=%u late join: shared-state sync does not exist yet (TODO pcclSyncSharedState); "
+              "starting from the seed weights, NOT in sync with the run\n", config.worker_index);
+  std::fflush(stdout);
+}
+
+// Bytes one peer sends in a float32 ring all-reduce of `count` elements among `world` peers.
+uint64_t ringBytes(size_t count, uint32_t world) {
+  return world <= 1 ? 0 : 2ull * (world - 1) * count * sizeof(float) / world;
+}
+
+double secondsSince(Clock::time_point start) {
+  return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+}  // namespace
+
+int runDiloco(const TrainConfig& config) {
+  pccl::Quant quant;
+  if (!parseQuant(config.quant, quant)) return 2;
+  auto worker = makeWorker(config, config.workers);
+  if (!worker) return 1;
+  auto reducer = ElasticReducer::connect(config.master, config.worker_index);
+  if (!reducer.isOk()) {
+    std::fprintf(stderr, "diloco: worker %u: %s\n", config.worker_index, reducer.status().toString().c_str());
+    return 1;
+  }
+  const uint32_t min_world = config.min_world != 0 ? config.min_world : (config.late_join ? 1 : config.workers);
+  pccl::Status joined = (*reducer)->waitForWorld(min_world, 120000);
+  if (!joined.isOk()) {
+    std::fprintf(stderr, "diloco: worker %u: %s\n", config.worker_index, joined.toString().c_str());
+    return 1;
+  }
+  std::vector<float> theta, now;
+  copyParametersTo(*worker->model, theta);
+  OuterOptimizer outer(theta.size(), static_cast<float>(config.outer_lr), static_cast<float>(config.outer_momentum));
+  syncSharedState(**reducer, theta, outer, config);
+  copyParametersFrom(*worker->model, theta);
+  std::printf("worker=%u params=%zu shard=%u/%u quant=%s\n", config.worker_index, theta.size(),
+              config.worker_index % config.workers, config.workers, config.quant.c_str());
+
+  Logger logger(config);
+  const auto start = Clock::now();
+  StepLog s;
+  s.step = config.first_outer_step - 1;
+  s.loss = s.train_loss = evalLoss(worker->model, worker->corpus.eval, config);
+  s.world = (*reducer)->worldSize();
+  s.hash = fnv1a(theta.data(), theta.size() * sizeof(float));
+  logger.log(s);
+  for (uint32_t i = 0; i < config.outer_steps; ++i) {
+    pccl::Status member = (*reducer)->syncMembership();
+    if (!member.isOk()) {
+      std::fprintf(stderr, "diloco: worker %u: %s\n", config.worker_index, member.toString().c_str());
+      return 1;
+    }
+    s.train_loss = worker->innerSteps(config, config.inner_steps);
+    copyParametersTo(*worker->model, now);
+    for (size_t k = 0; k < now.size(); ++k) now[k] = theta[k] - now[k];  // pseudo-gradient
+    auto reduced = (*reducer)->allReduceAvg(now.data(), now.size(), quant);
+    if (!reduced.isOk()) {
+      std::fprintf(stderr, "diloco: worker %u: %s\n", config.worker_index, reduced.status().toString().c_str());
+      return 1;
+    }
+    outer.step(theta, now);
+    copyParametersFrom(*worker->model, theta);
+    s.step += 1;
+    s.world = reduced->world_size;
+    s.bytes_tx += reduced->tx_bytes;
+    s.bytes_every_step += config.inner_steps * ringBytes(theta.size(), s.world);
+    s.loss = evalLoss(worker->model, worker->corpus.eval, config);
+    s.time_s = secondsSince(start);
+    s.hash = fnv1a(theta.data(), theta.size() * sizeof(float));
+    logger.log(s);
+  }
+  return 0;
+}
+
+int runBaseline(const TrainConfig& config) {
+  auto worker = makeWorker(config, 1);
+  if (!worker) return 1;
+  std::vector<float> theta;
+  Logger logger(config);
+  const auto start = Clock::now();
+  StepLog s;
+  s.step = 0;
+  s.loss = s.train_loss = evalLoss(worker->model, worker->corpus.eval, config);
+  copyParametersTo(*worker->model, theta);
+  s.hash = fnv1a(theta.data(), theta.size() * sizeof(float));
+  logger.log(s);
+  for (uint32_t i = 0; i < config.outer_steps; ++i) {
+    s.train_loss = worker->innerSteps(config, config.inner_steps);
+    copyParametersTo(*worker->model, theta);
+    s.step += 1;
+    s.loss = evalLoss(worker->model, worker->corpus.eval, config);
+    s.time_s = secondsSince(start);
+    s.hash = fnv1a(theta.data(), theta.size() * sizeof(float));
+    logger.log(s);
+  }
+  return 0;
+}
+
+}  // namespace diloco
