@@ -60,6 +60,7 @@ TEST_CASE("sync election: a new peer at revision 0 fetches only the keys that di
   CHECK(e.plans[1].fetches.empty());
   REQUIRE(e.plans[2].fetches.size() == 1);
   CHECK(e.plans[2].fetches[0].key == 1);
+  CHECK(e.plans[2].fetches[0].digest == digest(2));  // what the fetched bytes must hash to
   CHECK(e.plans[2].fetches[0].sources == std::vector<Uuid>{idOf(1), idOf(2)});
 }
 
@@ -150,7 +151,7 @@ TEST_CASE("sync messages: hostile counts and strategies are refused before alloc
   ByteReader r2(v.data(), v.size());
   CHECK(SyncAnnounce::decode(r2).status().code() == Code::kProtocolError);
   SyncPlan plan;
-  plan.fetches.push_back(SyncFetch{0, {}});  // a key with no source
+  plan.fetches.push_back(SyncFetch{0, {}, {}});  // a key with no source
   std::vector<uint8_t> p;
   ByteWriter pw(&p);
   plan.encode(pw);
@@ -271,4 +272,14 @@ TEST_CASE("sync coordinator: wrong epoch, a vote, a departure or a double call a
   auto blocked = sent<SyncPlan>(c.announce(idOf(1), 0, kThree, 1, Status::peerLost("stale ring"), p1.announce));
   REQUIRE(blocked.size() == 1);
   CHECK(blocked[0].second.code == static_cast<uint16_t>(Code::kPeerLost));
+  // A peer that gives up waiting withdraws (SyncDone with sync_id 0): the pending sync ends for all.
+  CHECK(c.announce(idOf(1), 0, kThree, 1, Status::ok(), p1.announce).empty());
+  auto p2ok = p1;
+  CHECK(c.announce(idOf(2), 0, kThree, 1, Status::ok(), p2ok.announce).empty());
+  auto withdrawn = sent<SyncPlan>(c.done(idOf(2), SyncDone{0, static_cast<uint16_t>(Code::kTimeout), "gave up"}));
+  REQUIRE(withdrawn.size() == 2);
+  CHECK(withdrawn[0].second.code == static_cast<uint16_t>(Code::kTimeout));
+  CHECK_THAT(withdrawn[0].second.reason, Catch::Contains("gave up"));
+  CHECK(c.pendingCount() == 0);
+  CHECK(c.done(idOf(3), SyncDone{0, 1, "nothing pending"}).empty());
 }

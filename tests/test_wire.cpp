@@ -278,7 +278,7 @@ SyncPlan sample(Tag<SyncPlan>) {
   SyncPlan m;
   m.sync_id = 3;
   m.revision = 12;
-  m.fetches.push_back(SyncFetch{1, {pattern<16>(5), pattern<16>(6)}});
+  m.fetches.push_back(SyncFetch{1, pattern<32>(9), {pattern<16>(5), pattern<16>(6)}});
   return m;
 }
 template <MsgType T>

@@ -88,6 +88,12 @@ class PCCL_API Communicator {
                                const ReduceOptions& options = {});
   Result<ReduceHandle> allReduceAsync(const void* send, void* recv, size_t count, DataType dtype, RedOp op,
                                       const ReduceOptions& options = {});
+  // Makes this peer's shared state equal to the group's elected one (docs/shared_state.md): every
+  // peer of the group calls it; out-of-date peers fetch only the tensors that differ, from the peers
+  // that hold the elected content, and verify them. Blocks until the group is done (op_timeout_ms).
+  // Needs a member with no collective in flight. On failure the revision is unchanged and fetched
+  // tensors may hold partial content: call again (after updateTopology() when a peer was lost).
+  Result<SyncInfo> syncSharedState(SharedState& state, SyncStrategy strategy = SyncStrategy::kEnforcePopular);
   Topology topology() const;
   PeerId id() const;
   uint16_t listenPort() const;

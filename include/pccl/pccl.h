@@ -116,6 +116,41 @@ typedef struct {
   double time_s;        /* wall time from the call to the result */
 } pcclReduceInfo_t;
 
+/* One named buffer of the shared state (host memory). */
+typedef struct {
+  const char* name;        /* unique within the state; 1..256 bytes */
+  pcclDataType_t dtype;
+  size_t count;            /* elements */
+  void* data;              /* count elements; overwritten when this peer is out of date */
+} pcclTensorInfo_t;
+
+/* Shared state: named buffers plus a revision (docs/shared_state.md). Initialise with
+ * PCCL_SHARED_STATE_INIT, then set fields. */
+typedef struct {
+  uint32_t struct_size;
+  uint64_t revision;       /* in: this peer's; out (on success): the elected revision */
+  size_t count;            /* entries in infos (at most 16384) */
+  pcclTensorInfo_t* infos;
+  int compress;            /* zstd level 1..19 asked of the sources for what this peer fetches; 0 = off */
+} pcclSharedState_t;
+
+#define PCCL_SHARED_STATE_INIT { (uint32_t) sizeof(pcclSharedState_t), 0u, 0u, NULL, 0 }
+
+typedef enum {
+  pcclSyncEnforcePopular = 0, /* offer this peer's content; take the elected one */
+  pcclSyncReceiveOnly = 1,    /* never a candidate; take the elected content */
+  pcclSyncSendOnly = 2        /* offer this peer's content; never take any (buffers stay as they are) */
+} pcclSyncStrategy_t;
+
+/* What one shared-state sync did. */
+typedef struct {
+  uint64_t tx_bytes;        /* bytes this peer sent to others (on the wire, after zstd) */
+  uint64_t rx_bytes;        /* bytes it received; 0 when it was up to date */
+  uint32_t keys_received;   /* tensors whose content it replaced */
+  uint64_t revision;        /* the elected revision */
+  double time_s;            /* wall time from the call to the result */
+} pcclSyncInfo_t;
+
 /* Master configuration. Initialise with PCCL_MASTER_CONFIG_INIT, then set fields. */
 typedef struct {
   uint32_t struct_size;
@@ -169,6 +204,16 @@ PCCL_API pcclResult_t pcclAllReduceAsync(const void* sendbuf, void* recvbuf, siz
 PCCL_API pcclResult_t pcclWait(pcclRequest_t req, pcclReduceInfo_t* info);
 /* *done = 1 when the operation has ended (pcclWait then returns at once), else 0. Never blocks. */
 PCCL_API pcclResult_t pcclTest(pcclRequest_t req, int* done);
+/* Makes this peer's shared state equal to the group's (docs/shared_state.md). Every peer of the
+ * group calls it. The master elects, per tensor, the content most peers hold at the highest revision
+ * among those offering content; out-of-date peers fetch only the tensors that differ, striped across
+ * the peers holding them, and verify their BLAKE2b digests; an up-to-date peer receives nothing.
+ * Blocks until the whole group is done, or op_timeout_ms. A peer whose tensor names, dtypes or counts
+ * differ from the elected set gets pcclMismatch (the others go on). Not while a collective is in
+ * flight on this peer. On failure state->revision is unchanged and fetched tensors may hold partial
+ * content: call again (after pcclUpdateTopology on pcclPeerLost). info may be NULL. */
+PCCL_API pcclResult_t pcclSyncSharedState(pcclComm_t comm, pcclSharedState_t* state, pcclSyncStrategy_t strategy,
+                                          pcclSyncInfo_t* info);
 /* Leaves gracefully (if joined) and frees the communicator. NULL is accepted. */
 PCCL_API pcclResult_t pcclCommDestroy(pcclComm_t comm);
 

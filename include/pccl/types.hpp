@@ -3,7 +3,10 @@
 #ifndef PCCL_TYPES_HPP_
 #define PCCL_TYPES_HPP_
 
+#include <cstddef>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 namespace pccl {
 
@@ -33,6 +36,33 @@ struct ReduceInfo {
   uint64_t rx_bytes = 0;    // payload bytes it received
   uint32_t world_size = 0;  // peers that took part (the group's ring)
   double seconds = 0;       // wall time from the call to the result
+};
+
+// Shared state (docs/shared_state.md): named host buffers plus a revision, kept equal across the
+// group by Communicator::syncSharedState.
+struct SharedTensor {
+  std::string name;  // unique within the state; 1..256 bytes
+  DataType dtype = DataType::kFloat32;
+  size_t count = 0;  // elements
+  void* data = nullptr;  // host memory, count elements; overwritten when this peer is out of date
+};
+
+struct SharedState {
+  uint64_t revision = 0;  // in: this peer's; out (on success): the elected revision
+  std::vector<SharedTensor> tensors;
+  int compress = 0;       // zstd level 1..19 asked of the sources for what this peer fetches; 0 = off
+};
+
+// kEnforcePopular: offer our content and take the elected one. kReceiveOnly: never a candidate; take
+// the elected content. kSendOnly: offer our content and never take any (our buffers stay as they are).
+enum class SyncStrategy : uint8_t { kEnforcePopular = 0, kReceiveOnly = 1, kSendOnly = 2 };
+
+struct SyncInfo {
+  uint64_t tx_bytes = 0;       // shared-state bytes this peer sent to others (on the wire)
+  uint64_t rx_bytes = 0;       // bytes it received (on the wire); 0 when it was up to date
+  uint32_t keys_received = 0;  // tensors whose content it replaced
+  uint64_t revision = 0;       // the elected revision
+  double seconds = 0;          // wall time from the call to the result
 };
 
 }  // namespace pccl

@@ -14,6 +14,7 @@
 
 #include "api/device_buffers.hpp"
 #include "api/reduce_handle.hpp"
+#include "api/shared_state.hpp"
 #include "codec/dtype.hpp"
 #include "collective/buffer_pool.hpp"
 #include "collective/collectives.hpp"
@@ -70,7 +71,15 @@ class Communicator::Impl {
         pool_(std::make_unique<peer::RingPool>(io_, key_, Millis(config_.handshake_timeout_ms),
                                                Millis(config_.connect_timeout_ms))),
         colls_(std::make_unique<collective::Collectives>(io_, &buffers_,
-                                                         [this](const Status& s) { pool_->reset(s); })) {
+                                                         [this](const Status& s) { pool_->reset(s); })),
+        sync_(std::make_unique<SharedStateSync>(
+            io_, key_,
+            SharedStateSync::Hooks{[this](const wire::SyncAnnounce& m) {
+                                     if (link_) link_->send(m, epoch());
+                                   },
+                                   [this](const wire::SyncDone& m) {
+                                     if (link_) link_->send(m, epoch());
+                                   }})) {
     net::ListenerConfig lc;
     lc.address = std::move(listen);
     lc.key = key_;
@@ -86,6 +95,7 @@ class Communicator::Impl {
     asio::post(io_, [this, &done] {
       listener_->close();
       colls_->failAll(Status::invalidUsage("the communicator was destroyed"));
+      sync_->shutdown(Status::invalidUsage("the communicator was destroyed"));
       colls_->setLink(nullptr);
       link_.reset();
       pool_.reset();  // closes the ring's connections, which report to colls_
@@ -100,6 +110,7 @@ class Communicator::Impl {
   Status init() {
     PCCL_RETURN_IF_ERROR(listener_->open());
     listener_->start([this](net::Authenticated a) {
+      if (a.role == wire::Role::kStateFetch) return sync_->adopt(std::move(a.socket), epoch());
       if (a.role != wire::Role::kPeerToPeer) {
         PCCL_LOG_WARN(kLog, "dropping a master-role connection sent to a peer");
         return;
@@ -149,9 +160,10 @@ class Communicator::Impl {
       return record(Status::invalidUsage(
           fmt::format("updateTopology() needs a connected member; this peer is {}", peer::peerStateName(state_))));
     }
-    if (!inflight_.empty()) {
+    if (!inflight_.empty() || syncing_) {
       return record(Status::invalidUsage(fmt::format(
-          "updateTopology() while {} collective(s) are in flight: wait for them first", inflight_.size())));
+          "updateTopology() while {} collective(s){} are in flight: wait for them first", inflight_.size(),
+          syncing_ ? " and a shared-state sync" : "")));
     }
     setState(PeerState::kVoting);
     const uint64_t builds0 = builds_done_;
@@ -222,6 +234,7 @@ class Communicator::Impl {
         return record(Status::invalidUsage(
             fmt::format("allReduce needs a connected member with a ring; this peer is {}", peer::peerStateName(state_))));
       }
+      if (syncing_) return record(Status::invalidUsage("allReduce while a shared-state sync runs on this peer"));
       if (inflight_.count(o.tag) != 0) {
         return record(Status::invalidUsage(fmt::format(
             "tag {} is still in flight on this peer: concurrent collectives need distinct tags", o.tag)));
@@ -259,6 +272,35 @@ class Communicator::Impl {
     auto shared_req = std::make_shared<collective::ReduceRequest>(std::move(req));
     asio::post(io_, [this, shared_req, done] { colls_->submit(std::move(*shared_req), done); });
     return ReduceHandle(state);
+  }
+
+  Result<SyncInfo> syncSharedState(SharedState& state, SyncStrategy strategy) {
+    SyncContext ctx;
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (!fatal_.isOk()) return record(fatal_);
+      if (state_ != PeerState::kMember) {
+        return record(Status::invalidUsage(fmt::format(
+            "syncSharedState needs a connected member with a ring; this peer is {}", peer::peerStateName(state_))));
+      }
+      if (!inflight_.empty() || syncing_) {
+        return record(Status::invalidUsage(fmt::format(
+            "syncSharedState while {} collective(s){} are in flight on this peer: wait for them first",
+            inflight_.size(), syncing_ ? " and another sync" : "")));
+      }
+      syncing_ = true;
+      ctx.epoch = topology_.epoch;
+      ctx.self = id_;
+      ctx.ring = topology_.ring;
+    }
+    ctx.connections = config_.connections_per_peer;
+    ctx.same_host_connections = config_.same_host_connections;
+    ctx.timeout = Millis(config_.op_timeout_ms);
+    ctx.handshake_timeout = Millis(config_.handshake_timeout_ms);
+    auto r = sync_->run(state, strategy, ctx);
+    std::lock_guard<std::mutex> lk(mu_);
+    syncing_ = false;
+    return record(std::move(r));
   }
 
   Status leave() {
@@ -366,6 +408,14 @@ class Communicator::Impl {
     });
     d.on<wire::OpComplete>([this](const wire::FrameHeader&, const wire::OpComplete& m) {
       colls_->onComplete(m);
+      return Status::ok();
+    });
+    d.on<wire::SyncPlan>([this](const wire::FrameHeader&, const wire::SyncPlan& m) {
+      sync_->onPlan(m);
+      return Status::ok();
+    });
+    d.on<wire::SyncComplete>([this](const wire::FrameHeader&, const wire::SyncComplete& m) {
+      sync_->onComplete(m);
       return Status::ok();
     });
     d.on<wire::JoinAccepted>([this](const wire::FrameHeader&, const wire::JoinAccepted& m) { return onJoined(m); });
@@ -480,6 +530,7 @@ class Communicator::Impl {
     }
     if (state_ == PeerState::kLeft || state_ == PeerState::kIdle || state_ == PeerState::kFailed) return;
     PCCL_LOG_WARN(kLog, "peer {}: {}", wire::shortId(id_), s.toString());
+    sync_->linkLost(s);
     fatal_ = s;
     setState(PeerState::kFailed);
   }
@@ -495,6 +546,7 @@ class Communicator::Impl {
   collective::BufferPool buffers_;          // thread-safe
   DeviceBuffers device_;                    // thread-safe; outlives colls_ (which holds its blocks)
   std::unique_ptr<collective::Collectives> colls_;  // io thread
+  std::unique_ptr<SharedStateSync> sync_;   // run() on the calling thread, the rest on the io thread
   Topology building_;                       // io thread: the topology being built
 
   mutable std::mutex mu_;
@@ -509,6 +561,7 @@ class Communicator::Impl {
   std::map<uint64_t, wire::MembershipStatus> answers_;  // QueryStatus replies not yet collected
   std::set<uint64_t> waiting_;
   std::set<uint64_t> inflight_;  // tags of collectives not yet done
+  bool syncing_ = false;         // a syncSharedState() call is under way
   PeerId id_{};
 
   mutable std::mutex err_mu_;
@@ -563,6 +616,9 @@ Status Communicator::leave() { return impl_->leave(); }
 Result<ReduceHandle> Communicator::allReduceAsync(const void* send, void* recv, size_t count, DataType dtype, RedOp op,
                                                   const ReduceOptions& options) {
   return impl_->allReduceAsync(send, recv, count, dtype, op, options);
+}
+Result<SyncInfo> Communicator::syncSharedState(SharedState& state, SyncStrategy strategy) {
+  return impl_->syncSharedState(state, strategy);
 }
 Result<ReduceInfo> Communicator::allReduce(const void* send, void* recv, size_t count, DataType dtype, RedOp op,
                                            const ReduceOptions& options) {

@@ -1,6 +1,8 @@
 // The C API: validate every pointer and handle, call the C++ API, map codes 1:1, catch everything.
 #include "pccl/pccl.h"
 
+#include <fmt/format.h>
+
 #include <cstring>
 #include <exception>
 #include <memory>
@@ -304,6 +306,41 @@ pcclResult_t pcclAllReduce(const void* sendbuf, void* recvbuf, size_t count, pcc
   pcclResult_t r = pcclAllReduceAsync(sendbuf, recvbuf, count, dtype, op, opts, comm, &req);
   if (r != pcclSuccess) return r;
   return pcclWait(req, info);
+}
+
+pcclResult_t pcclSyncSharedState(pcclComm_t comm, pcclSharedState_t* state, pcclSyncStrategy_t strategy,
+                                 pcclSyncInfo_t* info) {
+  return guarded([&]() -> pcclResult_t {
+    PCCL_CHECK_COMM(comm);
+    PCCL_CHECK_PTR(state);
+    if (state->struct_size != sizeof(pcclSharedState_t)) {
+      return fail(pcclInvalidArgument, "pcclSharedState_t was not initialised with PCCL_SHARED_STATE_INIT");
+    }
+    if (!validEnum(static_cast<int>(strategy), 3)) return fail(pcclInvalidArgument, "unknown pcclSyncStrategy_t value");
+    if (state->count > 0 && state->infos == nullptr) return fail(pcclInvalidArgument, "state->infos must not be NULL");
+    pccl::SharedState s;
+    s.revision = state->revision;
+    s.compress = state->compress;
+    for (size_t i = 0; i < state->count; ++i) {
+      const pcclTensorInfo_t& t = state->infos[i];
+      if (t.name == nullptr) return fail(pcclInvalidArgument, fmt::format("state->infos[{}].name is NULL", i));
+      if (!validEnum(static_cast<int>(t.dtype), 12)) {
+        return fail(pcclInvalidArgument, fmt::format("state->infos[{}]: unknown pcclDataType_t value", i));
+      }
+      s.tensors.push_back(pccl::SharedTensor{t.name, static_cast<pccl::DataType>(t.dtype), t.count, t.data});
+    }
+    auto r = comm->impl->syncSharedState(s, static_cast<pccl::SyncStrategy>(strategy));
+    if (!r.isOk()) return fromStatus(r.status());
+    state->revision = s.revision;
+    if (info != nullptr) {
+      info->tx_bytes = r->tx_bytes;
+      info->rx_bytes = r->rx_bytes;
+      info->keys_received = r->keys_received;
+      info->revision = r->revision;
+      info->time_s = r->seconds;
+    }
+    return pcclSuccess;
+  });
 }
 
 pcclResult_t pcclCommDestroy(pcclComm_t comm) {

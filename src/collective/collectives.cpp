@@ -282,6 +282,9 @@ Result<net::Placement> Collectives::place(net::DataChannel& ch, const wire::Data
   if (!ours(ch, predecessor_)) {
     return Status::protocol(fmt::format("{}: data frame on a connection that does not carry data to us", ch.name()));
   }
+  if ((h.flags & wire::kDataRequest) != 0) {
+    return Status::protocol(fmt::format("{}: a shared-state request on a ring connection", ch.name()));
+  }
   Op* op = byId(h.op_id);
   if (op != nullptr && op->state == State::kRunning) {
     auto ring = op->ring;

@@ -86,6 +86,18 @@ Effects SyncCoordinator::start(uint32_t group, uint64_t epoch) {
 
 Effects SyncCoordinator::done(const wire::Uuid& peer, const wire::SyncDone& d) {
   Effects fx;
+  if (d.sync_id == 0) {
+    // A withdrawal before any plan (the peer gave up waiting): the group's pending sync is over.
+    std::vector<uint32_t> groups;
+    for (const auto& [group, p] : pending_) {
+      if (p.announced.count(peer) != 0) groups.push_back(group);
+    }
+    for (uint32_t g : groups) {
+      abortPending(fx, g, wire::codeFromWire(d.code, Code::kTimeout),
+                   fmt::format("peer {} withdrew from the shared-state sync: {}", shortId(peer), d.reason));
+    }
+    return fx;
+  }
   auto it = running_.find(d.sync_id);
   if (it == running_.end() || !contains(it->second.members, peer)) return fx;  // aborted meanwhile
   if (d.code != 0) {

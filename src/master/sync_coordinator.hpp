@@ -24,6 +24,7 @@ class SyncCoordinator {
   // collective can run now, or OK.
   Effects announce(const wire::Uuid& peer, uint32_t group, const std::vector<wire::Uuid>& members,
                    uint64_t epoch, const Status& blocked, const wire::SyncAnnounce& a);
+  // sync_id 0: the peer withdraws its announcement (aborts its group's pending sync).
   Effects done(const wire::Uuid& peer, const wire::SyncDone& d);
   Effects peerGone(const wire::Uuid& peer, const std::string& why);
   Effects voteStarted(const wire::Uuid& voter);

@@ -138,7 +138,7 @@ SyncElection electSharedState(const std::vector<SyncParticipant>& peers) {
     for (size_t i = 0; i < peers.size(); ++i) {
       if (!valid[i] || !receives(peers[i]) || key_of[i]->digest == win->first) continue;
       const auto index = static_cast<uint32_t>(key_of[i] - peers[i].announce.keys.data());
-      e.plans[i].fetches.push_back(wire::SyncFetch{index, sources});
+      e.plans[i].fetches.push_back(wire::SyncFetch{index, win->first, sources});
     }
   }
   return e;

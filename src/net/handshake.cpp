@@ -58,6 +58,43 @@ void asyncClientHandshake(Tcp::socket socket, ClientHandshake params, ClientDone
   });
 }
 
+void asyncDial(asio::io_context& io, const HostPort& to, ClientHandshake params, ClientDone done) {
+  auto resolver = std::make_shared<Tcp::resolver>(io);
+  auto socket = std::make_shared<Tcp::socket>(io);
+  auto timer = std::make_shared<asio::steady_timer>(io);
+  auto shared_done = std::make_shared<ClientDone>(std::move(done));
+  auto timed_out = std::make_shared<bool>(false);
+  timer->expires_after(params.timeout);
+  timer->async_wait([socket, resolver, timed_out](const asio::error_code& ec) {
+    if (ec) return;
+    *timed_out = true;
+    resolver->cancel();
+    asio::error_code ignored;
+    socket->close(ignored);
+  });
+  auto p = std::make_shared<ClientHandshake>(std::move(params));
+  const std::string where = to.toString();
+  auto failed = [p, timed_out, where](const char* what, const asio::error_code& ec) {
+    if (*timed_out) {
+      return Status::timeout(fmt::format("no connection to {} within {} ms", where, p->timeout.count()));
+    }
+    return Status::peerLost(fmt::format("{} {} failed: {}", what, where, ec.message()));
+  };
+  resolver->async_resolve(to.host, std::to_string(to.port), [resolver, socket, timer, shared_done, p, failed](
+                                                                 const asio::error_code& ec, Tcp::resolver::results_type res) {
+    if (ec) {
+      timer->cancel();
+      return (*shared_done)(failed("resolving", ec));
+    }
+    asio::async_connect(*socket, res, [socket, timer, shared_done, p, failed](const asio::error_code& ec2,
+                                                                               const Tcp::endpoint&) {
+      timer->cancel();
+      if (ec2) return (*shared_done)(failed("connecting to", ec2));
+      asyncClientHandshake(std::move(*socket), *p, [shared_done](Result<Tcp::socket> r) { (*shared_done)(std::move(r)); });
+    });
+  });
+}
+
 void asyncServerHandshake(Tcp::socket socket, ServerHandshake params, ServerDone done) {
   auto shared_done = std::make_shared<ServerDone>(std::move(done));
   auto io = std::make_shared<FrameIo>(std::move(socket), params.timeout,
@@ -69,8 +106,8 @@ void asyncServerHandshake(Tcp::socket socket, ServerHandshake params, ServerDone
     if (!s.isOk()) return io->fail(s);
     auto hello = expectFrame<wire::Hello>(h, payload, "client");
     if (!hello.isOk()) return io->rejectWith(hello.status());
-    if (hello->role != static_cast<uint8_t>(wire::Role::kPeerToMaster) &&
-        hello->role != static_cast<uint8_t>(wire::Role::kPeerToPeer)) {
+    if (hello->role < static_cast<uint8_t>(wire::Role::kPeerToMaster) ||
+        hello->role > static_cast<uint8_t>(wire::Role::kStateFetch)) {
       return io->rejectWith(Status::protocol(fmt::format("unknown connection role {}", hello->role)));
     }
     const wire::Nonce cn = hello->nonce;

@@ -11,6 +11,7 @@
 
 #include "net/asio.hpp"
 #include "net/auth.hpp"
+#include "net/endpoint.hpp"
 #include "net/frame_io.hpp"
 #include "pccl/status.hpp"
 #include "util/clock.hpp"
@@ -26,6 +27,9 @@ struct ClientHandshake {
 };
 using ClientDone = std::function<void(Result<Tcp::socket>)>;
 void asyncClientHandshake(Tcp::socket socket, ClientHandshake params, ClientDone done);
+// Resolves `to`, connects and runs the client handshake; `params.timeout` bounds the connect as well
+// as the handshake (each). `done` runs once, on `io`'s thread.
+void asyncDial(asio::io_context& io, const HostPort& to, ClientHandshake params, ClientDone done);
 
 struct ServerHandshake {
   std::shared_ptr<const AuthKey> key;

@@ -116,8 +116,6 @@ void RingPool::build(const RingPlan& plan, Done done) {
 }
 
 void RingPool::connectOne(uint32_t index, uint64_t epoch) {
-  auto resolver = std::make_shared<net::Tcp::resolver>(io_);
-  auto socket = std::make_shared<net::Tcp::socket>(io_);
   std::string who = "ring successor " + wire::shortId(plan_.successor.id) + " at " +
                     net::HostPort{plan_.successor.host, plan_.successor.port}.toString();
   auto alive = alive_;
@@ -143,24 +141,13 @@ void RingPool::connectOne(uint32_t index, uint64_t epoch) {
       });
     });
   };
-  resolver->async_resolve(
-      plan_.successor.host, std::to_string(plan_.successor.port),
-      [this, resolver, socket, who, stale, fail, onAuthenticated](const asio::error_code& ec,
-                                                                  net::Tcp::resolver::results_type res) {
-        if (stale()) return;
-        if (ec) return fail(Status::peerLost("resolve failed: " + ec.message()));
-        asio::async_connect(*socket, res, [this, socket, who, stale, fail, onAuthenticated](
-                                              const asio::error_code& ec2, const net::Tcp::endpoint&) {
-          if (stale()) return;
-          if (ec2) return fail(Status::peerLost("connect failed: " + ec2.message()));
-          net::ClientHandshake hs{wire::Role::kPeerToPeer, key_, timeout_, who};
-          net::asyncClientHandshake(std::move(*socket), hs, [stale, fail, onAuthenticated](Result<net::Tcp::socket> r) {
-            if (stale()) return;
-            if (!r.isOk()) return fail(r.status());
-            onAuthenticated(std::move(r).value());
-          });
-        });
-      });
+  net::ClientHandshake hs{wire::Role::kPeerToPeer, key_, timeout_, who};
+  net::asyncDial(io_, net::HostPort{plan_.successor.host, plan_.successor.port}, hs,
+                 [stale, fail, onAuthenticated](Result<net::Tcp::socket> r) {
+                   if (stale()) return;
+                   if (!r.isOk()) return fail(r.status());
+                   onAuthenticated(std::move(r).value());
+                 });
 }
 
 void RingPool::adopt(net::Tcp::socket socket) {

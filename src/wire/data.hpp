@@ -17,7 +17,9 @@ inline constexpr size_t kDataHeaderSize = 24;
 inline constexpr uint32_t kMaxDataPayload = 64u << 20;  // one segment's bytes, checked before reading them
 
 inline constexpr uint32_t kDataCompressed = 1;  // flags: the payload is one zstd frame
-inline constexpr uint32_t kDataKnownFlags = kDataCompressed;
+// flags: a request for shared-state bytes (state-fetch connections only, docs/protocol.md §5.6)
+inline constexpr uint32_t kDataRequest = 2;
+inline constexpr uint32_t kDataKnownFlags = kDataCompressed | kDataRequest;
 
 struct DataHeader {
   uint64_t op_id = 0;

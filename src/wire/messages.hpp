@@ -71,7 +71,8 @@ inline Code codeFromWire(uint16_t code, Code fallback) {
 // First 8 hex digits of a peer id, for logs and messages.
 std::string shortId(const Uuid& id);
 
-enum class Role : uint8_t { kPeerToMaster = 1, kPeerToPeer = 2 };
+// kStateFetch: a peer fetching shared-state bytes from another (docs/protocol.md §5.6).
+enum class Role : uint8_t { kPeerToMaster = 1, kPeerToPeer = 2, kStateFetch = 3 };
 enum class HelloFlags : uint8_t { kNone = 0, kHasSecret = 1 };
 
 struct Hello {

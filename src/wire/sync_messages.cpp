@@ -7,7 +7,7 @@ namespace pccl::wire {
 namespace {
 // Smallest encodings, for ByteReader::count: a key with an empty name, a fetch with no source.
 constexpr size_t kMinKeyBytes = 2 + 1 + 8 + 32;
-constexpr size_t kMinFetchBytes = 4 + 4;
+constexpr size_t kMinFetchBytes = 4 + 32 + 4;
 }  // namespace
 
 void SyncAnnounce::encode(ByteWriter& w) const {
@@ -50,6 +50,7 @@ void SyncPlan::encode(ByteWriter& w) const {
   w.u32(static_cast<uint32_t>(fetches.size()));
   for (const SyncFetch& f : fetches) {
     w.u32(f.key);
+    w.fixed(f.digest);
     w.u32(static_cast<uint32_t>(f.sources.size()));
     for (const Uuid& id : f.sources) w.fixed(id);
   }
@@ -67,6 +68,7 @@ Result<SyncPlan> SyncPlan::decode(ByteReader& r) {
   m.fetches.resize(n);
   for (SyncFetch& f : m.fetches) {
     PCCL_RETURN_IF_ERROR(r.u32(&f.key));
+    PCCL_RETURN_IF_ERROR(r.fixed(&f.digest));
     uint32_t sources = 0;
     PCCL_RETURN_IF_ERROR(r.count(&sources, 16));
     if (sources == 0 || sources > kMaxSyncSources) {

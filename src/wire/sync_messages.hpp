@@ -49,8 +49,9 @@ struct SyncAnnounce {
 
 struct SyncFetch {
   uint32_t key = 0;            // index into this peer's own SyncAnnounce.keys
+  Digest32 digest{};           // the elected content's digest: what the fetched bytes must hash to
   std::vector<Uuid> sources;   // peers holding the elected bytes (never the receiver itself)
-  bool operator==(const SyncFetch& o) const { return key == o.key && sources == o.sources; }
+  bool operator==(const SyncFetch& o) const { return key == o.key && digest == o.digest && sources == o.sources; }
 };
 
 struct SyncPlan {

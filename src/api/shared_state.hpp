@@ -1,0 +1,102 @@
+// Communicator::syncSharedState (design.md §6, docs/shared_state.md): the calling thread hashes the
+// buffers, announces them to the master and waits; the io thread receives the plan, serves this
+// peer's buffers to fetchers and fetches what the plan lists; the calling thread then verifies what
+// arrived and reports. Every wait has the sync's deadline; the call returns only once nothing reads
+// or writes the user's buffers any more.
+#ifndef PCCL_API_SHARED_STATE_HPP_
+#define PCCL_API_SHARED_STATE_HPP_
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "net/asio.hpp"
+#include "net/auth.hpp"
+#include "pccl/communicator.hpp"
+#include "peer/state_transfer.hpp"
+#include "util/clock.hpp"
+#include "wire/sync_messages.hpp"
+
+namespace pccl {
+
+// What a sync needs from its communicator at the time of the call.
+struct SyncContext {
+  uint64_t epoch = 0;
+  PeerId self{};
+  std::vector<RingMember> ring;        // sources' addresses
+  uint32_t connections = 4;            // per source on another host
+  uint32_t same_host_connections = 1;  // per source on this host
+  Millis timeout{1800000};             // the whole call
+  Millis handshake_timeout{5000};
+};
+
+// Checks a state before anything is sent: names, dtypes, pointers, sizes, zstd level.
+Status checkSharedState(const SharedState& state, SyncStrategy strategy);
+
+class SharedStateSync {
+ public:
+  struct Hooks {  // both run on the io thread and send to the master
+    std::function<void(const wire::SyncAnnounce&)> announce;
+    std::function<void(const wire::SyncDone&)> report;
+  };
+
+  SharedStateSync(asio::io_context& io, std::shared_ptr<const net::AuthKey> key, Hooks hooks);
+
+  // The calling thread; blocks until the sync is over or its deadline. One at a time.
+  Result<SyncInfo> run(SharedState& state, SyncStrategy strategy, const SyncContext& ctx);
+
+  // ---- io thread ----
+  void onPlan(const wire::SyncPlan& m);
+  void onComplete(const wire::SyncComplete& m);
+  void adopt(net::Tcp::socket socket, uint64_t epoch);  // an authenticated kStateFetch connection
+  void shutdown(const Status& why);                     // stops serving and fetching
+  // Any thread: the master link is gone; a waiting run() returns `why`.
+  void linkLost(const Status& why);
+
+ private:
+  struct Key {
+    std::string name;
+    uint8_t* data = nullptr;
+    size_t bytes = 0;
+    wire::Digest32 digest{};
+  };
+  Result<wire::SyncAnnounce> prepare(SharedState& state, SyncStrategy strategy, const SyncContext& ctx);
+  // Waits under `lk` until `ready`, the link's loss, or `deadline`; OK only for `ready`.
+  Status waitFor(std::unique_lock<std::mutex>& lk, TimePoint deadline, const std::function<bool()>& ready);
+  Status verify(const std::vector<wire::SyncFetch>& fetches) const;
+  // Io thread: builds the fetch plan of `plan`, or why it cannot be followed.
+  Result<peer::FetchPlan> fetchPlan(const wire::SyncPlan& plan);
+  // Posts to the io thread: stop serving and fetching, optionally report, and wait for it.
+  uint64_t endOnIo(const wire::SyncDone* report);
+
+  asio::io_context& io_;
+  std::shared_ptr<const net::AuthKey> auth_;
+  Hooks hooks_;
+  peer::StateServer server_;                       // io thread
+  std::shared_ptr<peer::StateFetcher> fetcher_;    // io thread
+  uint64_t tx_at_plan_ = 0;                        // io thread: server_.bytesSent() when serving began
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool active_ = false;     // a run() is under way
+  bool planned_ = false;    // its SyncPlan arrived
+  bool fetched_ = false;    // its fetches ended (or there were none)
+  bool completed_ = false;  // its SyncComplete arrived (serving has stopped)
+  uint64_t run_id_ = 0;
+  std::vector<Key> keys_;
+  SyncContext ctx_;
+  int compress_ = 0;
+  wire::SyncPlan plan_;
+  Status fetch_status_;
+  uint64_t rx_bytes_ = 0;
+  Status complete_status_;
+  Status lost_;
+};
+
+}  // namespace pccl
+
+#endif  // PCCL_API_SHARED_STATE_HPP_
