@@ -1,5 +1,6 @@
 /* The C API from a C99 program: an embedded master, two peers (one on a second thread), the
- * connect -> update -> all-reduce -> destroy flow, attributes, and argument checking. Exit 0 = pass. */
+ * connect -> update -> all-reduce -> shared-state sync -> destroy flow, attributes, and argument
+ * checking. Exit 0 = pass. */
 #define _POSIX_C_SOURCE 200809L
 #include <pccl/pccl.h>
 #include <pthread.h>
@@ -50,6 +51,31 @@ static void* reduceOnB(void* arg) {
   EXPECT(pcclTest(req, &done) == pcclSuccess);
   EXPECT(pcclWait(req, NULL) == pcclSuccess);
   EXPECT(y[0] == 1.5 && y[1] == 0.0 && y[2] == 4.0);
+  return NULL;
+}
+
+/* Shared state: b is at revision 0 with other weights and a different step; a is at revision 3. */
+static float g_weights_b[5000];
+static int64_t g_step_b = 0;
+static pcclSyncInfo_t g_info_b;
+static pcclResult_t g_sync_b = pcclInternalError;
+static void* syncOnB(void* arg) {
+  pcclComm_t comm = (pcclComm_t)arg;
+  pcclTensorInfo_t t[2];
+  pcclSharedState_t st = PCCL_SHARED_STATE_INIT;
+  t[0].name = "weights";
+  t[0].dtype = pcclFloat32;
+  t[0].count = 5000;
+  t[0].data = g_weights_b;
+  t[1].name = "step";
+  t[1].dtype = pcclInt64;
+  t[1].count = 1;
+  t[1].data = &g_step_b;
+  st.count = 2;
+  st.infos = t;
+  st.compress = 1;
+  g_sync_b = pcclSyncSharedState(comm, &st, pcclSyncEnforcePopular, &g_info_b);
+  if (g_sync_b == pcclSuccess && st.revision != 3) g_sync_b = pcclInternalError;
   return NULL;
 }
 
@@ -158,6 +184,47 @@ int main(void) {
     EXPECT(pcclAllReduceAsync(x, out, 4, pcclFloat32, pcclSum, NULL, a, NULL) == pcclInvalidArgument);
     EXPECT(pcclWait(NULL, NULL) == pcclInvalidArgument);
     EXPECT(pcclTest((pcclRequest_t)&opts, &i) == pcclInvalidArgument);
+  }
+
+  /* Shared state through the C API: b fetches what differs from a. */
+  {
+    float w[5000];
+    int64_t step = 42;
+    pcclTensorInfo_t t[2];
+    pcclSharedState_t st = PCCL_SHARED_STATE_INIT;
+    pcclSyncInfo_t info;
+    int i, same = 1;
+    for (i = 0; i < 5000; ++i) w[i] = (float)i * 0.5f;
+    t[0].name = "weights";
+    t[0].dtype = pcclFloat32;
+    t[0].count = 5000;
+    t[0].data = w;
+    t[1].name = "step";
+    t[1].dtype = pcclInt64;
+    t[1].count = 1;
+    t[1].data = &step;
+    st.revision = 3;
+    st.count = 2;
+    st.infos = t;
+    pthread_create(&thread, NULL, syncOnB, b);
+    EXPECT(pcclSyncSharedState(a, &st, pcclSyncEnforcePopular, &info) == pcclSuccess);
+    pthread_join(thread, NULL);
+    EXPECT(g_sync_b == pcclSuccess);
+    for (i = 0; i < 5000; ++i) same = same && g_weights_b[i] == w[i];
+    EXPECT(same && g_step_b == 42);
+    EXPECT(info.rx_bytes == 0 && info.tx_bytes > 0 && info.revision == 3 && st.revision == 3);
+    EXPECT(g_info_b.keys_received == 2 && g_info_b.rx_bytes > 0 && g_info_b.rx_bytes == info.tx_bytes);
+    /* Bad arguments. */
+    EXPECT(pcclSyncSharedState(a, NULL, pcclSyncEnforcePopular, NULL) == pcclInvalidArgument);
+    EXPECT(pcclSyncSharedState(a, &st, (pcclSyncStrategy_t)5, NULL) == pcclInvalidArgument);
+    t[1].name = NULL;
+    EXPECT(pcclSyncSharedState(a, &st, pcclSyncSendOnly, NULL) == pcclInvalidArgument);
+    EXPECT(strstr(pcclGetLastError(NULL), "name") != NULL);
+    t[1].name = "weights"; /* twice */
+    EXPECT(pcclSyncSharedState(a, &st, pcclSyncSendOnly, NULL) == pcclInvalidArgument);
+    EXPECT(strstr(pcclGetLastError(a), "twice") != NULL);
+    st.struct_size = 2;
+    EXPECT(pcclSyncSharedState(a, &st, pcclSyncSendOnly, NULL) == pcclInvalidArgument);
   }
 
   EXPECT(pcclCommDestroy(b) == pcclSuccess);
