@@ -105,6 +105,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"int32", "int64", "float16", "bfloat16", "float32", "float64"}));
   app.add_flag("--inplace", o.in_place, "pccl: send == recv");
   app.add_flag("--device", o.device, "pccl: buffers in GPU memory (needs a GPU backend module; docs/gpu.md)");
+  app.add_flag("--sync", o.sync,
+               "pccl: time shared-state syncs instead of all-reduces: the last rank's copy of a SIZE-byte state is "
+               "stale and it fetches all of it from the others (--compress: zstd on that transfer)");
   app.add_option("--segment-bytes", o.segment_bytes, "pccl: largest pipelining unit")->check(CLI::Range(64u, 64u << 20));
   app.add_option("--json", o.json, "write the rows to this file as {\"results\": [...]}");
   app.add_option("--json-field", o.extra_json, "KEY=VALUE added to every JSON row (repeatable)")
@@ -120,7 +123,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "pccl-bench: sizes look like 4096, 4K, 64M or 1G\n");
     return 2;
   }
-  if ((o.quant != "none" || o.compress != 0) && o.dtype != "float32") {
+  if (o.sync && (o.backend != "pccl" || o.quant != "none" || o.device || o.in_place || o.concurrent != 1)) {
+    std::fprintf(stderr, "pccl-bench: --sync runs pccl alone, without --quant, --device, --inplace or --concurrent\n");
+    return 2;
+  }
+  if (!o.sync && (o.quant != "none" || o.compress != 0) && o.dtype != "float32") {
     std::fprintf(stderr, "pccl-bench: --quant/--compress runs use --dtype float32\n");
     return 2;
   }
@@ -143,6 +150,7 @@ int main(int argc, char** argv) {
                                    std::to_string(o.segment_bytes), "--timeout", std::to_string(o.timeout_s)};
   if (o.in_place) pass.push_back("--inplace");
   if (o.device) pass.push_back("--device");
+  if (o.sync) pass.push_back("--sync");
   if (!o.json.empty()) pass.insert(pass.end(), {"--json", o.json});
   for (const auto& f : o.extra_json) pass.insert(pass.end(), {"--json-field", f});
   return runLocal(o, pass);

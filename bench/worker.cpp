@@ -37,6 +37,7 @@ struct Row {
   uint64_t wrong = 0;
   double max_err = 0;         // quantized runs: largest |result - float64 reference|
   uint64_t hash_mismatches = 0;  // pccl: iterations whose results were not bit-identical on every rank
+  uint64_t rx_bytes = 0;         // --sync: bytes the stale rank received, over all iterations
 };
 
 class Worker {
@@ -48,6 +49,7 @@ class Worker {
   bool join();
   bool setUpGloo();
   bool runPccl(size_t bytes, Row* row);
+  bool runSync(size_t bytes, Row* row);
   bool setUpDevice(size_t max_bytes);
   bool runGloo(const std::string& algorithm, size_t bytes, Row* row);
   bool report(Row& row);
@@ -56,7 +58,7 @@ class Worker {
   bool control(void* data, size_t count, DataType t, RedOp op);
   // Quantized or compressed runs use pseudo-random floats (the small integers of exact runs would
   // flatter zstd) and check results against the documented bound instead of bit for bit.
-  bool quantized() const { return o_.quant != "none" || o_.compress != 0; }
+  bool quantized() const { return !o_.sync && (o_.quant != "none" || o_.compress != 0); }
   // Adds the wrong elements of `got` (count elements) to the row.
   void check(const uint8_t* got, size_t count, const std::string& backend, Row* row);
   bool checkIdentical(const uint8_t* got, size_t bytes, Row* row);
@@ -206,6 +208,38 @@ bool Worker::runPccl(size_t bytes, Row* row) {
   return true;
 }
 
+// --sync: every rank holds the same SIZE-byte state (send_[0]) except the last, whose copy is stale
+// (revision 0, other bytes): it fetches all of it from the others, striped over them. The row's time is
+// the slowest rank's sync; its bandwidth is the stale rank's download rate; "wrong" counts elements the
+// stale rank does not hold afterwards, plus any byte the up-to-date ranks received.
+bool Worker::runSync(size_t bytes, Row* row) {
+  const size_t count = bytes / elem_;
+  const bool stale = rank_ == world_ - 1 && world_ > 1;
+  std::vector<uint8_t>& state = recv_[0];
+  for (int it = 0; it < o_.warmup + o_.iters; ++it) {
+    if (stale) {
+      std::memset(state.data(), 0xA5 + it, bytes);
+    } else {
+      std::memcpy(state.data(), send_[0].data(), bytes);
+    }
+    SharedState s;
+    s.revision = stale ? 0 : static_cast<uint64_t>(it) + 1;
+    s.compress = o_.compress;
+    s.tensors = {SharedTensor{"model", dtype_, count, state.data()}};
+    if (!lineUp()) return false;
+    const auto t0 = Clock::now();
+    auto r = comm_->syncSharedState(s);
+    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (!r.isOk()) return fail("sync of " + std::to_string(bytes) + " bytes: " + r.status().toString()), false;
+    row->wrong += countWrong(state.data(), send_[0].data(), count, elem_);
+    if (!stale && r->rx_bytes != 0) ++row->wrong;
+    if (stale) row->rx_bytes += r->rx_bytes;
+    if (it >= o_.warmup) row->times.push_back(dt);
+    progress(*row, it + 1, dt);
+  }
+  return true;
+}
+
 // GPU buffers holding the same inputs as send_ (uploaded once; results are downloaded to be checked).
 bool Worker::setUpDevice(size_t max_bytes) {
   std::string error;
@@ -279,13 +313,15 @@ bool Worker::report(Row& row) {
   getrusage(RUSAGE_SELF, &ru);
   int64_t rss = static_cast<int64_t>(ru.ru_maxrss) * 1024;
   if (!control(&rss, 1, DataType::kInt64, RedOp::kMax)) return false;
+  uint64_t sync_rx = row.rx_bytes;
+  if (o_.sync && !control(&sync_rx, 1, DataType::kUint64, RedOp::kSum)) return false;
   total_wrong_ += wrong;
   if (rank_ != 0) return true;
   std::sort(times.begin(), times.end());
   const double t = times.empty() ? 0 : times[times.size() / 2];
   const int ops = row.backend == "pccl" ? o_.concurrent : 1;
   const double algbw = t > 0 ? static_cast<double>(row.bytes) * ops / t / 1e9 : 0;
-  const double busbw = algbw * (world_ > 1 ? 2.0 * (world_ - 1) / world_ : 1.0);
+  const double busbw = algbw * (world_ > 1 && !o_.sync ? 2.0 * (world_ - 1) / world_ : 1.0);
   const int conns = row.backend == "pccl" ? static_cast<int>(ring_connections_) : 1;
   std::printf("%-6s %-13s %5d %14zu %12.1f %12.3f %12.3f %10llu\n", row.backend.c_str(), row.algorithm.c_str(), conns,
               row.bytes, t * 1e6, algbw, busbw, static_cast<unsigned long long>(wrong));
@@ -298,6 +334,10 @@ bool Worker::report(Row& row) {
         << ", \"iterations\": " << times.size() << ", \"time_s\": " << t << ", \"algbw_gbps\": " << algbw
         << ", \"busbw_gbps\": " << busbw << ", \"wrong\": " << wrong << ", \"peak_rss_bytes\": " << rss;
   if (row.backend == "pccl") json_ << ", \"compress\": " << o_.compress;
+  if (o_.sync) {
+    json_ << ", \"sync_sources\": " << (world_ - 1) << ", \"sync_rx_bytes_per_iteration\": "
+          << (o_.warmup + o_.iters > 0 ? sync_rx / static_cast<uint64_t>(o_.warmup + o_.iters) : 0);
+  }
   if (quantized()) {
     json_ << ", \"max_abs_err\": " << max_err << ", \"err_bound\": "
           << quantBound(row.backend == "pccl" ? o_.quant : "none", world_, false, world_)
@@ -338,7 +378,8 @@ int Worker::run() {
     for (auto& b : send_) fillRandom(reinterpret_cast<float*>(b.data()), max_bytes / elem_, rank_);
     fillRandomExpected(reinterpret_cast<float*>(expected_.data()), max_bytes / elem_, world_, false);
   } else {
-    for (auto& b : send_) fillInput(dtype_, b.data(), max_bytes / elem_, rank_);
+    // --sync: the state is the same on every rank (rank 0's input); the stale rank's copy is overwritten.
+    for (auto& b : send_) fillInput(dtype_, b.data(), max_bytes / elem_, o_.sync ? 0 : rank_);
     fillExpected(dtype_, expected_.data(), max_bytes / elem_, world_);
   }
   if (o_.device && with_pccl && !setUpDevice(max_bytes)) return 1;
@@ -349,6 +390,11 @@ int Worker::run() {
                 o_.same_host_connections != 0 ? o_.same_host_connections : o_.connections, ring_connections_,
                 o_.concurrent, o_.segment_bytes, o_.quant.c_str(),
                 o_.compress != 0 ? ("level " + std::to_string(o_.compress)).c_str() : "off");
+    if (o_.sync) {
+      std::printf("# shared-state sync: ranks 0..%d hold a SIZE-byte state, rank %d's copy is stale and it fetches "
+                  "all of it (zstd %s); algbw = its download rate\n",
+                  world_ - 2, world_ - 1, o_.compress != 0 ? "on" : "off");
+    }
     if (quantized()) {
       std::printf("# quantized: inputs in [-1, 1); 'wrong' counts elements outside the documented error bound "
                   "(pccl %.3g, float32 %.3g) and results that differ between ranks\n",
@@ -360,8 +406,8 @@ int Worker::run() {
   }
   for (size_t bytes : sizes) {
     if (with_pccl) {
-      Row row{"pccl", "ring", bytes, {}, 0};
-      if (!runPccl(bytes, &row) || !report(row)) return 1;
+      Row row{"pccl", o_.sync ? "sync" : "ring", bytes, {}, 0};
+      if (!(o_.sync ? runSync(bytes, &row) : runPccl(bytes, &row)) || !report(row)) return 1;
     }
     if (with_gloo) {
       for (const auto& algo : GlooBackend::algorithms()) {

@@ -64,3 +64,15 @@ TEST_CASE("hash: one flipped bit anywhere, or one more byte, changes the digest"
   // The same bytes split differently are different buffers only through their length.
   CHECK(hashBuffer(data.data(), 0, 1) != hashBuffer(data.data(), 1, 1));
 }
+
+TEST_CASE("hash: leaves hashed one by one (as fetched chunks arrive) give the buffer's digest", "[hash]") {
+  for (size_t n : {size_t{0}, size_t{5}, kHashLeafBytes, 2 * kHashLeafBytes + 3}) {
+    INFO("n = " << n);
+    auto data = bytesOf(n, 4);
+    std::vector<Digest> leaves;
+    for (size_t at = 0; at < n; at += kHashLeafBytes) {
+      leaves.push_back(hashLeaf(data.data() + at, std::min(kHashLeafBytes, n - at)));
+    }
+    CHECK(hashFromLeaves(n, leaves.data(), leaves.size()) == hashBuffer(data.data(), n, 2));
+  }
+}

@@ -64,7 +64,7 @@ TEST_CASE("shared state: a new peer gets the state, striped across both holders;
           "[state]") {
   LocalCluster c = startCluster(3, stateConfig());
   REQUIRE(c.peers.size() == 3);
-  // 12 MB of weights: three 4 MiB chunks, spread over 2 sources x 2 connections.
+  // 12 MB of weights: twelve 1 MiB chunks, spread over 2 sources (K = 2: one connection to each).
   const size_t n = 3u << 20;
   Model a(n, 1, 2, 40, 5), b(n, 1, 2, 40, 5), fresh(n, 99, 2, 0, 0);
   Outcome o = syncAll(c, {&a, &b, &fresh});

@@ -102,6 +102,7 @@ Result<wire::SyncAnnounce> SharedStateSync::prepare(SharedState& state, SyncStra
   plan_ = wire::SyncPlan{};
   fetch_status_ = complete_status_ = Status::ok();
   rx_bytes_ = 0;
+  arrived_.clear();
   return a;
 }
 
@@ -115,14 +116,39 @@ Status SharedStateSync::waitFor(std::unique_lock<std::mutex>& lk, TimePoint dead
                                      ctx_.timeout.count()));
 }
 
-Status SharedStateSync::verify(const std::vector<wire::SyncFetch>& fetches) const {
-  for (const wire::SyncFetch& f : fetches) {
-    const Key& k = keys_[f.key];
-    const wire::Digest32 got = digestOf(k.data, k.bytes);
-    if (got != f.digest) {
+bool SharedStateSync::hashArrived(std::unique_lock<std::mutex>& lk, std::vector<Leaves>& leaves) {
+  if (arrived_.empty()) return false;
+  std::vector<Piece> batch = std::move(arrived_);
+  arrived_.clear();
+  lk.unlock();
+  for (const Piece& p : batch) {
+    // Chunks start on leaf boundaries; a chunk may hold several leaves.
+    const Key& k = keys_[plan_.fetches[p.fetch].key];
+    Leaves& l = leaves[p.fetch];
+    for (size_t at = p.offset; at < p.offset + p.length; at += codec::kHashLeafBytes) {
+      const size_t i = at / codec::kHashLeafBytes;
+      if (at % codec::kHashLeafBytes != 0 || i >= l.digest.size()) break;
+      l.digest[i] = codec::hashLeaf(k.data + at, std::min(codec::kHashLeafBytes, k.bytes - at));
+      l.done[i] = true;
+    }
+  }
+  lk.lock();
+  return true;
+}
+
+Status SharedStateSync::verify(const std::vector<wire::SyncFetch>& fetches, std::vector<Leaves>& leaves) const {
+  for (size_t f = 0; f < fetches.size(); ++f) {
+    const Key& k = keys_[fetches[f].key];
+    Leaves& l = leaves[f];
+    for (size_t i = 0; i < l.digest.size(); ++i) {  // leaves not hashed on arrival (none, normally)
+      const size_t at = i * codec::kHashLeafBytes;
+      if (!l.done[i]) l.digest[i] = codec::hashLeaf(k.data + at, std::min(codec::kHashLeafBytes, k.bytes - at));
+    }
+    const wire::Digest32 got = codec::hashFromLeaves(k.bytes, l.digest.data(), l.digest.size()).bytes;
+    if (got != fetches[f].digest) {
       return Status::mismatch(fmt::format("shared-state tensor \"{}\": the fetched bytes hash to {}…, the elected "
                                           "content to {}… (did a source change its buffer during the sync?)",
-                                          k.name, hex(got), hex(f.digest)));
+                                          k.name, hex(got), hex(fetches[f].digest)));
     }
   }
   return Status::ok();
@@ -150,12 +176,22 @@ Result<SyncInfo> SharedStateSync::run(SharedState& state, SyncStrategy strategy,
     return st;
   }
   const wire::SyncPlan plan = plan_;
-  st = waitFor(lk, deadline, [this] { return fetched_ || completed_; });
+  // While the bytes arrive, this thread hashes them leaf by leaf: the digest check overlaps the transfer.
+  std::vector<Leaves> leaves(plan.fetches.size());
+  for (size_t f = 0; f < plan.fetches.size(); ++f) {
+    const size_t n = plan.fetches[f].key < keys_.size() ? keys_[plan.fetches[f].key].bytes : 0;
+    const size_t count = (n + codec::kHashLeafBytes - 1) / codec::kHashLeafBytes;
+    leaves[f].digest.resize(count);
+    leaves[f].done.assign(count, false);
+  }
+  do {
+    st = waitFor(lk, deadline, [this] { return fetched_ || completed_ || !arrived_.empty(); });
+  } while (st.isOk() && hashArrived(lk, leaves));
   Status mine = st;  // this peer's own outcome, reported in SyncDone
   if (st.isOk() && fetched_ && !completed_) {
     mine = fetch_status_;
     lk.unlock();
-    if (mine.isOk()) mine = verify(plan.fetches);  // CPU work, off the io thread
+    if (mine.isOk()) mine = verify(plan.fetches, leaves);  // CPU work, off the io thread
     asio::post(io_, [this, id = plan.sync_id, mine] {
       hooks_.report(wire::SyncDone{id, static_cast<uint16_t>(mine.code()), mine.message()});
     });
@@ -246,6 +282,12 @@ Result<peer::FetchPlan> SharedStateSync::fetchPlan(const wire::SyncPlan& plan) {
     }
     fp.keys.push_back(std::move(fk));
   }
+  // About K connections in all, like a ring link: K/S to each of S sources (at least one). Measured on
+  // the transatlantic emulation (3 sources, K = 16, 256 MiB): 11.5 s this way, 11.9 s with K to each.
+  const size_t n = fp.sources.size();
+  for (peer::FetchSource& src : fp.sources) {
+    src.connections = std::max<uint32_t>(1, static_cast<uint32_t>((src.connections + n - 1) / n));
+  }
   return fp;
 }
 
@@ -275,14 +317,22 @@ void SharedStateSync::onPlan(const wire::SyncPlan& m) {
   const uint64_t run = run_id_;
   lk.unlock();
   fetcher_ = std::make_shared<peer::StateFetcher>(io_, auth_);
-  fetcher_->start(std::move(fp).value(), [this, run](const Status& s, uint64_t rx) {
-    std::lock_guard<std::mutex> g(mu_);
-    if (run != run_id_ || !active_) return;
-    fetched_ = true;
-    fetch_status_ = s;
-    rx_bytes_ = rx;
-    cv_.notify_all();
-  });
+  fetcher_->start(
+      std::move(fp).value(),
+      [this, run](const Status& s, uint64_t rx) {
+        std::lock_guard<std::mutex> g(mu_);
+        if (run != run_id_ || !active_) return;
+        fetched_ = true;
+        fetch_status_ = s;
+        rx_bytes_ = rx;
+        cv_.notify_all();
+      },
+      [this, run](size_t fetch, size_t offset, size_t length) {
+        std::lock_guard<std::mutex> g(mu_);
+        if (run != run_id_ || !active_) return;
+        arrived_.push_back(Piece{fetch, offset, length});
+        cv_.notify_all();
+      });
 }
 
 void SharedStateSync::onComplete(const wire::SyncComplete& m) {

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "net/asio.hpp"
+#include "codec/hash.hpp"
 #include "net/auth.hpp"
 #include "pccl/communicator.hpp"
 #include "peer/state_transfer.hpp"
@@ -67,7 +68,14 @@ class SharedStateSync {
   Result<wire::SyncAnnounce> prepare(SharedState& state, SyncStrategy strategy, const SyncContext& ctx);
   // Waits under `lk` until `ready`, the link's loss, or `deadline`; OK only for `ready`.
   Status waitFor(std::unique_lock<std::mutex>& lk, TimePoint deadline, const std::function<bool()>& ready);
-  Status verify(const std::vector<wire::SyncFetch>& fetches) const;
+  // Leaf digests of the fetched tensors (fetch order), filled as their chunks arrive.
+  struct Leaves {
+    std::vector<codec::Digest> digest;
+    std::vector<bool> done;
+  };
+  // Hashes the leaves of what arrived since the last call (off the lock); false when nothing had.
+  bool hashArrived(std::unique_lock<std::mutex>& lk, std::vector<Leaves>& leaves);
+  Status verify(const std::vector<wire::SyncFetch>& fetches, std::vector<Leaves>& leaves) const;
   // Io thread: builds the fetch plan of `plan`, or why it cannot be followed.
   Result<peer::FetchPlan> fetchPlan(const wire::SyncPlan& plan);
   // Posts to the io thread: stop serving and fetching, optionally report, and wait for it.
@@ -93,6 +101,10 @@ class SharedStateSync {
   wire::SyncPlan plan_;
   Status fetch_status_;
   uint64_t rx_bytes_ = 0;
+  struct Piece {
+    size_t fetch = 0, offset = 0, length = 0;
+  };
+  std::vector<Piece> arrived_;  // fetched chunks not hashed yet
   Status complete_status_;
   Status lost_;
 };

@@ -65,13 +65,18 @@ Digest hashBuffer(const void* data, size_t n, unsigned threads) {
     hashLeaves(bytes, n, 0, std::min(count, per), leaves.data());
     for (auto& t : pool) t.join();
   }
+  return hashFromLeaves(n, leaves.data(), leaves.size());
+}
+
+Digest hashFromLeaves(uint64_t n, const Digest* leaves, size_t count) {
+  ensureSodium();
   crypto_generichash_state st;
   crypto_generichash_init(&st, nullptr, 0, 32);
   uint8_t header[16];
   putLe64(header, n);
   putLe64(header + 8, kHashLeafBytes);
   crypto_generichash_update(&st, header, sizeof header);
-  for (const Digest& leaf : leaves) crypto_generichash_update(&st, leaf.bytes.data(), leaf.bytes.size());
+  for (size_t i = 0; i < count; ++i) crypto_generichash_update(&st, leaves[i].bytes.data(), leaves[i].bytes.size());
   Digest d;
   crypto_generichash_final(&st, d.bytes.data(), d.bytes.size());
   return d;

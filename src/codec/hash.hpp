@@ -29,6 +29,9 @@ struct Digest {
 Digest hashLeaf(const void* data, size_t n);
 // The digest of n bytes, its leaves spread over `threads` threads (1 = the calling thread only).
 Digest hashBuffer(const void* data, size_t n, unsigned threads = 1);
+// The digest of n bytes from its leaves' digests (ceil(n / kHashLeafBytes) of them, in order): lets a
+// receiver hash leaves as they arrive and finish at once.
+Digest hashFromLeaves(uint64_t n, const Digest* leaves, size_t count);
 
 }  // namespace pccl::codec
 

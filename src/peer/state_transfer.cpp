@@ -140,9 +140,10 @@ StateFetcher::~StateFetcher() {
   }
 }
 
-void StateFetcher::start(FetchPlan plan, Done done) {
+void StateFetcher::start(FetchPlan plan, Done done, Arrived arrived) {
   plan_ = std::move(plan);
   done_ = std::move(done);
+  arrived_ = std::move(arrived);
   over_ = false;
   conns_.clear();
   next_offset_.assign(plan_.keys.size(), 0);
@@ -257,6 +258,7 @@ Status StateFetcher::deliver(net::DataChannel& ch, const wire::DataHeader& h, co
                              .withContext(fmt::format("{}: \"{}\" at {}", ch.name(), plan_.keys[r.key].name, r.offset)));
   }
   rx_bytes_ += bytes;
+  if (arrived_) arrived_(r.key, r.offset, r.length);
   refill(static_cast<size_t>(c - conns_.data()));
   maybeDone();
   return Status::ok();
