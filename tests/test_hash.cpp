@@ -10,6 +10,8 @@
 
 using pccl::codec::Digest;
 using pccl::codec::hashBuffer;
+using pccl::codec::hashFromLeaves;
+using pccl::codec::hashLeaf;
 using pccl::codec::kHashLeafBytes;
 
 namespace {
