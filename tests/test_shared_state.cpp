@@ -237,6 +237,14 @@ TEST_CASE("shared state: bad arguments are refused before anything is sent", "[s
   s.compress = 20;
   CHECK(refused(s));
   CHECK(refused(a.state, static_cast<SyncStrategy>(7)));
+  s = a.state;  // too many tensors for the sync's control messages
+  std::vector<std::string> names(4000);
+  for (size_t i = 0; i < names.size(); ++i) {
+    names[i] = "t" + std::to_string(i);
+    s.tensors.push_back(SharedTensor{names[i], DataType::kFloat32, 1, a.w.data()});
+  }
+  CHECK(refused(s));
+  CHECK_THAT(c.peers[0]->lastError(), Catch::Contains("fewer tensors"));
   // Alone in its group, a peer syncs with itself: nothing moves, its revision stands.
   auto r = c.peers[0]->syncSharedState(a.state);
   REQUIRE(r.isOk());

@@ -283,3 +283,19 @@ TEST_CASE("sync coordinator: wrong epoch, a vote, a departure or a double call a
   CHECK(c.pendingCount() == 0);
   CHECK(c.done(idOf(3), SyncDone{0, 1, "nothing pending"}).empty());
 }
+
+TEST_CASE("sync election: at most 16 sources per fetch, a different window of the holders per receiver", "[sync]") {
+  std::vector<SyncParticipant> ps;
+  for (uint8_t id = 1; id <= 20; ++id) ps.push_back(peer(id, 3, kEnforce, 1, 2));
+  ps.push_back(peer(21, 0, kEnforce, 9, 9));
+  ps.push_back(peer(22, 0, kReceive, 9, 9));
+  auto e = electSharedState(ps);
+  REQUIRE(e.plans[20].fetches.size() == 2);
+  REQUIRE(e.plans[21].fetches.size() == 2);
+  const auto& a = e.plans[20].fetches[0].sources;
+  const auto& b = e.plans[21].fetches[0].sources;
+  CHECK(a.size() == kMaxSyncFetchSources);
+  CHECK(b.size() == kMaxSyncFetchSources);
+  CHECK(a != b);
+  for (const auto& id : a) CHECK(id[0] <= 20);  // holders only, never a receiver
+}

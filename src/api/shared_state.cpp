@@ -44,6 +44,19 @@ Status checkSharedState(const SharedState& state, SyncStrategy strategy) {
   if (state.compress < 0 || state.compress > codec::kMaxZstdLevel) {
     return Status::invalidArgument(fmt::format("compress must be 0..{}, got {}", codec::kMaxZstdLevel, state.compress));
   }
+  // The sync's control messages travel in frames of at most kMaxControlPayload bytes: this peer's
+  // announcement, and the plan the master sends back (per fetch: key, digest, up to 16 sources).
+  size_t announce = 32, plan = 1024;
+  for (const SharedTensor& t : state.tensors) {
+    announce += 2 + t.name.size() + 1 + 8 + 32;
+    plan += 4 + 32 + 4 + 16 * wire::kMaxSyncFetchSources;
+  }
+  if (announce > wire::kMaxControlPayload || plan > wire::kMaxControlPayload) {
+    return Status::invalidArgument(fmt::format(
+        "shared state of {} tensors does not fit the sync's {}-byte control messages: use fewer tensors (e.g. "
+        "flatten small ones into one buffer)",
+        state.tensors.size(), wire::kMaxControlPayload));
+  }
   std::set<std::string> names;
   for (size_t i = 0; i < state.tensors.size(); ++i) {
     const SharedTensor& t = state.tensors[i];

@@ -138,7 +138,12 @@ SyncElection electSharedState(const std::vector<SyncParticipant>& peers) {
     for (size_t i = 0; i < peers.size(); ++i) {
       if (!valid[i] || !receives(peers[i]) || key_of[i]->digest == win->first) continue;
       const auto index = static_cast<uint32_t>(key_of[i] - peers[i].announce.keys.data());
-      e.plans[i].fetches.push_back(wire::SyncFetch{index, win->first, sources});
+      std::vector<wire::Uuid> mine = sources;
+      if (mine.size() > wire::kMaxSyncFetchSources) {  // a window of the holders, rotated per receiver
+        std::rotate(mine.begin(), mine.begin() + static_cast<std::ptrdiff_t>(i % mine.size()), mine.end());
+        mine.resize(wire::kMaxSyncFetchSources);
+      }
+      e.plans[i].fetches.push_back(wire::SyncFetch{index, win->first, std::move(mine)});
     }
   }
   return e;

@@ -20,7 +20,10 @@ namespace pccl::wire {
 
 inline constexpr uint32_t kMaxSyncKeys = 16384;     // per peer and sync
 inline constexpr size_t kMaxSyncKeyName = 256;      // bytes of a key's name
-inline constexpr uint32_t kMaxSyncSources = 4096;   // peers named as sources of one key
+inline constexpr uint32_t kMaxSyncSources = 4096;   // peers named as sources of one key (decoding limit)
+// The master names at most this many sources per fetch (a fetcher uses about K connections in all),
+// rotating the choice per receiver, so that a plan stays small and receivers spread over the holders.
+inline constexpr uint32_t kMaxSyncFetchSources = 16;
 
 enum class SyncStrategy : uint8_t { kEnforcePopular = 0, kReceiveOnly = 1, kSendOnly = 2 };
 inline bool isValidSyncStrategy(uint8_t v) { return v <= 2; }
