@@ -54,6 +54,22 @@ static void* reduceOnB(void* arg) {
   return NULL;
 }
 
+/* Shared state of two tensors: weights (float32) and a step counter (int64). */
+static pcclSharedState_t twoTensors(pcclTensorInfo_t t[2], float* weights, size_t count, int64_t* step) {
+  pcclSharedState_t st = PCCL_SHARED_STATE_INIT;
+  t[0].name = "weights";
+  t[0].dtype = pcclFloat32;
+  t[0].count = count;
+  t[0].data = weights;
+  t[1].name = "step";
+  t[1].dtype = pcclInt64;
+  t[1].count = 1;
+  t[1].data = step;
+  st.count = 2;
+  st.infos = t;
+  return st;
+}
+
 /* Shared state: b is at revision 0 with other weights and a different step; a is at revision 3. */
 static float g_weights_b[5000];
 static int64_t g_step_b = 0;
@@ -62,17 +78,7 @@ static pcclResult_t g_sync_b = pcclInternalError;
 static void* syncOnB(void* arg) {
   pcclComm_t comm = (pcclComm_t)arg;
   pcclTensorInfo_t t[2];
-  pcclSharedState_t st = PCCL_SHARED_STATE_INIT;
-  t[0].name = "weights";
-  t[0].dtype = pcclFloat32;
-  t[0].count = 5000;
-  t[0].data = g_weights_b;
-  t[1].name = "step";
-  t[1].dtype = pcclInt64;
-  t[1].count = 1;
-  t[1].data = &g_step_b;
-  st.count = 2;
-  st.infos = t;
+  pcclSharedState_t st = twoTensors(t, g_weights_b, 5000, &g_step_b);
   st.compress = 1;
   g_sync_b = pcclSyncSharedState(comm, &st, pcclSyncEnforcePopular, &g_info_b);
   if (g_sync_b == pcclSuccess && st.revision != 3) g_sync_b = pcclInternalError;
@@ -191,21 +197,11 @@ int main(void) {
     float w[5000];
     int64_t step = 42;
     pcclTensorInfo_t t[2];
-    pcclSharedState_t st = PCCL_SHARED_STATE_INIT;
+    pcclSharedState_t st = twoTensors(t, w, 5000, &step);
     pcclSyncInfo_t info;
     int i, same = 1;
     for (i = 0; i < 5000; ++i) w[i] = (float)i * 0.5f;
-    t[0].name = "weights";
-    t[0].dtype = pcclFloat32;
-    t[0].count = 5000;
-    t[0].data = w;
-    t[1].name = "step";
-    t[1].dtype = pcclInt64;
-    t[1].count = 1;
-    t[1].data = &step;
     st.revision = 3;
-    st.count = 2;
-    st.infos = t;
     pthread_create(&thread, NULL, syncOnB, b);
     EXPECT(pcclSyncSharedState(a, &st, pcclSyncEnforcePopular, &info) == pcclSuccess);
     pthread_join(thread, NULL);
