@@ -15,15 +15,26 @@ bool isRecoverable(pccl::Code code) {
 
 }  // namespace
 
-pccl::Result<std::unique_ptr<ElasticReducer>> ElasticReducer::connect(const std::string& master, uint32_t worker) {
+pccl::Result<std::unique_ptr<ElasticReducer>> ElasticReducer::connect(const std::string& master, uint32_t worker,
+                                                                      pccl::SharedState* state, bool late_join) {
   pccl::CommConfig config;
   config.master_address = master;
   config.listen_address = "127.0.0.1:0";
   config.peer_timeout_ms = 5000;  // a killed worker's sockets break at once; a frozen one is dropped after this
   auto comm = pccl::Communicator::create(config);
   if (!comm.isOk()) return comm.status();
-  PCCL_RETURN_IF_ERROR((*comm)->connect());
-  return std::unique_ptr<ElasticReducer>(new ElasticReducer(std::move(*comm), worker));
+  std::unique_ptr<ElasticReducer> r(new ElasticReducer(std::move(*comm), worker, state, late_join));
+  pccl::Status joined = r->comm_->connect();
+  if (joined.code() == pccl::Code::kPeerLost) {
+    // Admitted, but someone died during the ring build: the members retry updateTopology, so do we.
+    std::printf("worker=%u connect: %s; updating the topology\n", worker, joined.toString().c_str());
+    std::fflush(stdout);
+    joined = r->updateTopology();
+  }
+  PCCL_RETURN_IF_ERROR(joined);
+  // The members that admitted us sync right after their updateTopology: meet them there.
+  PCCL_RETURN_IF_ERROR(r->syncIfEpochChanged());
+  return r;
 }
 
 pccl::Status ElasticReducer::updateTopology() {
@@ -37,6 +48,7 @@ pccl::Status ElasticReducer::updateTopology() {
     }
     if (!isRecoverable(s.code())) return s;
     std::printf("worker=%u updateTopology failed (%s), retrying\n", worker_, s.toString().c_str());
+    std::fflush(stdout);
   }
   return pccl::Status::timeout("updateTopology kept failing");
 }
@@ -44,7 +56,7 @@ pccl::Status ElasticReducer::updateTopology() {
 pccl::Status ElasticReducer::syncMembership() {
   auto pending = comm_->arePeersPending();
   if (!pending.isOk()) return pending.status();
-  return *pending ? updateTopology() : pccl::Status::ok();
+  return *pending ? reform() : pccl::Status::ok();
 }
 
 pccl::Status ElasticReducer::waitForWorld(uint32_t world, uint32_t timeout_ms) {
@@ -77,9 +89,56 @@ pccl::Result<ReduceStats> ElasticReducer::allReduceAvg(float* data, size_t count
     std::printf("worker=%u all-reduce failed (%s): updating the topology and retrying\n", worker_,
                 info.status().toString().c_str());
     std::fflush(stdout);
-    PCCL_RETURN_IF_ERROR(updateTopology());
+    // The new ring may hold a joiner, which syncs as soon as its connect() returns: sync first (the
+    // rule in the header), then retry with the same pseudo-gradient (our theta did not change unless
+    // this worker was out of date; the trainer checks syncTotals()).
+    PCCL_RETURN_IF_ERROR(reform());
   }
   return pccl::Status::timeout("all-reduce kept failing");
+}
+
+pccl::Status ElasticReducer::syncIfEpochChanged() {
+  if (state_ == nullptr || (synced_ && synced_epoch_ == epoch())) return pccl::Status::ok();
+  return syncState().status();
+}
+
+pccl::Result<pccl::SyncInfo> ElasticReducer::syncState() {
+  if (state_ == nullptr) return pccl::Status::invalidUsage("no shared state registered");
+  for (uint32_t attempt = 0; attempt < kMaxAttempts; ++attempt) {
+    // A late joiner has nothing worth offering until its first sync: receive-only, unless it is alone
+    // in its group (then nobody else could offer anything and the sync keeps its own state).
+    const bool receive_only = late_join_ && !synced_ && comm_->topology().group_world_size > 1;
+    const auto strategy = receive_only ? pccl::SyncStrategy::kReceiveOnly : pccl::SyncStrategy::kEnforcePopular;
+    auto info = comm_->syncSharedState(*state_, strategy);
+    if (info.isOk()) {
+      synced_ = true;
+      synced_epoch_ = epoch();
+      totals_.syncs += 1;
+      totals_.state_changes += info->keys_received > 0 ? 1 : 0;
+      totals_.tx_bytes += info->tx_bytes;
+      totals_.rx_bytes += info->rx_bytes;
+      std::printf("worker=%u sync revision=%llu rx_bytes=%llu tx_bytes=%llu keys=%u epoch=%llu world=%u "
+                  "strategy=%s seconds=%.3f\n",
+                  worker_, static_cast<unsigned long long>(info->revision),
+                  static_cast<unsigned long long>(info->rx_bytes), static_cast<unsigned long long>(info->tx_bytes),
+                  info->keys_received, static_cast<unsigned long long>(synced_epoch_),
+                  comm_->topology().group_world_size, receive_only ? "receive-only" : "enforce-popular",
+                  info->seconds);
+      std::fflush(stdout);
+      return info;
+    }
+    // kMismatch also means "this peer's key set, a dtype or a count differs from the elected one" (only
+    // this peer gets it; the others go on). That one is not recoverable: retrying would vote alone in
+    // updateTopology. pccl gives it the same code as the recoverable mismatches, so tell it by its text.
+    const bool wrong_keys = info.status().code() == pccl::Code::kMismatch &&
+                            info.status().message().find("differs in its keys") != std::string::npos;
+    if (wrong_keys || !isRecoverable(info.status().code())) return info.status();
+    std::printf("worker=%u sync failed (%s): updating the topology and retrying\n", worker_,
+                info.status().toString().c_str());
+    std::fflush(stdout);
+    PCCL_RETURN_IF_ERROR(updateTopology());  // the epoch changed: the next attempt is the sync after it
+  }
+  return pccl::Status::timeout("shared-state sync kept failing");
 }
 
 bool parseQuant(const std::string& name, pccl::Quant& quant) {

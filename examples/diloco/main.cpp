@@ -15,7 +15,8 @@ int main(int argc, char** argv) {
   app.add_option("--workers", c.workers, "shard count; 1 = baseline without pccl")->capture_default_str()
       ->check(CLI::Range(1u, 1024u));
   app.add_option("--worker-index", c.worker_index, "this worker's shard")->capture_default_str();
-  app.add_option("--outer-steps", c.outer_steps, "outer steps to run")->capture_default_str();
+  app.add_option("--outer-steps", c.outer_steps, "outer steps of the run (a late joiner stops with the others)")
+      ->capture_default_str();
   app.add_option("-H,--inner-steps", c.inner_steps, "inner AdamW steps per outer step")->capture_default_str()
       ->check(CLI::Range(1u, 1000000u));
   app.add_option("--batch", c.batch, "sequences per inner step")->capture_default_str()->check(CLI::Range(1u, 4096u));
@@ -33,10 +34,13 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"none", "fp16", "bf16", "int8"}));
   app.add_option("--eval-batches", c.eval_batches, "held-out batches per logged loss")->capture_default_str()
       ->check(CLI::Range(1u, 1000u));
-  app.add_option("--first-outer-step", c.first_outer_step, "number of the first outer step")->capture_default_str()
-      ->check(CLI::Range(1u, 1000000000u));
   app.add_option("--min-world", c.min_world, "workers to wait for before training (default: --workers)");
-  app.add_flag("--late-join", c.late_join, "join a run in progress (weights are not synced yet)");
+  app.add_option("--await-world", c.await_world, "before outer step --await-step, wait for this many workers")
+      ->check(CLI::Range(1u, 1024u));
+  app.add_option("--await-step", c.await_step, "see --await-world (for scripted joins)")
+      ->check(CLI::Range(1u, 1000000000u));
+  app.add_flag("--late-join", c.late_join, "join a run in progress: receive the weights, outer momentum and step "
+               "counter from the others (default --min-world 1)");
   app.add_option("--log", c.log_path, "also write one CSV row per outer step to FILE");
   app.add_option("--threads", c.threads, "intra-op threads of libtorch")->capture_default_str()
       ->check(CLI::Range(1u, 256u));

@@ -12,8 +12,8 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 
-def read(run_dir, name):
-    path = os.path.join(run_dir, name + "-w0.csv")
+def read(run_dir, name, worker=0):
+    path = os.path.join(run_dir, "%s-w%d.csv" % (name, worker))
     if not os.path.exists(path):
         return None
     with open(path) as f:
@@ -33,6 +33,12 @@ def main():
         if rows:
             ax_loss.plot([int(r["outer_step"]) for r in rows], [float(r["loss"]) for r in rows],
                          marker="o", label=label)
+    # The late joiner's first row is the step it joined at (the state it received): it lies on the curve
+    # of the workers that were there, as do all its later rows (byte-identical weights).
+    joiner = read(run_dir, "elastic", 3)
+    if joiner:
+        ax_loss.plot([int(r["outer_step"]) for r in joiner], [float(r["loss"]) for r in joiner], marker="x",
+                     markersize=10, linestyle="none", color="black", label="its replacement (joined late), worker 3")
     ax_loss.set_xlabel("outer step (H inner steps each)")
     ax_loss.set_ylabel("held-out loss (nats/byte), worker 0")
     ax_loss.set_ylim(top=min(4.0, ax_loss.get_ylim()[1]))

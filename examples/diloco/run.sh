@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # DiLoCo over pccl on one machine: 4 workers float32, 4 workers int8, the 1-worker baseline with the
-# same inner steps per worker, and an elastic run where one worker is killed mid-run and replaced.
+# same inner steps per worker, and an elastic run where one worker is killed mid-run and replaced by a
+# late joiner that receives the run's state through pccl's shared-state sync.
 # Writes logs, CSVs and diloco.png to $OUT_DIR (default build-diloco/diloco-run).
 #
 #   examples/diloco/run.sh            (env: OUTER_STEPS=10 H=20 BUILD_DIR=... OUT_DIR=... CORPUS=...)
@@ -77,8 +78,10 @@ wait_for_line() {  # wait_for_line FILE PATTERN
   echo "timed out waiting for '$2' in $1"; exit 1
 }
 
-# Elastic: worker 3 is SIGKILLed after outer step KILL_AT; the others go on with 3, then a replacement
-# joins. Until shared-state sync exists it trains from its own seed weights (it says so in its log).
+# Elastic: worker 3 is SIGKILLed after outer step KILL_AT; the others retry with 3 (updateTopology, a sync
+# that moves nothing, the same all-reduce again), then a replacement joins with --late-join: the sync
+# after the updateTopology that admits it hands it theta, the outer momentum and the step counter, so it
+# logs the others' weight hash from the step it joined at and stops with them after OUTER_STEPS.
 run_elastic() {
   local kill_at=$((OUTER_STEPS / 3)) pids=()
   start_master elastic
@@ -89,17 +92,21 @@ run_elastic() {
   local victim=$WPID
   wait_for_line "$OUT_DIR/elastic-w3.log" "^outer_step=$kill_at "
   kill -9 "$victim"
+  wait "$victim" 2> /dev/null || true
   echo "elastic: killed worker 3 after outer step $kill_at"
   wait_for_line "$OUT_DIR/elastic-w0.log" "^outer_step=$((kill_at + 1)) .* world=3 "
-  local rest=$((OUTER_STEPS - kill_at - 1))
-  cp "$OUT_DIR/elastic-w3.log" "$OUT_DIR/elastic-w3-killed.log"
-  worker elastic 3 --outer-steps "$rest" --first-outer-step $((kill_at + 2)) --late-join
-  echo "elastic: started a replacement worker 3 for $rest outer steps"
-  for p in "${pids[@]:0:3}"; do wait "$p"; done
-  wait "$WPID" || true  # it may lose its last peers as they finish first
+  mv "$OUT_DIR/elastic-w3.log" "$OUT_DIR/elastic-w3-killed.log"
+  mv "$OUT_DIR/elastic-w3.csv" "$OUT_DIR/elastic-w3-killed.csv"
+  worker elastic 3 --outer-steps "$OUTER_STEPS" --late-join
+  echo "elastic: started a replacement worker 3 (--late-join)"
+  for p in "${pids[@]:0:3}" "$WPID"; do wait "$p"; done
   kill "$MASTER_PID"
-  grep -h 'late join\|all-reduce failed\|topology' "$OUT_DIR"/elastic-w*.log | sort | uniq -c | head -20 || true
+  grep -h 'all-reduce failed' "$OUT_DIR"/elastic-w*.log | sed 's/ (.*//' | sort | uniq -c || true
+  grep -h '^worker=3 sync\|^worker=3 adopted' "$OUT_DIR/elastic-w3.log" || true
+  grep -h '^worker=[0-3] done' "$OUT_DIR"/elastic-w[0-3].log || true
+  sed -n 's/^outer_step=\([0-9]*\) .*/\1/p' "$OUT_DIR/elastic-w3.log" | head -1 | sed 's/^/elastic: the replacement joined at outer step /'
   grep '^outer_step=' "$OUT_DIR/elastic-w0.log" | tail -1
+  grep '^outer_step=' "$OUT_DIR/elastic-w3.log" | tail -1
 }
 
 start=$(date +%s)
@@ -111,10 +118,11 @@ echo "== baseline: 1 worker, no pccl, $((OUTER_STEPS * H)) AdamW steps"
 grep '^outer_step=' "$OUT_DIR/baseline-w0.log" | tail -1
 echo "== elastic: kill a worker mid-run, start a replacement"; run_elastic
 
-# Every worker of a run holds byte-identical weights after every outer step.
-for name in float32 int8; do
+# Every worker of a run holds byte-identical weights after every outer step it took part in (the elastic
+# run: the killed worker up to its death, the replacement from the step it joined at).
+for name in float32 int8 elastic; do
   n=$(cat "$OUT_DIR"/$name-w*.log | sed -n 's/^outer_step=\([0-9]*\) .*hash=\(.*\)$/\1 \2/p' | sort -u | wc -l)
-  echo "$name: $n distinct (outer step, weight hash) pairs over $WORKERS workers (want $((OUTER_STEPS + 1)))"
+  echo "$name: $n distinct (outer step, weight hash) pairs over its workers (want $((OUTER_STEPS + 1)))"
 done
 /usr/bin/python3 "$ROOT/examples/diloco/plot.py" "$OUT_DIR" "$OUT_DIR/diloco.png"
 echo "done in $(( $(date +%s) - start )) s: $OUT_DIR/diloco.png"

@@ -21,7 +21,7 @@ struct TrainConfig {
   std::string master;             // HOST:PORT of pccl-master; unused with workers == 1
   uint32_t workers = 4;           // shard count; 1 = single-worker baseline without pccl
   uint32_t worker_index = 0;      // which shard this worker trains on
-  uint32_t outer_steps = 10;
+  uint32_t outer_steps = 10;      // the run's: a worker stops once the shared step counter reaches it
   uint32_t inner_steps = 20;      // H: AdamW steps between two outer steps
   uint32_t batch = 16;            // sequences per inner step
   double inner_lr = 3e-3;
@@ -31,9 +31,10 @@ struct TrainConfig {
   uint64_t seed = 1;              // model init (all workers); data order is seed + worker_index
   std::string quant = "none";     // none|fp16|bf16|int8: wire format of the pseudo-gradient all-reduce
   uint32_t eval_batches = 4;      // held-out batches behind each logged loss
-  uint32_t first_outer_step = 1;  // numbering of the first outer step (a late joiner's is > 1)
   uint32_t min_world = 0;         // peers to wait for before training (0: `workers`; 1 with late_join)
-  bool late_join = false;         // joins a run already in progress (see syncSharedState)
+  uint32_t await_world = 0;       // scripted joins: before outer step `await_step`, wait for this many peers
+  uint32_t await_step = 0;
+  bool late_join = false;         // joins a run in progress: receives the state from the others (first sync)
   std::string log_path;           // optional CSV, one row per outer step
   uint32_t threads = 1;           // libtorch intra-op threads
 };

@@ -69,6 +69,7 @@ double evalLoss(ByteLm& model, const std::vector<uint8_t>& eval, const TrainConf
 struct Worker {
   ByteLm model{nullptr};
   std::unique_ptr<torch::optim::AdamW> inner;
+  torch::optim::AdamWOptions inner_options{0};
   std::unique_ptr<Batcher> batcher;
   Corpus corpus;
 
@@ -86,6 +87,9 @@ struct Worker {
     }
     return total / steps;
   }
+
+  // Fresh AdamW moments (and step count) over the model's parameters.
+  void resetInner() { inner = std::make_unique<torch::optim::AdamW>(model->parameters(), inner_options); }
 };
 
 std::unique_ptr<Worker> makeWorker(const TrainConfig& config, uint32_t shard_count) {
@@ -98,8 +102,8 @@ std::unique_ptr<Worker> makeWorker(const TrainConfig& config, uint32_t shard_cou
   auto w = std::make_unique<Worker>();
   torch::manual_seed(config.seed);  // every worker started together begins from the same weights
   w->model = ByteLm(config.model);
-  auto options = torch::optim::AdamWOptions(config.inner_lr).weight_decay(config.weight_decay).betas({0.9, 0.95});
-  w->inner = std::make_unique<torch::optim::AdamW>(w->model->parameters(), options);
+  w->inner_options = torch::optim::AdamWOptions(config.inner_lr).weight_decay(config.weight_decay).betas({0.9, 0.95});
+  w->resetInner();
   w->corpus = std::move(*corpus);
   w->batcher = std::make_unique<Batcher>(shardOf(w->corpus.train, config.worker_index % shard_count, shard_count),
                                          config.seed * 1000003ull + config.worker_index);
@@ -108,7 +112,7 @@ std::unique_ptr<Worker> makeWorker(const TrainConfig& config, uint32_t shard_cou
 
 // The one log line (and CSV row) per outer step.
 struct StepLog {
-  uint32_t step = 0;
+  int64_t step = 0;
   double loss = 0, train_loss = 0, time_s = 0;
   uint32_t world = 1;
   uint64_t bytes_tx = 0, bytes_every_step = 0, hash = 0;
@@ -127,15 +131,15 @@ class Logger {
     if (csv_ != nullptr) std::fclose(csv_);
   }
   void log(const StepLog& s) {
-    std::printf("outer_step=%u worker=%u loss=%.4f train_loss=%.4f world=%u bytes_tx=%llu "
+    std::printf("outer_step=%lld worker=%u loss=%.4f train_loss=%.4f world=%u bytes_tx=%llu "
                 "bytes_allreduce_every_step=%llu time_s=%.2f hash=%016llx\n",
-                s.step, worker_, s.loss, s.train_loss, s.world, static_cast<unsigned long long>(s.bytes_tx),
-                static_cast<unsigned long long>(s.bytes_every_step), s.time_s,
-                static_cast<unsigned long long>(s.hash));
+                static_cast<long long>(s.step), worker_, s.loss, s.train_loss, s.world,
+                static_cast<unsigned long long>(s.bytes_tx), static_cast<unsigned long long>(s.bytes_every_step),
+                s.time_s, static_cast<unsigned long long>(s.hash));
     std::fflush(stdout);
     if (csv_ == nullptr) return;
-    std::fprintf(csv_, "%u,%u,%.5f,%.5f,%u,%llu,%llu,%.3f,%016llx\n", s.step, worker_, s.loss, s.train_loss,
-                 s.world, static_cast<unsigned long long>(s.bytes_tx),
+    std::fprintf(csv_, "%lld,%u,%.5f,%.5f,%u,%llu,%llu,%.3f,%016llx\n", static_cast<long long>(s.step), worker_,
+                 s.loss, s.train_loss, s.world, static_cast<unsigned long long>(s.bytes_tx),
                  static_cast<unsigned long long>(s.bytes_every_step), s.time_s,
                  static_cast<unsigned long long>(s.hash));
     std::fflush(csv_);
@@ -146,17 +150,37 @@ class Logger {
   std::FILE* csv_ = nullptr;
 };
 
-// Where a late joiner receives the current weights and the outer optimizer's momentum from the peers.
-// TODO(shared-state): call pcclSyncSharedState over {theta, velocity} here once the shared-state API
-// exists. Until then it returns at once: workers started together already hold the same seed-initialised
-// weights, and a late joiner trains from its own seed weights, out of sync with the run.
-void syncSharedState(ElasticReducer& /*reducer*/, std::vector<float>& /*theta*/, OuterOptimizer& /*outer*/,
-                     const TrainConfig& config) {
-  if (!config.late_join) return;
-  std::printf("worker=%u late join: shared-state sync does not exist yet (TODO pcclSyncSharedState); "
-              "starting from the seed weights, NOT in sync with the run\n", config.worker_index);
-  std::fflush(stdout);
-}
+// What the workers of a run keep byte-identical through pccl's shared-state sync (ElasticReducer): the
+// outer weights, the outer optimizer's momentum, and the number of outer steps completed, which is also
+// the state's revision. A worker that starts (or joins late) announces revision 0 and so receives every
+// tensor that differs from the elected content; workers started together hold the same seed weights and
+// zero momentum, so their first sync moves nothing. Not copyable: `shared` points into the members.
+struct OuterState {
+  std::vector<float> theta;
+  OuterOptimizer outer;
+  int64_t step = 0;
+  pccl::SharedState shared;
+
+  OuterState(std::vector<float> initial, const TrainConfig& config)
+      : theta(std::move(initial)),
+        outer(theta.size(), static_cast<float>(config.outer_lr), static_cast<float>(config.outer_momentum)) {
+    shared.revision = 0;
+    shared.tensors = {
+        pccl::SharedTensor{"theta", pccl::DataType::kFloat32, theta.size(), theta.data()},
+        pccl::SharedTensor{"outer_velocity", pccl::DataType::kFloat32, outer.velocity().size(),
+                           outer.velocity().data()},
+        pccl::SharedTensor{"outer_step", pccl::DataType::kInt64, 1, &step},
+    };
+  }
+  OuterState(const OuterState&) = delete;
+  OuterState& operator=(const OuterState&) = delete;
+
+  void stepDone() {
+    step += 1;
+    shared.revision = static_cast<uint64_t>(step);
+  }
+  uint64_t hash() const { return fnv1a(theta.data(), theta.size() * sizeof(float)); }
+};
 
 // Bytes one peer sends in a float32 ring all-reduce of `count` elements among `world` peers.
 uint64_t ringBytes(size_t count, uint32_t world) {
@@ -174,58 +198,84 @@ int runDiloco(const TrainConfig& config) {
   if (!parseQuant(config.quant, quant)) return 2;
   auto worker = makeWorker(config, config.workers);
   if (!worker) return 1;
-  auto reducer = ElasticReducer::connect(config.master, config.worker_index);
-  if (!reducer.isOk()) {
-    std::fprintf(stderr, "diloco: worker %u: %s\n", config.worker_index, reducer.status().toString().c_str());
+  std::vector<float> initial, now;
+  copyParametersTo(*worker->model, initial);
+  OuterState state(std::move(initial), config);
+  auto fail = [&](const pccl::Status& st) {
+    std::fprintf(stderr, "diloco: worker %u: %s\n", config.worker_index, st.toString().c_str());
     return 1;
-  }
+  };
+  // Joining ends with the first sync (the group's state replaces ours where it differs).
+  auto reducer = ElasticReducer::connect(config.master, config.worker_index, &state.shared, config.late_join);
+  if (!reducer.isOk()) return fail(reducer.status());
+  ElasticReducer& r = **reducer;
   const uint32_t min_world = config.min_world != 0 ? config.min_world : (config.late_join ? 1 : config.workers);
-  pccl::Status joined = (*reducer)->waitForWorld(min_world, 120000);
-  if (!joined.isOk()) {
-    std::fprintf(stderr, "diloco: worker %u: %s\n", config.worker_index, joined.toString().c_str());
-    return 1;
-  }
-  std::vector<float> theta, now;
-  copyParametersTo(*worker->model, theta);
-  OuterOptimizer outer(theta.size(), static_cast<float>(config.outer_lr), static_cast<float>(config.outer_momentum));
-  syncSharedState(**reducer, theta, outer, config);
-  copyParametersFrom(*worker->model, theta);
-  std::printf("worker=%u params=%zu shard=%u/%u quant=%s\n", config.worker_index, theta.size(),
+  pccl::Status joined = r.waitForWorld(min_world, 120000);
+  if (!joined.isOk()) return fail(joined);
+
+  // After a sync that replaced some of this worker's state, the torch model restarts from the received
+  // theta. The inner AdamW state is per worker and never shared: a late joiner trains with fresh AdamW
+  // moments, which is normal in DiLoCo (the inner optimizer is local to each worker, its moments
+  // re-estimate within a few inner steps, and the outer step averages over every worker). A worker whose
+  // weights were replaced (it was out of date) drops its moments too: they belonged to other weights.
+  uint32_t changes_seen = 0;
+  auto adoptSyncedState = [&] {
+    if (r.syncTotals().state_changes == changes_seen) return;
+    changes_seen = r.syncTotals().state_changes;
+    copyParametersFrom(*worker->model, state.theta);
+    worker->resetInner();
+    std::printf("worker=%u adopted the group's state: outer_step=%lld hash=%016llx (fresh inner AdamW state)\n",
+                config.worker_index, static_cast<long long>(state.step),
+                static_cast<unsigned long long>(state.hash()));
+    std::fflush(stdout);
+  };
+  adoptSyncedState();
+  std::printf("worker=%u params=%zu shard=%u/%u quant=%s\n", config.worker_index, state.theta.size(),
               config.worker_index % config.workers, config.workers, config.quant.c_str());
 
   Logger logger(config);
   const auto start = Clock::now();
   StepLog s;
-  s.step = config.first_outer_step - 1;
+  s.step = state.step;  // a late joiner continues the run's numbering
   s.loss = s.train_loss = evalLoss(worker->model, worker->corpus.eval, config);
-  s.world = (*reducer)->worldSize();
-  s.hash = fnv1a(theta.data(), theta.size() * sizeof(float));
+  s.world = r.worldSize();
+  s.hash = state.hash();
   logger.log(s);
-  for (uint32_t i = 0; i < config.outer_steps; ++i) {
-    pccl::Status member = (*reducer)->syncMembership();
-    if (!member.isOk()) {
-      std::fprintf(stderr, "diloco: worker %u: %s\n", config.worker_index, member.toString().c_str());
-      return 1;
+  // --outer-steps counts the run's outer steps, not this worker's: a late joiner stops with the others.
+  while (state.step < static_cast<int64_t>(config.outer_steps)) {
+    pccl::Status member = r.syncMembership();
+    if (member.isOk() && config.await_world != 0 && state.step + 1 == static_cast<int64_t>(config.await_step)) {
+      member = r.waitForWorld(config.await_world, 120000);
     }
+    if (!member.isOk()) return fail(member);
+    adoptSyncedState();
     s.train_loss = worker->innerSteps(config, config.inner_steps);
     copyParametersTo(*worker->model, now);
-    for (size_t k = 0; k < now.size(); ++k) now[k] = theta[k] - now[k];  // pseudo-gradient
-    auto reduced = (*reducer)->allReduceAvg(now.data(), now.size(), quant);
-    if (!reduced.isOk()) {
-      std::fprintf(stderr, "diloco: worker %u: %s\n", config.worker_index, reduced.status().toString().c_str());
-      return 1;
+    for (size_t k = 0; k < now.size(); ++k) now[k] = state.theta[k] - now[k];  // pseudo-gradient
+    const uint32_t changes_before = r.syncTotals().state_changes;
+    auto reduced = r.allReduceAvg(now.data(), now.size(), quant);
+    if (!reduced.isOk()) return fail(reduced.status());
+    if (r.syncTotals().state_changes != changes_before) {
+      // Only a worker that was out of date gets here: its pseudo-gradient was taken against its old theta.
+      std::printf("worker=%u theta was replaced during the all-reduce's retry\n", config.worker_index);
+      adoptSyncedState();
     }
-    outer.step(theta, now);
-    copyParametersFrom(*worker->model, theta);
-    s.step += 1;
+    state.outer.step(state.theta, now);
+    state.stepDone();
+    copyParametersFrom(*worker->model, state.theta);
+    s.step = state.step;
     s.world = reduced->world_size;
     s.bytes_tx += reduced->tx_bytes;
-    s.bytes_every_step += config.inner_steps * ringBytes(theta.size(), s.world);
+    s.bytes_every_step += config.inner_steps * ringBytes(state.theta.size(), s.world);
     s.loss = evalLoss(worker->model, worker->corpus.eval, config);
     s.time_s = secondsSince(start);
-    s.hash = fnv1a(theta.data(), theta.size() * sizeof(float));
+    s.hash = state.hash();
     logger.log(s);
   }
+  const SyncTotals& t = r.syncTotals();
+  std::printf("worker=%u done: outer_step=%lld syncs=%u state_changes=%u sync_tx_bytes=%llu sync_rx_bytes=%llu\n",
+              config.worker_index, static_cast<long long>(state.step), t.syncs, t.state_changes,
+              static_cast<unsigned long long>(t.tx_bytes), static_cast<unsigned long long>(t.rx_bytes));
   return 0;
 }
 
