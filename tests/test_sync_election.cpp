@@ -117,11 +117,11 @@ TEST_CASE("sync election: mismatched keys, sizes or dtypes fail only the offendi
   auto e = electSharedState({peer(1, 5, kEnforce, 1, 2), peer(2, 5, kEnforce, 1, 3), odd_size, odd_dtype, extra, twice});
   CHECK(e.plans[0].status.isOk());
   CHECK(e.plans[1].status.isOk());
-  CHECK(e.plans[2].status.code() == Code::kMismatch);
+  CHECK(e.plans[2].status.code() == Code::kInvalidArgument);
   CHECK_THAT(e.plans[2].status.message(), Catch::Contains("'w' has 101 elements"));
-  CHECK(e.plans[3].status.code() == Code::kMismatch);
+  CHECK(e.plans[3].status.code() == Code::kInvalidArgument);
   CHECK_THAT(e.plans[3].status.message(), Catch::Contains("'m' has dtype 11"));
-  CHECK(e.plans[4].status.code() == Code::kMismatch);
+  CHECK(e.plans[4].status.code() == Code::kInvalidArgument);
   CHECK_THAT(e.plans[4].status.message(), Catch::Contains("'lr' is unknown"));
   CHECK(e.plans[5].status.code() == Code::kInvalidArgument);
   // The mismatched peers are no sources: "m" (tie 2 vs 3 between peers 1 and 2) comes from peer 1 only.
@@ -232,7 +232,7 @@ TEST_CASE("sync coordinator: a failed transfer or a departure aborts everywhere;
   auto fx = announceAll(c, withEpoch({peer(1, 4, kEnforce, 1, 2), peer(2, 0, kEnforce, 1, 3), odd}));
   auto plans = sent<SyncPlan>(fx);
   REQUIRE(plans.size() == 3);
-  CHECK(plans[2].second.code == static_cast<uint16_t>(Code::kMismatch));
+  CHECK(plans[2].second.code == static_cast<uint16_t>(Code::kInvalidArgument));
   CHECK(plans[2].second.sync_id == 0);
   const uint64_t id = plans[0].second.sync_id;
   auto aborted = sent<SyncComplete>(c.done(idOf(2), SyncDone{id, static_cast<uint16_t>(Code::kMismatch), "bad digest"}));

@@ -127,12 +127,9 @@ pccl::Result<pccl::SyncInfo> ElasticReducer::syncState() {
       std::fflush(stdout);
       return info;
     }
-    // kMismatch also means "this peer's key set, a dtype or a count differs from the elected one" (only
-    // this peer gets it; the others go on). That one is not recoverable: retrying would vote alone in
-    // updateTopology. pccl gives it the same code as the recoverable mismatches, so tell it by its text.
-    const bool wrong_keys = info.status().code() == pccl::Code::kMismatch &&
-                            info.status().message().find("differs in its keys") != std::string::npos;
-    if (wrong_keys || !isRecoverable(info.status().code())) return info.status();
+    // A key set, dtype or count that differs from the group's is kInvalidArgument (only this peer gets
+    // it; the others go on): not recoverable, so it ends here like every other non-retryable error.
+    if (!isRecoverable(info.status().code())) return info.status();
     std::printf("worker=%u sync failed (%s): updating the topology and retrying\n", worker_,
                 info.status().toString().c_str());
     std::fflush(stdout);

@@ -209,7 +209,7 @@ PCCL_API pcclResult_t pcclTest(pcclRequest_t req, int* done);
  * among those offering content; out-of-date peers fetch only the tensors that differ, striped across
  * the peers holding them, and verify their BLAKE2b digests; an up-to-date peer receives nothing.
  * Blocks until the whole group is done, or op_timeout_ms. A peer whose tensor names, dtypes or counts
- * differ from the elected set gets pcclMismatch (the others go on). Not while a collective is in
+ * differ from the elected set gets pcclInvalidArgument (the others go on). Not while a collective is in
  * flight on this peer. On failure state->revision is unchanged and fetched tensors may hold partial
  * content: call again (after pcclUpdateTopology on pcclPeerLost). info may be NULL. */
 PCCL_API pcclResult_t pcclSyncSharedState(pcclComm_t comm, pcclSharedState_t* state, pcclSyncStrategy_t strategy,

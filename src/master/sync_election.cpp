@@ -100,7 +100,7 @@ SyncElection electSharedState(const std::vector<SyncParticipant>& peers) {
   for (size_t i = 0; i < peers.size(); ++i) {
     if (valid[i] && schemas[i] != schemas[ref]) {
       valid[i] = false;
-      e.plans[i].status = Status::mismatch("shared state differs in its keys from the other peers': " +
+      e.plans[i].status = Status::invalidArgument("shared state differs in its keys from the other peers': " +
                                            difference(schemas[i], schemas[ref]));
     }
   }
