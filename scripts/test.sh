@@ -1,8 +1,16 @@
 #!/usr/bin/env bash
-# The README's test command: installs dependencies, builds, compiles the GPU backend modules and runs
-# their kernel test (scripts/gpu.sh; skipped without a GPU), then runs the whole suite with ctest.
+# The README's test command: installs dependencies, builds (with the DiLoCo example), compiles the GPU
+# backend modules and runs their kernel test (scripts/gpu.sh; skipped without a GPU), then runs the whole
+# suite with ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/build.sh "$@"
+# The DiLoCo example's smoke test (examples/diloco, libtorch) is part of the suite; PCCL_DILOCO=0 leaves
+# it out (and libtorch uninstalled).
+extra=()
+if [ "${PCCL_DILOCO:-1}" != "0" ]; then
+  bash scripts/deps.sh libtorch-dev libopenblas0-pthread
+  extra=(-DPCCL_BUILD_DILOCO=ON)
+fi
+bash scripts/build.sh "${extra[@]}" "$@"
 bash scripts/gpu.sh
 ctest --test-dir "${PCCL_BUILD_DIR:-build}" --output-on-failure -j "${PCCL_JOBS:-2}" --timeout 300

@@ -14,17 +14,9 @@ H=${H:-20}
 CORPUS=${CORPUS:-/usr/share/games/fortunes}  # Debian package `fortunes` (+ fortunes-min): ~2.5 MB of text
 WORKERS=4
 
-# ---- dependencies -----------------------------------------------------------------------------------
-missing=()
-for pkg in libtorch-dev libopenblas0-pthread python3-matplotlib fortunes cmake ninja-build g++ \
-           libasio-dev libsodium-dev libzstd-dev libfmt-dev libcli11-dev pkg-config; do
-  dpkg -s "$pkg" > /dev/null 2>&1 || missing+=("$pkg")
-done
-if [ ${#missing[@]} -gt 0 ]; then
-  echo "installing: ${missing[*]}"
-  apt-get update -qq
-  DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends "${missing[@]}"
-fi
+# ---- dependencies (apt-get, only what is missing) ---------------------------------------------------
+bash "$ROOT/scripts/deps.sh"   # pccl's own build dependencies
+bash "$ROOT/scripts/deps.sh" libtorch-dev libopenblas0-pthread python3-matplotlib fortunes fortunes-min
 
 # ---- build ------------------------------------------------------------------------------------------
 cmake -S "$ROOT" -B "$BUILD_DIR" -G Ninja -DPCCL_BUILD_DILOCO=ON > /dev/null
