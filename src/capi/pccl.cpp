@@ -104,7 +104,20 @@ pcclResult_t guarded(Fn&& fn) {
 #define PCCL_CHECK_PTR(p) \
   if ((p) == nullptr) return fail(pcclInvalidArgument, #p " must not be NULL")
 
-bool validEnum(int v, int count) { return v >= 0 && v < count; }
+// A C caller may pass any int as an enum. Reading such a value through the C++ enum type is undefined
+// (UBSan: "load of value N, which is not a valid value"), so enums from C are read as their bytes.
+template <typename E>
+int rawEnum(const E& e) {
+  static_assert(sizeof(E) == sizeof(int), "C enums are int-sized here");
+  int v = 0;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
+template <typename E>
+bool validEnum(const E& e, int count) {
+  const int v = rawEnum(e);
+  return v >= 0 && v < count;
+}
 
 // Converts the C options (NULL = defaults), checking enum ranges.
 pcclResult_t reduceOptionsFrom(const pcclReduceOptions_t* opts, pccl::ReduceOptions* out) {
@@ -112,8 +125,8 @@ pcclResult_t reduceOptionsFrom(const pcclReduceOptions_t* opts, pccl::ReduceOpti
   if (opts->struct_size != sizeof(pcclReduceOptions_t)) {
     return fail(pcclInvalidArgument, "pcclReduceOptions_t was not initialised with PCCL_REDUCE_OPTIONS_INIT");
   }
-  if (!validEnum(static_cast<int>(opts->quant), 4)) return fail(pcclInvalidArgument, "unknown pcclQuant_t value");
-  if (!validEnum(static_cast<int>(opts->location), 2)) {
+  if (!validEnum(opts->quant, 4)) return fail(pcclInvalidArgument, "unknown pcclQuant_t value");
+  if (!validEnum(opts->location, 2)) {
     return fail(pcclInvalidArgument, "unknown pcclBufferLocation_t value");
   }
   out->tag = opts->tag;
@@ -245,7 +258,8 @@ pcclResult_t pcclGetAttribute(pcclComm_t comm, pcclAttribute_t attr, int64_t* va
     PCCL_CHECK_COMM(comm);
     PCCL_CHECK_PTR(value);
     pccl::Topology t = comm->impl->topology();
-    switch (attr) {
+    const int a = rawEnum(attr);
+    switch (a) {
       case PCCL_ATTR_WORLD_SIZE: *value = t.world_size; return pcclSuccess;
       case PCCL_ATTR_RANK: *value = t.rank; return pcclSuccess;
       case PCCL_ATTR_GROUP_WORLD_SIZE: *value = t.group_world_size; return pcclSuccess;
@@ -255,7 +269,7 @@ pcclResult_t pcclGetAttribute(pcclComm_t comm, pcclAttribute_t attr, int64_t* va
       case PCCL_ATTR_LISTEN_PORT: *value = comm->impl->listenPort(); return pcclSuccess;
       case PCCL_ATTR_RING_CONNECTIONS: *value = t.successor_connections; return pcclSuccess;
     }
-    return fail(pcclInvalidArgument, "unknown attribute " + std::to_string(static_cast<int>(attr)));
+    return fail(pcclInvalidArgument, "unknown attribute " + std::to_string(a));
   });
 }
 
@@ -265,8 +279,8 @@ pcclResult_t pcclAllReduceAsync(const void* sendbuf, void* recvbuf, size_t count
     PCCL_CHECK_COMM(comm);
     PCCL_CHECK_PTR(req);
     *req = nullptr;
-    if (!validEnum(static_cast<int>(dtype), 12)) return fail(pcclInvalidArgument, "unknown pcclDataType_t value");
-    if (!validEnum(static_cast<int>(op), 5)) return fail(pcclInvalidArgument, "unknown pcclRedOp_t value");
+    if (!validEnum(dtype, 12)) return fail(pcclInvalidArgument, "unknown pcclDataType_t value");
+    if (!validEnum(op, 5)) return fail(pcclInvalidArgument, "unknown pcclRedOp_t value");
     pccl::ReduceOptions o;
     pcclResult_t r = reduceOptionsFrom(opts, &o);
     if (r != pcclSuccess) return r;
@@ -316,7 +330,7 @@ pcclResult_t pcclSyncSharedState(pcclComm_t comm, pcclSharedState_t* state, pccl
     if (state->struct_size != sizeof(pcclSharedState_t)) {
       return fail(pcclInvalidArgument, "pcclSharedState_t was not initialised with PCCL_SHARED_STATE_INIT");
     }
-    if (!validEnum(static_cast<int>(strategy), 3)) return fail(pcclInvalidArgument, "unknown pcclSyncStrategy_t value");
+    if (!validEnum(strategy, 3)) return fail(pcclInvalidArgument, "unknown pcclSyncStrategy_t value");
     if (state->count > 0 && state->infos == nullptr) return fail(pcclInvalidArgument, "state->infos must not be NULL");
     pccl::SharedState s;
     s.revision = state->revision;
@@ -324,7 +338,7 @@ pcclResult_t pcclSyncSharedState(pcclComm_t comm, pcclSharedState_t* state, pccl
     for (size_t i = 0; i < state->count; ++i) {
       const pcclTensorInfo_t& t = state->infos[i];
       if (t.name == nullptr) return fail(pcclInvalidArgument, fmt::format("state->infos[{}].name is NULL", i));
-      if (!validEnum(static_cast<int>(t.dtype), 12)) {
+      if (!validEnum(t.dtype, 12)) {
         return fail(pcclInvalidArgument, fmt::format("state->infos[{}]: unknown pcclDataType_t value", i));
       }
       s.tensors.push_back(pccl::SharedTensor{t.name, static_cast<pccl::DataType>(t.dtype), t.count, t.data});
