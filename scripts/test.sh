@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The README's test command: installs dependencies, builds (with the DiLoCo example), compiles the GPU
-# backend modules and runs their kernel test (scripts/gpu.sh; skipped without a GPU), then runs the whole
-# suite with ctest.
+# backend modules and runs their kernel test (scripts/gpu.sh; skipped without a GPU), runs every fuzz
+# harness for a bounded time (scripts/fuzz.sh; clang + libFuzzer), then runs the whole suite with ctest.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The DiLoCo example's smoke test (examples/diloco, libtorch) is part of the suite; PCCL_DILOCO=0 leaves
@@ -13,4 +13,5 @@ if [ "${PCCL_DILOCO:-1}" != "0" ]; then
 fi
 bash scripts/build.sh "${extra[@]}" "$@"
 bash scripts/gpu.sh
+bash scripts/fuzz.sh "${PCCL_FUZZ_SECONDS:-20}"
 ctest --test-dir "${PCCL_BUILD_DIR:-build}" --output-on-failure -j "${PCCL_JOBS:-2}" --timeout 300

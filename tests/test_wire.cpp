@@ -20,6 +20,7 @@
 #include "wire/frame.hpp"
 #include "wire/messages.hpp"
 #include "wire/sync_messages.hpp"
+#include "wire_message_list.hpp"
 
 // The replaced operator new/delete below pair malloc with free; GCC's inliner cannot see that.
 #if defined(__GNUC__) && !defined(__clang__)
@@ -66,27 +67,6 @@ using namespace pccl::wire;
 namespace {
 
 // ---- helpers ----------------------------------------------------------------------------------
-
-template <typename T>
-struct Tag {
-  using type = T;
-};
-
-using AllMessages =
-    std::tuple<Hello, HelloReply, AuthProof, AuthOk, Error, JoinRequest, JoinAccepted, Heartbeat, VoteUpdate,
-               WithdrawVote, Leave, P2PAccept, TopologyUpdate, P2PReady, TopologyReady, TopologyFailed, P2PFailed,
-               QueryStatus, MembershipStatus, PeerLeft, P2PHello, OpAnnounce, OpStart, OpAbort, OpDone,
-               OpComplete, OpFailed, SyncAnnounce, SyncPlan, SyncDone, SyncComplete>;
-
-template <typename... Ms, typename F>
-void forEachImpl(std::tuple<Ms...>*, F& f) {
-  (f(Tag<Ms>{}), ...);
-}
-// Calls f(Tag<M>{}) for every message type M.
-template <typename F>
-void forEachMessage(F&& f) {
-  forEachImpl(static_cast<AllMessages*>(nullptr), f);
-}
 
 template <size_t N>
 std::array<uint8_t, N> pattern(uint8_t seed) {

@@ -10,6 +10,7 @@
 
 #if defined(__x86_64__) || defined(__i386__)
 #include <immintrin.h>
+#include <cpuid.h>
 #define PCCL_X86 1
 #endif
 
@@ -24,8 +25,13 @@ inline bool hasAvx2() {
   static const bool k = __builtin_cpu_supports("avx2");
   return k;
 }
+// F16C from CPUID leaf 1 (ECX bit 29): clang's __builtin_cpu_supports does not know "f16c". AVX (the
+// OS saves the YMM state) is asked of the builtin, which checks OSXSAVE/XGETBV as well.
 inline bool hasF16c() {
-  static const bool k = __builtin_cpu_supports("f16c") && __builtin_cpu_supports("avx");
+  static const bool k = [] {
+    unsigned a = 0, b = 0, c = 0, d = 0;
+    return __get_cpuid(1, &a, &b, &c, &d) != 0 && (c & (1u << 29)) != 0 && __builtin_cpu_supports("avx");
+  }();
   return k;
 }
 

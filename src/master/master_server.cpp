@@ -16,7 +16,6 @@ using wire::shortId;
 
 namespace {
 constexpr const char* kLog = "master";
-constexpr const char* kVersion = "pccl 0.1.0";
 }  // namespace
 
 MasterServer::MasterServer(asio::io_context& io, MasterConfig config, StatsSink on_stats)

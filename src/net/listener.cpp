@@ -7,7 +7,7 @@
 namespace pccl::net {
 
 Listener::Listener(asio::io_context& io, ListenerConfig config)
-    : io_(io), config_(std::move(config)), acceptor_(io) {}
+    : config_(std::move(config)), acceptor_(io) {}
 
 Status Listener::open() {
   asio::error_code ec;

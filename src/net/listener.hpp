@@ -37,7 +37,6 @@ class Listener : public std::enable_shared_from_this<Listener> {
  private:
   void acceptNext();
 
-  asio::io_context& io_;
   ListenerConfig config_;
   Tcp::acceptor acceptor_;
   OnAuthenticated on_authenticated_;

@@ -1,0 +1,71 @@
+// Writes the seed corpora of the fuzz harnesses (scripts/fuzz.sh runs it before fuzzing):
+//   DIR/frames/     one well-formed frame of every message type, and a data frame header
+//   DIR/codec/      valid fp16, bf16 and int8 segments of float32 data (fuzz_codec's input layout)
+//   DIR/handshake/  a client's Hello + AuthProof (server side) and a server's HelloReply + AuthOk (client side)
+// Usage: pccl-fuzz-seeds DIR
+#include <sys/stat.h>
+
+#include <cstdio>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "codec/quant.hpp"
+#include "wire/data.hpp"
+#include "wire/frame.hpp"
+#include "wire_message_list.hpp"
+
+using namespace pccl;
+
+namespace {
+
+bool write(const std::string& path, const std::vector<uint8_t>& bytes) {
+  std::ofstream f(path, std::ios::binary);
+  f.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  return static_cast<bool>(f);
+}
+
+void append(std::vector<uint8_t>& to, const std::vector<uint8_t>& more) { to.insert(to.end(), more.begin(), more.end()); }
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s DIR\n", argv[0]);
+    return 2;
+  }
+  const std::string dir = argv[1];
+  for (const char* sub : {"", "/frames", "/codec", "/handshake"}) mkdir((dir + sub).c_str(), 0755);
+  bool ok = true;
+  int n = 0;
+  wire::forEachMessage([&](auto tag) {
+    using M = typename decltype(tag)::type;
+    ok = write(dir + "/frames/" + std::to_string(n++), wire::encodeFrame(M{}, 1)) && ok;
+  });
+  const auto head = wire::encodeDataFrameHead(wire::DataHeader{7, 1, wire::kDataCompressed, 4096}, 1, 0);
+  ok = write(dir + "/frames/data", std::vector<uint8_t>(head.begin(), head.end())) && ok;
+
+  std::vector<float> values(300);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 17) * 0.25f - 2.0f;
+  for (codec::Quant q : {codec::Quant::kFp16, codec::Quant::kBf16, codec::Quant::kInt8}) {
+    // byte 0: quant in bits 0..1, dtype index 2 (float32) in bits 2..3; bytes 1..2: count.
+    std::vector<uint8_t> seed = {static_cast<uint8_t>(static_cast<uint8_t>(q) | (2u << 2)),
+                                 static_cast<uint8_t>(values.size() & 0xff), static_cast<uint8_t>(values.size() >> 8)};
+    std::vector<uint8_t> wire_bytes(codec::wireBytes(q, codec::DType::kFloat32, values.size()));
+    codec::encode(q, codec::DType::kFloat32, values.data(), values.size(), wire_bytes.data());
+    append(seed, wire_bytes);
+    ok = write(dir + "/codec/q" + std::to_string(static_cast<int>(q)), seed) && ok;
+  }
+
+  std::vector<uint8_t> server_side = {0};
+  wire::Hello hello;
+  hello.role = static_cast<uint8_t>(wire::Role::kPeerToPeer);
+  append(server_side, wire::encodeFrame(hello, 0));
+  append(server_side, wire::encodeFrame(wire::AuthProof{}, 0));
+  std::vector<uint8_t> client_side = {1};
+  append(client_side, wire::encodeFrame(wire::HelloReply{}, 0));
+  append(client_side, wire::encodeFrame(wire::AuthOk{}, 0));
+  ok = write(dir + "/handshake/server", server_side) && write(dir + "/handshake/client", client_side) && ok;
+  if (!ok) std::fprintf(stderr, "pccl-fuzz-seeds: cannot write under %s\n", dir.c_str());
+  return ok ? 0 : 1;
+}
