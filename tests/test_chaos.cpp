@@ -1,0 +1,209 @@
+// The chaos test (docs/security.md, "Chaos"): a pccl-master process and 6 chaos_peer processes looping
+// all-reduces while this driver SIGKILLs peers (and restarts them), SIGSTOPs them for a while (a short
+// freeze is survived, a long one gets the peer dropped and it rejoins) at random. Then a quiet phase in
+// which every peer must be back in one ring doing operations. Invariants, checked on the peers' logs
+// and the master's /proc entries:
+//   - every successful operation on every peer has the correct result, and every peer of the same
+//     operation (epoch, k-th success in that epoch) holds the same bytes;
+//   - no pccl call overran its deadline (except calls of a peer that was frozen meanwhile);
+//   - the master's resident memory and open file count stay flat;
+//   - the run, and every process's exit after SIGTERM, end on time.
+// PCCL_CHAOS_SECONDS sets the chaos phase (default 60); a long value is the soak mode for manual runs.
+#include <catch2/catch.hpp>
+
+#include <dirent.h>
+#include <signal.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <map>
+#include <random>
+#include <set>
+#include <sstream>
+
+#include "test_support.hpp"
+
+using namespace pccl;
+using namespace pccl::test;
+
+namespace {
+
+constexpr int kPeers = 6;
+
+int64_t realMs() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+long rssKb(pid_t pid) {
+  std::ifstream f("/proc/" + std::to_string(pid) + "/status");
+  std::string key;
+  long value = -1;
+  while (f >> key) {
+    if (key == "VmRSS:") {
+      f >> value;
+      return value;
+    }
+  }
+  return -1;
+}
+
+int openFds(pid_t pid) {
+  DIR* d = opendir(("/proc/" + std::to_string(pid) + "/fd").c_str());
+  if (d == nullptr) return -1;
+  int n = 0;
+  while (dirent* e = readdir(d)) n += e->d_name[0] != '.';
+  closedir(d);
+  return n;
+}
+
+// "key=value" fields of a log line.
+std::map<std::string, std::string> fields(const std::string& line) {
+  std::map<std::string, std::string> out;
+  std::istringstream in(line);
+  std::string word;
+  in >> word;
+  out["kind"] = word;
+  while (in >> word) {
+    const size_t eq = word.find('=');
+    if (eq != std::string::npos) out[word.substr(0, eq)] = word.substr(eq + 1);
+  }
+  return out;
+}
+
+struct Peer {
+  std::unique_ptr<ChildProcess> proc;
+  std::string log;
+  std::vector<std::pair<int64_t, int64_t>> frozen;  // [SIGSTOP, SIGCONT] in CLOCK_REALTIME ms
+  int64_t restart_at = 0;                           // killed: when to start it again
+};
+
+}  // namespace
+
+TEST_CASE("chaos: 6 peers loop all-reduces through random kills, freezes and restarts", "[chaos]") {
+  const char* env = std::getenv("PCCL_CHAOS_SECONDS");
+  const int chaos_s = env != nullptr ? std::atoi(env) : 60;
+  const std::string dir = "chaos-logs";  // under the test's working directory (the build tree)
+  REQUIRE(std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()) == 0);
+
+  ChildProcess master({PCCL_MASTER_BIN, "--listen", "127.0.0.1:0", "--heartbeat-ms", "200", "--peer-timeout-ms",
+                       "2000"});
+  auto line = master.waitForLine("listening on", 10000);
+  REQUIRE(line);
+  const std::string address = line->substr(line->rfind(' ') + 1);
+
+  std::vector<Peer> peers(kPeers);
+  auto start = [&](int i) {
+    peers[i].log = dir + "/peer" + std::to_string(i) + ".log";
+    peers[i].proc = std::make_unique<ChildProcess>(
+        std::vector<std::string>{PCCL_CHAOS_PEER_BIN, "--master", address, "--log", peers[i].log});
+  };
+  for (int i = 0; i < kPeers; ++i) start(i);
+
+  std::mt19937 rng(12345);
+  auto pick = [&](int lo, int hi) { return std::uniform_int_distribution<int>(lo, hi)(rng); };
+  // Warm-up: the peers join (each waits for the others' votes); the master's baseline is taken then.
+  std::this_thread::sleep_for(std::chrono::seconds(8));  // a scripted schedule, not a wait for an event
+  const long rss0 = rssKb(master.pid());
+  const int fds0 = openFds(master.pid());
+
+  const int64_t chaos_end = realMs() + chaos_s * 1000LL;
+  int kills = 0, freezes = 0, long_freezes = 0;
+  while (realMs() < chaos_end) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(pick(300, 1500)));  // the next random event
+    for (int i = 0; i < kPeers; ++i) {  // restart the killed peers that are due
+      if (peers[i].restart_at != 0 && realMs() >= peers[i].restart_at) {
+        peers[i].restart_at = 0;
+        start(i);
+      }
+    }
+    const int victim = pick(0, kPeers - 1);
+    if (peers[victim].restart_at != 0) continue;  // down already
+    const int action = pick(0, 9);
+    if (action < 3) {  // SIGKILL; restart in 0.5..3 s
+      peers[victim].proc.reset();  // the destructor SIGKILLs and reaps
+      peers[victim].restart_at = realMs() + pick(500, 3000);
+      ++kills;
+    } else if (action < 6) {  // freeze: short (survived) or past the 2 s peer timeout (dropped, rejoins)
+      const int ms = action == 5 ? pick(2500, 4000) : pick(100, 1200);
+      const int64_t t0 = realMs();
+      peers[victim].proc->signal(SIGSTOP);
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+      peers[victim].proc->signal(SIGCONT);
+      peers[victim].frozen.emplace_back(t0, realMs());
+      ++freezes;
+      long_freezes += ms > 2000;
+    }  // else: a quiet interval
+  }
+  for (int i = 0; i < kPeers; ++i) {
+    if (peers[i].restart_at != 0) {
+      peers[i].restart_at = 0;
+      start(i);
+    }
+  }
+  // Quiet phase: every peer back in one ring of 6, doing operations.
+  const int64_t quiet_start = realMs();
+  std::this_thread::sleep_for(std::chrono::seconds(20));
+  const long rss1 = rssKb(master.pid());
+  const int fds1 = openFds(master.pid());
+
+  // Stop: every process leaves on SIGTERM, on time.
+  for (auto& p : peers) p.proc->signal(SIGTERM);
+  for (auto& p : peers) CHECK(p.proc->waitExit(15000) == 0);
+  master.signal(SIGTERM);
+  CHECK(master.waitExit(5000) == 0);
+
+  // ---- the invariants, from the logs --------------------------------------------------------------
+  std::map<std::pair<std::string, std::string>, std::set<std::string>> hashes;  // (epoch, seq) -> hashes
+  size_t ok_ops = 0, wrong = 0, overruns = 0, quiet_ops_full = 0;
+  std::set<int> quiet_peers;
+  for (int i = 0; i < kPeers; ++i) {
+    std::ifstream f(peers[i].log);
+    std::string l;
+    while (std::getline(f, l)) {
+      auto kv = fields(l);
+      if (kv["kind"] == "ok") {
+        ++ok_ops;
+        wrong += std::stoull(kv["wrong"]);
+        hashes[{kv["epoch"], kv["seq"]}].insert(kv["hash"]);
+        if (kv["world"] == std::to_string(kPeers)) quiet_ops_full += 1;
+      } else if (kv["kind"] == "overrun") {
+        const int64_t s = std::stoll(kv["start"]), e = std::stoll(kv["end"]);
+        bool was_frozen = false;
+        for (const auto& fr : peers[i].frozen) was_frozen = was_frozen || (fr.first < e && fr.second > s);
+        if (!was_frozen) {
+          ++overruns;
+          WARN("peer " << i << ": " << l);
+        }
+      }
+    }
+    // In the quiet phase this peer completed operations with all 6 (its log's last "ok" lines).
+    std::ifstream tail(peers[i].log);
+    std::string last_ok;
+    while (std::getline(tail, l)) {
+      if (l.rfind("ok ", 0) == 0) last_ok = l;
+    }
+    if (!last_ok.empty() && fields(last_ok)["world"] == std::to_string(kPeers)) quiet_peers.insert(i);
+  }
+  size_t split = 0;
+  for (const auto& [op, hs] : hashes) split += hs.size() > 1;
+  INFO("kills " << kills << ", freezes " << freezes << " (" << long_freezes << " past the timeout), "
+                << ok_ops << " successful operations over " << hashes.size() << " distinct ones; quiet phase from "
+                << quiet_start);
+  WARN("chaos: " << kills << " kills, " << freezes << " freezes (" << long_freezes << " past the peer timeout), "
+                 << ok_ops << " successful operations (" << hashes.size() << " distinct), master RSS " << rss0
+                 << " -> " << rss1 << " kB, fds " << fds0 << " -> " << fds1);
+  CHECK(kills + freezes > 0);
+  CHECK(ok_ops > 100);
+  CHECK(wrong == 0);
+  CHECK(split == 0);          // byte-identical on every peer of every operation
+  CHECK(overruns == 0);       // no call past its deadline
+  CHECK(quiet_peers.size() == kPeers);  // everyone back in one ring of 6 at the end
+  CHECK(quiet_ops_full > 0);
+  // The master's memory and descriptors stay flat (same 6 peers connected at both samples).
+  INFO("master RSS " << rss0 << " -> " << rss1 << " kB, fds " << fds0 << " -> " << fds1);
+  CHECK(rss1 > 0);
+  CHECK(rss1 <= rss0 + 8 * 1024);
+  CHECK(fds1 <= fds0 + 2);
+}
