@@ -1,6 +1,7 @@
 // Authentication, version checks and hostile input against a live master (real sockets, real libsodium).
 #include <catch2/catch.hpp>
 
+#include <atomic>
 #include <cstdlib>
 #include <random>
 #include <thread>
@@ -21,9 +22,10 @@ struct CleanEnv {
   }
 };
 
-std::vector<uint8_t> helloFrame(const wire::Nonce& nonce, uint8_t flags, uint16_t version = wire::kProtocolVersion) {
+std::vector<uint8_t> helloFrame(const wire::Nonce& nonce, uint8_t flags, uint16_t version = wire::kProtocolVersion,
+                                wire::Role role = wire::Role::kPeerToMaster) {
   wire::Hello h;
-  h.role = static_cast<uint8_t>(wire::Role::kPeerToMaster);
+  h.role = static_cast<uint8_t>(role);
   h.flags = flags;
   h.nonce = nonce;
   auto f = wire::encodeFrame(h, 0);
@@ -42,11 +44,12 @@ struct ManualHandshake {
 };
 
 ManualHandshake handshakeByHand(uint16_t port, const std::string& secret, const wire::Nonce& nonce,
-                                const wire::Mac* replayed_proof = nullptr) {
+                                const wire::Mac* replayed_proof = nullptr,
+                                wire::Role role = wire::Role::kPeerToMaster) {
   ManualHandshake m;
   m.sock = RawSocket::connectTo(port);
   m.client_nonce = nonce;
-  REQUIRE(m.sock.sendBytes(helloFrame(nonce, secret.empty() ? 0 : 1)));
+  REQUIRE(m.sock.sendBytes(helloFrame(nonce, secret.empty() ? 0 : 1, wire::kProtocolVersion, role)));
   auto reply = m.sock.recvFrame(2000);
   REQUIRE(reply);
   REQUIRE(reply->header.type == static_cast<uint16_t>(wire::MsgType::kHelloReply));
@@ -55,8 +58,8 @@ ManualHandshake handshakeByHand(uint16_t port, const std::string& secret, const 
   m.server_nonce = hr->nonce;
   net::AuthKey key(secret);
   m.proof = replayed_proof ? *replayed_proof
-                           : key.proof(net::AuthKey::Side::kClient, static_cast<uint8_t>(wire::Role::kPeerToMaster),
-                                       m.client_nonce, m.server_nonce);
+                           : key.proof(net::AuthKey::Side::kClient, static_cast<uint8_t>(role), m.client_nonce,
+                                       m.server_nonce);
   wire::AuthProof ap;
   ap.mac = m.proof;
   REQUIRE(m.sock.sendBytes(wire::encodeFrame(ap, 0)));
@@ -267,4 +270,102 @@ TEST_CASE("security: garbage sent to a live master closes only that connection",
   REQUIRE(good->updateTopology().isOk());
   t.join();
   CHECK(master->stats().accepted == 2);
+}
+
+TEST_CASE("security: a connection flood is bounded: excess connections are closed at once, the run carries on",
+          "[security]") {
+  CleanEnv env;
+  MasterConfig mc = fastMasterConfig("k");
+  mc.max_pending_handshakes = 16;
+  auto master = startMaster(mc);
+  REQUIRE(master);
+  auto good = makeComm(fastCommConfig(master->port(), "k"));
+  REQUIRE(good->connect().isOk());
+  std::vector<RawSocket> flood;
+  for (int i = 0; i < 200; ++i) flood.push_back(RawSocket::connectTo(master->port()));
+  // At most 16 may be kept waiting (until the 1 s handshake deadline); the rest are closed at once.
+  size_t closed_at_once = 0;
+  auto t0 = std::chrono::steady_clock::now();
+  for (auto& s : flood) {
+    const int left_ms = std::max(0, 500 - static_cast<int>(secondsSince(t0) * 1000));
+    closed_at_once += s.waitClosed(left_ms) ? 1 : 0;  // within half a second, far before the 1 s deadline
+  }
+  CHECK(closed_at_once >= 200 - 16);
+  requireHealthy(*master, *good, 1);  // the member's own connection is untouched
+  for (auto& s : flood) CHECK(s.waitClosed(3000));  // and the rest at the deadline
+  // Afterwards a new peer joins normally.
+  auto late = makeComm(fastCommConfig(master->port(), "k"));
+  std::thread t([&] { CHECK(late->connect().isOk()); });
+  REQUIRE(master->waitFor([](const MasterStats& s) { return s.pending == 1; }, 5000));
+  REQUIRE(good->updateTopology().isOk());
+  t.join();
+  CHECK(master->stats().accepted == 2);
+}
+
+TEST_CASE("security: hostile connections to a peer's listener do not disturb its all-reduces", "[security]") {
+  CleanEnv env;
+  LocalCluster c = startCluster(2, fastCommConfig(0));
+  REQUIRE(c.peers.size() == 2);
+  const uint16_t target = c.peers[1]->listenPort();
+  std::atomic<bool> stop{false};
+  std::atomic<int> done_ops{0}, bad_ops{0};
+  std::vector<std::thread> workers;
+  for (size_t i = 0; i < 2; ++i) {
+    workers.emplace_back([&, i] {
+      // Element 0 carries "stop" through the all-reduce itself, so both peers leave after the same
+      // operation (a peer leaving alone would leave the other waiting for its partner).
+      std::vector<float> x(50000);
+      for (bool more = true; more;) {
+        std::fill(x.begin(), x.end(), 1.0f + static_cast<float>(i));
+        x[0] = stop.load() ? 1.0f : 0.0f;
+        auto r = c.peers[i]->allReduce(x.data(), x.data(), x.size(), DataType::kFloat32, RedOp::kSum);
+        if (!r.isOk() || x[123] != 3.0f) ++bad_ops;
+        more = r.isOk() && x[0] == 0.0f;
+        ++done_ops;
+      }
+    });
+  }
+  std::mt19937 rng(99);
+  std::vector<RawSocket> held;
+  for (int round = 0; round < 5; ++round) {
+    for (int i = 0; i < 30; ++i) held.push_back(RawSocket::connectTo(target));  // silent ones
+    for (int i = 0; i < 10; ++i) {  // garbage
+      std::vector<uint8_t> junk(1 + rng() % 500);
+      for (auto& b : junk) b = static_cast<uint8_t>(rng());
+      RawSocket s = RawSocket::connectTo(target);
+      s.sendBytes(junk);
+      CHECK(s.waitClosed(3000));
+    }
+    for (wire::Role role : {wire::Role::kPeerToMaster, wire::Role::kPeerToPeer}) {
+      // An authenticated stranger: a master-role connection (dropped), or a ring hello from nobody
+      // in the ring (wrong epoch, bad index).
+      ManualHandshake m = handshakeByHand(target, "", net::randomNonce(), nullptr, role);
+      REQUIRE(m.authenticated);
+      wire::P2PHello hello;
+      hello.epoch = 999;
+      hello.index = 77;
+      m.sock.sendBytes(wire::encodeFrame(hello, 999));
+      CHECK(m.sock.waitClosed(3000));
+    }
+    {  // oversized data frame header on an unauthenticated connection
+      wire::FrameHeader h;
+      h.type = static_cast<uint16_t>(wire::MsgType::kData);
+      h.length = 0xFFFFFF00u;
+      auto hb = wire::encodeHeader(h);
+      RawSocket s = RawSocket::connectTo(target);
+      s.sendBytes(std::vector<uint8_t>(hb.begin(), hb.end()));
+      CHECK(s.waitClosed(3000));
+    }
+  }
+  for (auto& s : held) CHECK(s.waitClosed(3000));  // every silent one dropped by the handshake deadline
+  stop = true;
+  for (auto& t : workers) t.join();
+  CHECK(bad_ops.load() == 0);
+  CHECK(done_ops.load() > 2);
+  // And after the attack.
+  c.onEach([&](size_t i) {
+    float x = 1.0f;
+    CHECK(c.peers[i]->allReduce(&x, &x, 1, DataType::kFloat32, RedOp::kSum).isOk());
+    CHECK(x == 2.0f);
+  });
 }
