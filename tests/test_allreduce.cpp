@@ -362,3 +362,71 @@ TEST_CASE("allreduce: a peer joining meanwhile waits for the update and never di
   });
   for (auto& b : bufs) CHECK(b == std::vector<float>(777, 3.0f));
 }
+
+TEST_CASE("allreduce: the limits on operations in flight (peer and master) refuse the excess clearly", "[allreduce][limits]") {
+  SECTION("peer: max_concurrent_ops") {
+    CommConfig cfg = smallSegments();
+    cfg.max_concurrent_ops = 2;
+    LocalCluster c = startCluster(2, cfg);
+    REQUIRE(c.peers.size() == 2);
+    std::vector<float> a(1000, 1.0f), b(1000, 1.0f), extra(10, 1.0f);
+    ReduceOptions o1, o2, o3;
+    o1.tag = 1;
+    o2.tag = 2;
+    o3.tag = 3;
+    auto h1 = c.peers[0]->allReduceAsync(a.data(), a.data(), a.size(), DataType::kFloat32, RedOp::kSum, o1);
+    auto h2 = c.peers[0]->allReduceAsync(b.data(), b.data(), b.size(), DataType::kFloat32, RedOp::kSum, o2);
+    REQUIRE(h1.isOk());
+    REQUIRE(h2.isOk());
+    auto h3 = c.peers[0]->allReduceAsync(extra.data(), extra.data(), extra.size(), DataType::kFloat32, RedOp::kSum, o3);
+    REQUIRE_FALSE(h3.isOk());
+    CHECK(h3.status().code() == Code::kInvalidUsage);
+    CHECK_THAT(h3.status().message(), Catch::Contains("max_concurrent_ops"));
+    std::vector<float> a1(1000, 1.0f), b1(1000, 1.0f);
+    CHECK(c.peers[1]->allReduce(a1.data(), a1.data(), a1.size(), DataType::kFloat32, RedOp::kSum, o1).isOk());
+    CHECK(c.peers[1]->allReduce(b1.data(), b1.data(), b1.size(), DataType::kFloat32, RedOp::kSum, o2).isOk());
+    CHECK(h1->wait().isOk());
+    CHECK(h2->wait().isOk());
+    CHECK(a[0] == 2.0f);
+    CommConfig bad = cfg;
+    bad.max_concurrent_ops = 0;
+    CHECK(Communicator::create(bad).status().code() == Code::kInvalidArgument);
+  }
+  SECTION("master: max_concurrent_ops over the whole run") {
+    MasterConfig mc = fastMasterConfig();
+    mc.max_concurrent_ops = 2;
+    auto master = startMaster(mc);
+    REQUIRE(master);
+    CommConfig cfg = smallSegments();
+    cfg.master_address = "127.0.0.1:" + std::to_string(master->port());
+    auto p0 = makeComm(cfg), p1 = makeComm(cfg);
+    REQUIRE(p0->connect().isOk());
+    std::thread t([&] { CHECK(p1->connect().isOk()); });
+    REQUIRE(master->waitFor([](const MasterStats& s) { return s.pending == 1; }, 10000));
+    REQUIRE(p0->updateTopology().isOk());
+    t.join();
+    // Peer 0 announces three operations; its partner has not yet: the third exceeds the master's limit.
+    std::vector<float> x(100, 1.0f), y(100, 1.0f), z(100, 1.0f);
+    ReduceOptions o;
+    o.tag = 10;
+    auto hx = p0->allReduceAsync(x.data(), x.data(), x.size(), DataType::kFloat32, RedOp::kSum, o);
+    o.tag = 11;
+    auto hy = p0->allReduceAsync(y.data(), y.data(), y.size(), DataType::kFloat32, RedOp::kSum, o);
+    o.tag = 12;
+    auto hz = p0->allReduceAsync(z.data(), z.data(), z.size(), DataType::kFloat32, RedOp::kSum, o);
+    REQUIRE(hz.isOk());
+    auto rz = hz->wait();
+    REQUIRE_FALSE(rz.isOk());
+    CHECK(rz.status().code() == Code::kInvalidUsage);
+    CHECK_THAT(rz.status().message(), Catch::Contains("max_concurrent_ops"));
+    CHECK(z[0] == 1.0f);  // untouched
+    std::vector<float> x1(100, 1.0f), y1(100, 1.0f);
+    o.tag = 10;
+    CHECK(p1->allReduce(x1.data(), x1.data(), x1.size(), DataType::kFloat32, RedOp::kSum, o).isOk());
+    o.tag = 11;
+    CHECK(p1->allReduce(y1.data(), y1.data(), y1.size(), DataType::kFloat32, RedOp::kSum, o).isOk());
+    CHECK(hx->wait().isOk());
+    CHECK(hy->wait().isOk());
+    CHECK(x[0] == 2.0f);
+  }
+}

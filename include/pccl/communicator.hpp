@@ -29,6 +29,7 @@ struct CommConfig {
   bool encrypt = false;                      // reserved: encryption lands with the hardening issue
   uint32_t op_timeout_ms = 1800000;          // deadline of one collective, from the call to its result
   uint32_t segment_bytes = 1 << 20;          // largest pipelining unit on the ring (all peers must agree)
+  uint32_t max_concurrent_ops = 1024;        // all-reduces in flight on this peer at once (1..65536)
 };
 
 using PeerId = std::array<uint8_t, 16>;

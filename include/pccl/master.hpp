@@ -21,6 +21,7 @@ struct MasterConfig {
   uint32_t handshake_timeout_ms = 5000;      // an unauthenticated connection is dropped after this
   uint32_t max_peers = 1024;                 // a JoinRequest beyond this gets Error(InvalidUsage)
   uint32_t max_pending_handshakes = 64;      // connections still handshaking at once
+  uint32_t max_concurrent_ops = 4096;        // collectives announced or running at once, whole run
 };
 
 // A snapshot of the run, for monitoring and tests.

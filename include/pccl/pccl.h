@@ -86,12 +86,13 @@ typedef struct {
                                       64 .. 64 MiB, default 1 MiB */
   uint32_t same_host_connections;  /* K when the successor is on this host (same advertised host, or both
                                       loopback); 0 = connections_per_peer; default 1 */
+  uint32_t max_concurrent_ops;     /* all-reduces in flight on this peer at once (1..65536); default 1024 */
 } pcclCommConfig_t;
 
 #define PCCL_COMM_CONFIG_INIT                                                                 \
   {                                                                                           \
     (uint32_t) sizeof(pcclCommConfig_t), PCCL_CONFIG_VERSION, NULL, NULL, NULL, 0u, 4u, 1000u, \
-        10000u, 120000u, 5000u, NULL, 0u, 0, 1800000u, 1048576u, 1u                           \
+        10000u, 120000u, 5000u, NULL, 0u, 0, 1800000u, 1048576u, 1u, 1024u                    \
   }
 
 /* Per-operation options. Initialise with PCCL_REDUCE_OPTIONS_INIT. */
@@ -162,12 +163,14 @@ typedef struct {
   uint32_t peer_timeout_ms;        /* silence before a peer is removed; default 10000 */
   uint32_t handshake_timeout_ms;   /* default 5000 */
   uint32_t max_peers;              /* default 1024 */
+  uint32_t max_pending_handshakes; /* connections still authenticating at once; more are closed; default 64 */
+  uint32_t max_concurrent_ops;     /* collectives announced or running at once in the run; default 4096 */
 } pcclMasterConfig_t;
 
 #define PCCL_MASTER_CONFIG_INIT                                                                    \
   {                                                                                                \
     (uint32_t) sizeof(pcclMasterConfig_t), PCCL_CONFIG_VERSION, NULL, NULL, 0u, 1000u, 10000u, 5000u, \
-        1024u                                                                                      \
+        1024u, 64u, 4096u                                                                          \
   }
 
 /* ---- peers ---------------------------------------------------------------------------------- */

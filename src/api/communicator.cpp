@@ -12,6 +12,7 @@
 #include <mutex>
 #include <thread>
 
+#include "api/comm_config.hpp"
 #include "api/device_buffers.hpp"
 #include "api/reduce_handle.hpp"
 #include "api/shared_state.hpp"
@@ -35,25 +36,6 @@ constexpr const char* kLog = "peer";
 constexpr const char* kClientVersion = "pccl 0.1.0";
 constexpr Millis kLeaveTimeout{2000};
 
-Topology topologyFrom(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& self, uint64_t epoch) {
-  Topology t;
-  t.epoch = epoch;
-  t.world_size = static_cast<uint32_t>(ring.size());
-  uint32_t group = 0;
-  for (const auto& m : ring) {
-    if (m.id == self) group = m.group;
-  }
-  for (size_t i = 0; i < ring.size(); ++i) {
-    const auto& m = ring[i];
-    if (m.id == self) {
-      t.rank = static_cast<uint32_t>(i);
-      t.group_rank = t.group_world_size;
-    }
-    if (m.group == group) ++t.group_world_size;
-    t.ring.push_back(RingMember{m.id, m.host, m.port, m.group});
-  }
-  return t;
-}
 }  // namespace
 
 std::string formatPeerId(const PeerId& id) {
@@ -235,6 +217,11 @@ class Communicator::Impl {
             fmt::format("allReduce needs a connected member with a ring; this peer is {}", peer::peerStateName(state_))));
       }
       if (syncing_) return record(Status::invalidUsage("allReduce while a shared-state sync runs on this peer"));
+      if (inflight_.size() >= config_.max_concurrent_ops) {
+        return record(Status::invalidUsage(fmt::format(
+            "{} all-reduces are in flight on this peer, its limit (max_concurrent_ops): wait for one first",
+            inflight_.size())));
+      }
       if (inflight_.count(o.tag) != 0) {
         return record(Status::invalidUsage(fmt::format(
             "tag {} is still in flight on this peer: concurrent collectives need distinct tags", o.tag)));
@@ -575,28 +562,7 @@ Result<std::unique_ptr<Communicator>> Communicator::create(CommConfig config) {
   if (config.master_address.empty()) return Status::invalidArgument("master_address is required (HOST:PORT)");
   PCCL_ASSIGN_OR_RETURN(net::HostPort master, net::parseHostPort(config.master_address, "master_address"));
   PCCL_ASSIGN_OR_RETURN(net::HostPort listen, net::parseHostPort(config.listen_address, "listen_address"));
-  if (config.connections_per_peer == 0 || config.connections_per_peer > 1024) {
-    return Status::invalidArgument(fmt::format("connections_per_peer must be 1..1024, got {}", config.connections_per_peer));
-  }
-  if (config.same_host_connections > 1024) {
-    return Status::invalidArgument(
-        fmt::format("same_host_connections must be 0..1024 (0: as connections_per_peer), got {}",
-                    config.same_host_connections));
-  }
-  if (config.heartbeat_interval_ms == 0 || config.peer_timeout_ms <= config.heartbeat_interval_ms) {
-    return Status::invalidArgument(fmt::format("need 0 < heartbeat_interval_ms ({}) < peer_timeout_ms ({})",
-                                               config.heartbeat_interval_ms, config.peer_timeout_ms));
-  }
-  if (config.connect_timeout_ms == 0 || config.handshake_timeout_ms == 0) {
-    return Status::invalidArgument("connect_timeout_ms and handshake_timeout_ms must be > 0");
-  }
-  if (config.encrypt) return Status::unsupported("encryption is not available in this build yet");
-  if (config.op_timeout_ms == 0) return Status::invalidArgument("op_timeout_ms must be > 0");
-  if (config.segment_bytes < 64 || config.segment_bytes > wire::kMaxDataPayload) {
-    return Status::invalidArgument(fmt::format("segment_bytes must be 64..{}, got {}", wire::kMaxDataPayload,
-                                               config.segment_bytes));
-  }
-  if (config.advertise_host.size() > 255) return Status::invalidArgument("advertise_host longer than 255 bytes");
+  PCCL_RETURN_IF_ERROR(checkCommConfig(config));
   PCCL_ASSIGN_OR_RETURN(std::string secret, resolveSecret(config.secret));
   auto impl = std::make_unique<Impl>(std::move(config), std::move(secret), std::move(master), std::move(listen));
   PCCL_RETURN_IF_ERROR(impl->init());

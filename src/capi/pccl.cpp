@@ -219,6 +219,7 @@ pcclResult_t pcclCommCreate(const pcclCommConfig_t* config, pcclComm_t* comm) {
     c.op_timeout_ms = config->op_timeout_ms;
     c.segment_bytes = config->segment_bytes;
     c.same_host_connections = config->same_host_connections;
+    c.max_concurrent_ops = config->max_concurrent_ops;
     auto created = pccl::Communicator::create(std::move(c));
     if (!created.isOk()) return fromStatus(created.status());
     auto* handle = new pcclComm{std::move(created).value(), config->peer_group};
@@ -384,6 +385,8 @@ pcclResult_t pcclMasterCreate(const pcclMasterConfig_t* config, pcclMaster_t* ma
     c.peer_timeout_ms = config->peer_timeout_ms;
     c.handshake_timeout_ms = config->handshake_timeout_ms;
     c.max_peers = config->max_peers;
+    c.max_pending_handshakes = config->max_pending_handshakes;
+    c.max_concurrent_ops = config->max_concurrent_ops;
     auto created = pccl::Master::create(std::move(c));
     if (!created.isOk()) return fromStatus(created.status());
     auto* handle = new pcclMaster{std::move(created).value()};

@@ -84,8 +84,8 @@ Result<std::unique_ptr<Master>> Master::create(MasterConfig config) {
                                                config.peer_timeout_ms, config.heartbeat_interval_ms));
   }
   if (config.handshake_timeout_ms == 0) return Status::invalidArgument("handshake_timeout_ms must be > 0");
-  if (config.max_peers == 0 || config.max_pending_handshakes == 0) {
-    return Status::invalidArgument("max_peers and max_pending_handshakes must be > 0");
+  if (config.max_peers == 0 || config.max_pending_handshakes == 0 || config.max_concurrent_ops == 0) {
+    return Status::invalidArgument("max_peers, max_pending_handshakes and max_concurrent_ops must be > 0");
   }
   return std::unique_ptr<Master>(new Master(std::make_unique<Impl>(std::move(config))));
 }

@@ -26,6 +26,7 @@ MasterServer::MasterServer(asio::io_context& io, MasterConfig config, StatsSink 
       // Checks run 20 times per timeout, so detection overshoots the timeout by at most 5%.
       tick_period_(std::clamp<int64_t>(std::min<int64_t>(config_.heartbeat_interval_ms, config_.peer_timeout_ms / 20),
                                        10, 1000)),
+      ops_(config_.max_concurrent_ops),
       on_stats_(std::move(on_stats)) {}
 
 MasterServer::~MasterServer() = default;

@@ -36,7 +36,19 @@ Effects OpCoordinator::announce(const wire::Uuid& peer, uint32_t group, const st
   Effects fx;
   const Key key{group, a.tag};
   auto it = pending_.find(key);
-  if (it == pending_.end()) it = pending_.emplace(key, Pending{members, {}}).first;
+  if (it == pending_.end()) {
+    if (pending_.size() + running_.size() >= max_ops_) {
+      wire::OpAbort abort;
+      abort.tag = a.tag;
+      abort.code = static_cast<uint16_t>(Code::kInvalidUsage);
+      abort.reason = fmt::format("tag {}: {} operations are in flight in this run, the master's limit "
+                                 "(max_concurrent_ops)",
+                                 a.tag, max_ops_);
+      fx.push_back(Outgoing{peer, wire::encodeFrame(abort, epoch)});
+      return fx;
+    }
+    it = pending_.emplace(key, Pending{members, {}}).first;
+  }
   Pending& p = it->second;
   if (p.announced.count(peer) != 0) {
     abortPending(fx, key, Code::kInvalidUsage,

@@ -20,6 +20,10 @@ namespace pccl::master {
 
 class OpCoordinator {
  public:
+  // At most `max_ops` operations announced or running at once (MasterConfig::max_concurrent_ops): an
+  // announcement beyond it is refused (InvalidUsage) before anything is stored.
+  explicit OpCoordinator(size_t max_ops = 4096) : max_ops_(max_ops) {}
+
   // `members`: the peers of the announcer's group in the current ring; `blocked`: why no collective
   // can run now (a vote is open, a ring is being built, a member left), or OK.
   Effects announce(const wire::Uuid& peer, uint32_t group, const std::vector<wire::Uuid>& members,
@@ -57,6 +61,7 @@ class OpCoordinator {
   std::map<Key, Pending> pending_;
   std::map<uint64_t, Running> running_;
   uint64_t next_op_id_ = 0;
+  size_t max_ops_;
 };
 
 }  // namespace pccl::master

@@ -1,0 +1,58 @@
+#include "api/comm_config.hpp"
+
+#include <fmt/format.h>
+
+#include "wire/data.hpp"
+
+namespace pccl {
+
+Status checkCommConfig(const CommConfig& config) {
+  if (config.connections_per_peer == 0 || config.connections_per_peer > 1024) {
+    return Status::invalidArgument(fmt::format("connections_per_peer must be 1..1024, got {}", config.connections_per_peer));
+  }
+  if (config.same_host_connections > 1024) {
+    return Status::invalidArgument(
+        fmt::format("same_host_connections must be 0..1024 (0: as connections_per_peer), got {}",
+                    config.same_host_connections));
+  }
+  if (config.heartbeat_interval_ms == 0 || config.peer_timeout_ms <= config.heartbeat_interval_ms) {
+    return Status::invalidArgument(fmt::format("need 0 < heartbeat_interval_ms ({}) < peer_timeout_ms ({})",
+                                               config.heartbeat_interval_ms, config.peer_timeout_ms));
+  }
+  if (config.connect_timeout_ms == 0 || config.handshake_timeout_ms == 0) {
+    return Status::invalidArgument("connect_timeout_ms and handshake_timeout_ms must be > 0");
+  }
+  if (config.encrypt) return Status::unsupported("encryption is not available in this build yet");
+  if (config.op_timeout_ms == 0) return Status::invalidArgument("op_timeout_ms must be > 0");
+  if (config.max_concurrent_ops == 0 || config.max_concurrent_ops > 65536) {
+    return Status::invalidArgument(fmt::format("max_concurrent_ops must be 1..65536, got {}", config.max_concurrent_ops));
+  }
+  if (config.segment_bytes < 64 || config.segment_bytes > wire::kMaxDataPayload) {
+    return Status::invalidArgument(fmt::format("segment_bytes must be 64..{}, got {}", wire::kMaxDataPayload,
+                                               config.segment_bytes));
+  }
+  if (config.advertise_host.size() > 255) return Status::invalidArgument("advertise_host longer than 255 bytes");
+  return Status::ok();
+}
+
+Topology topologyFrom(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& self, uint64_t epoch) {
+  Topology t;
+  t.epoch = epoch;
+  t.world_size = static_cast<uint32_t>(ring.size());
+  uint32_t group = 0;
+  for (const auto& m : ring) {
+    if (m.id == self) group = m.group;
+  }
+  for (size_t i = 0; i < ring.size(); ++i) {
+    const auto& m = ring[i];
+    if (m.id == self) {
+      t.rank = static_cast<uint32_t>(i);
+      t.group_rank = t.group_world_size;
+    }
+    if (m.group == group) ++t.group_world_size;
+    t.ring.push_back(RingMember{m.id, m.host, m.port, m.group});
+  }
+  return t;
+}
+
+}  // namespace pccl

@@ -1,0 +1,21 @@
+// The communicator's configuration checks and the topology it reports (pure functions).
+#ifndef PCCL_API_COMM_CONFIG_HPP_
+#define PCCL_API_COMM_CONFIG_HPP_
+
+#include <vector>
+
+#include "pccl/communicator.hpp"
+#include "wire/messages.hpp"
+
+namespace pccl {
+
+// Every range and relation CommConfig's fields must satisfy (addresses and the secret are checked
+// where they are parsed). InvalidArgument naming the field, or Unsupported.
+Status checkCommConfig(const CommConfig& config);
+
+// What a TopologyUpdate's ring means for the peer `self`.
+Topology topologyFrom(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& self, uint64_t epoch);
+
+}  // namespace pccl
+
+#endif  // PCCL_API_COMM_CONFIG_HPP_
