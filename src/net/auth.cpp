@@ -51,6 +51,17 @@ bool AuthKey::verify(Side side, uint8_t client_role, const wire::Nonce& cn, cons
   return crypto_auth_hmacsha256_verify(mac.data(), t.data(), t.size(), key_.data()) == 0;
 }
 
+std::array<uint8_t, 32> AuthKey::sessionKey(const char* label, uint8_t client_role, const wire::Nonce& cn,
+                                            const wire::Nonce& sn) const {
+  std::vector<uint8_t> t(label, label + std::strlen(label));
+  t.push_back(client_role);
+  t.insert(t.end(), cn.begin(), cn.end());
+  t.insert(t.end(), sn.begin(), sn.end());
+  std::array<uint8_t, 32> out{};
+  crypto_generichash(out.data(), out.size(), t.data(), t.size(), key_.data(), key_.size());
+  return out;
+}
+
 wire::Nonce randomNonce() {
   (void)initCrypto();
   wire::Nonce n{};

@@ -27,6 +27,10 @@ class AuthKey {
                   const wire::Nonce& server_nonce) const;
   bool verify(Side side, uint8_t client_role, const wire::Nonce& client_nonce, const wire::Nonce& server_nonce,
               const wire::Mac& mac) const;
+  // A 32-byte key for one direction of one authenticated connection (net/aead.hpp):
+  // BLAKE2b-256 keyed with the run's key over label || client_role || client_nonce || server_nonce.
+  std::array<uint8_t, 32> sessionKey(const char* label, uint8_t client_role, const wire::Nonce& client_nonce,
+                                     const wire::Nonce& server_nonce) const;
 
  private:
   std::array<uint8_t, 32> key_{};
