@@ -129,6 +129,11 @@ Status SharedStateSync::waitFor(std::unique_lock<std::mutex>& lk, TimePoint dead
                                      ctx_.timeout.count()));
 }
 
+codec::Digest SharedStateSync::leafOf(const Key& k, size_t i) {
+  const size_t at = i * codec::kHashLeafBytes;
+  return codec::hashLeaf(k.data + at, std::min(codec::kHashLeafBytes, k.bytes - at));
+}
+
 bool SharedStateSync::hashArrived(std::unique_lock<std::mutex>& lk, std::vector<Leaves>& leaves) {
   if (arrived_.empty()) return false;
   std::vector<Piece> batch = std::move(arrived_);
@@ -141,7 +146,7 @@ bool SharedStateSync::hashArrived(std::unique_lock<std::mutex>& lk, std::vector<
     for (size_t at = p.offset; at < p.offset + p.length; at += codec::kHashLeafBytes) {
       const size_t i = at / codec::kHashLeafBytes;
       if (at % codec::kHashLeafBytes != 0 || i >= l.digest.size()) break;
-      l.digest[i] = codec::hashLeaf(k.data + at, std::min(codec::kHashLeafBytes, k.bytes - at));
+      l.digest[i] = leafOf(k, i);
       l.done[i] = true;
     }
   }
@@ -154,8 +159,7 @@ Status SharedStateSync::verify(const std::vector<wire::SyncFetch>& fetches, std:
     const Key& k = keys_[fetches[f].key];
     Leaves& l = leaves[f];
     for (size_t i = 0; i < l.digest.size(); ++i) {  // leaves not hashed on arrival (none, normally)
-      const size_t at = i * codec::kHashLeafBytes;
-      if (!l.done[i]) l.digest[i] = codec::hashLeaf(k.data + at, std::min(codec::kHashLeafBytes, k.bytes - at));
+      if (!l.done[i]) l.digest[i] = leafOf(k, i);
     }
     const wire::Digest32 got = codec::hashFromLeaves(k.bytes, l.digest.data(), l.digest.size()).bytes;
     if (got != fetches[f].digest) {

@@ -73,6 +73,7 @@ class SharedStateSync {
     std::vector<codec::Digest> digest;
     std::vector<bool> done;
   };
+  static codec::Digest leafOf(const Key& k, size_t leaf);  // leaf `leaf` of k's bytes
   // Hashes the leaves of what arrived since the last call (off the lock); false when nothing had.
   bool hashArrived(std::unique_lock<std::mutex>& lk, std::vector<Leaves>& leaves);
   Status verify(const std::vector<wire::SyncFetch>& fetches, std::vector<Leaves>& leaves) const;

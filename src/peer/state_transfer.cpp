@@ -13,6 +13,8 @@ namespace pccl::peer {
 
 namespace {
 constexpr const char* kLog = "state";
+// Compression buffers kept for reuse (each about one chunk).
+constexpr size_t kMaxSpareBuffers = 8;
 // A request's payload at most: length, level, and a name of kMaxSyncKeyName bytes.
 constexpr uint32_t kMaxRequestBytes = 8 + 1 + 2 + wire::kMaxSyncKeyName;
 }  // namespace
@@ -107,14 +109,26 @@ Status StateServer::deliver(net::DataChannel& ch, const wire::DataHeader& h, con
   const uint8_t* src = s.data + h.offset;
   const auto length = static_cast<uint32_t>(q.length);
   if (q.level > 0) {
-    auto packed = std::make_shared<std::vector<uint8_t>>(codec::Compressor::bound(length));
+    // Compressed answers go out of buffers reused from answer to answer (no allocation per chunk).
+    std::shared_ptr<std::vector<uint8_t>> packed;
+    if (spare_.empty()) {
+      packed = std::make_shared<std::vector<uint8_t>>();
+    } else {
+      packed = std::move(spare_.back());
+      spare_.pop_back();
+    }
+    packed->resize(codec::Compressor::bound(length));
+    auto recycle = [this, packed](const Status&) {
+      if (spare_.size() < kMaxSpareBuffers) spare_.push_back(packed);
+    };
     PCCL_ASSIGN_OR_RETURN(size_t z, compressor_.compress(src, length, packed->data(), packed->size(), q.level));
     if (z != 0) {
       out.flags = wire::kDataCompressed;
       tx_bytes_ += z;
-      ch.send(out, packed->data(), static_cast<uint32_t>(z), [packed](const Status&) {});
+      ch.send(out, packed->data(), static_cast<uint32_t>(z), std::move(recycle));
       return Status::ok();
     }
+    recycle(Status::ok());
   }
   // Straight from the owner's buffer: it stays untouched until the sync is over (stop() first).
   tx_bytes_ += length;

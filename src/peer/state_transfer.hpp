@@ -65,6 +65,7 @@ class StateServer : public net::DataSink {
   std::vector<std::shared_ptr<net::DataChannel>> conns_;
   std::vector<std::weak_ptr<net::DataChannel>> paused_;  // asked about a sync not yet served
   codec::Compressor compressor_;
+  std::vector<std::shared_ptr<std::vector<uint8_t>>> spare_;  // compression buffers for reuse
   uint64_t tx_bytes_ = 0;
 };
 
