@@ -27,6 +27,7 @@ struct Options {
   std::string dtype = "float32";
   bool in_place = false;
   bool device = false;           // pccl: buffers in GPU memory (through the GPU backend module)
+  bool encrypt = false;          // pccl: every connection authenticated and encrypted (AEAD)
   bool sync = false;             // pccl: shared-state syncs (the last rank fetches) instead of all-reduces
   uint32_t segment_bytes = 1 << 20;
   std::string json;

@@ -9,6 +9,7 @@
 
 #include <CLI/CLI.hpp>
 #include <chrono>
+#include <random>
 #include <cstdio>
 #include <thread>
 
@@ -61,6 +62,13 @@ int reap(std::vector<pid_t> pids, int timeout_s) {
 int runLocal(const Options& o, const std::vector<std::string>& pass) {
   pccl::MasterConfig mc;
   mc.listen_address = "127.0.0.1:0";
+  if (o.encrypt) {
+    // A fresh secret for this run; the rank processes inherit it through PCCL_SECRET.
+    std::random_device rd;
+    mc.secret = std::to_string(rd()) + "-" + std::to_string(rd()) + "-" + std::to_string(rd());
+    mc.encrypt = true;
+    setenv("PCCL_SECRET", mc.secret.c_str(), 1);
+  }
   auto master = pccl::Master::create(mc);
   if (!master.isOk() || !(*master)->start().isOk()) {
     std::fprintf(stderr, "pccl-bench: cannot start the master\n");
@@ -105,6 +113,9 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"int32", "int64", "float16", "bfloat16", "float32", "float64"}));
   app.add_flag("--inplace", o.in_place, "pccl: send == recv");
   app.add_flag("--device", o.device, "pccl: buffers in GPU memory (needs a GPU backend module; docs/gpu.md)");
+  app.add_flag("--encrypt", o.encrypt,
+               "pccl: encrypt every connection (AES-256-GCM with AES-NI, else ChaCha20-Poly1305); --ranks runs use "
+               "a fresh secret, --master runs PCCL_SECRET / PCCL_SECRET_FILE");
   app.add_flag("--sync", o.sync,
                "pccl: time shared-state syncs instead of all-reduces: the last rank's copy of a SIZE-byte state is "
                "stale and it fetches all of it from the others (--compress: zstd on that transfer)");
@@ -151,6 +162,7 @@ int main(int argc, char** argv) {
   if (o.in_place) pass.push_back("--inplace");
   if (o.device) pass.push_back("--device");
   if (o.sync) pass.push_back("--sync");
+  if (o.encrypt) pass.push_back("--encrypt");
   if (!o.json.empty()) pass.insert(pass.end(), {"--json", o.json});
   for (const auto& f : o.extra_json) pass.insert(pass.end(), {"--json-field", f});
   return runLocal(o, pass);

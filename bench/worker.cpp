@@ -90,6 +90,7 @@ bool Worker::join() {
   c.connections_per_peer = o_.connections;
   c.same_host_connections = o_.same_host_connections;
   c.segment_bytes = o_.segment_bytes;
+  c.encrypt = o_.encrypt;
   auto comm = Communicator::create(c);
   if (!comm.isOk()) return fail(comm.status().toString()), false;
   comm_ = std::move(comm).value();
@@ -333,7 +334,10 @@ bool Worker::report(Row& row) {
         << ", \"device\": " << (gpu_ && row.backend == "pccl" ? "true" : "false") << ", \"bytes\": " << row.bytes
         << ", \"iterations\": " << times.size() << ", \"time_s\": " << t << ", \"algbw_gbps\": " << algbw
         << ", \"busbw_gbps\": " << busbw << ", \"wrong\": " << wrong << ", \"peak_rss_bytes\": " << rss;
-  if (row.backend == "pccl") json_ << ", \"compress\": " << o_.compress;
+  if (row.backend == "pccl") {
+    json_ << ", \"compress\": " << o_.compress << ", \"encrypt\": " << (o_.encrypt ? "true" : "false");
+    if (o_.encrypt) json_ << ", \"cipher\": \"" << comm_->cipher() << "\"";
+  }
   if (o_.sync) {
     json_ << ", \"sync_sources\": " << (world_ - 1) << ", \"sync_rx_bytes_per_iteration\": "
           << (o_.warmup + o_.iters > 0 ? sync_rx / static_cast<uint64_t>(o_.warmup + o_.iters) : 0);
@@ -390,6 +394,10 @@ int Worker::run() {
                 o_.same_host_connections != 0 ? o_.same_host_connections : o_.connections, ring_connections_,
                 o_.concurrent, o_.segment_bytes, o_.quant.c_str(),
                 o_.compress != 0 ? ("level " + std::to_string(o_.compress)).c_str() : "off");
+    if (o_.encrypt) {
+      std::printf("# encrypted: every pccl connection sealed with %s (Gloo runs in clear)\n",
+                  comm_->cipher());
+    }
     if (o_.sync) {
       std::printf("# shared-state sync: ranks 0..%d hold a SIZE-byte state, rank %d's copy is stale and it fetches "
                   "all of it (zstd %s); algbw = its download rate\n",

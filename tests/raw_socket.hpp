@@ -120,6 +120,7 @@ class RawListener {
   }
   ~RawListener() { ::close(fd_); }
   uint16_t port() const { return port_; }
+  int fd() const { return fd_; }
   RawSocket accept(int timeout_ms) {
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, timeout_ms) <= 0) return RawSocket();

@@ -312,7 +312,7 @@ struct HostileSource {
   void start() {
     REQUIRE(listener->open().isOk());
     listener->start([this](net::Authenticated a) {
-      auto s = std::make_shared<net::Tcp::socket>(std::move(a.socket));
+      auto s = std::make_shared<net::Tcp::socket>(std::move(a.link.socket));
       sockets.push_back(s);
       readRequest(s);
     });

@@ -26,7 +26,7 @@ struct CommConfig {
   uint32_t connect_timeout_ms = 120000;      // deadline of connect() / updateTopology()
   uint32_t handshake_timeout_ms = 5000;      // deadline of one connection's authentication
   std::string secret;                        // empty: PCCL_SECRET / PCCL_SECRET_FILE, else none
-  bool encrypt = false;                      // reserved: encryption lands with the hardening issue
+  bool encrypt = false;                      // encrypt every connection (needs a secret); false: PCCL_ENCRYPT
   uint32_t op_timeout_ms = 1800000;          // deadline of one collective, from the call to its result
   uint32_t segment_bytes = 1 << 20;          // largest pipelining unit on the ring (all peers must agree)
   uint32_t max_concurrent_ops = 1024;        // all-reduces in flight on this peer at once (1..65536)
@@ -98,6 +98,9 @@ class PCCL_API Communicator {
   Topology topology() const;
   PeerId id() const;
   uint16_t listenPort() const;
+  // "none" in a plain run; else the cipher this peer offers: "AES-256-GCM" (AES-NI here) or
+  // "ChaCha20-Poly1305". A connection uses AES-256-GCM only when both of its ends offer it.
+  const char* cipher() const;
   std::string lastError() const;   // detail of the last failure
   Status leave();                  // graceful; idempotent
 

@@ -22,6 +22,7 @@ struct MasterConfig {
   uint32_t max_peers = 1024;                 // a JoinRequest beyond this gets Error(InvalidUsage)
   uint32_t max_pending_handshakes = 64;      // connections still handshaking at once
   uint32_t max_concurrent_ops = 4096;        // collectives announced or running at once, whole run
+  bool encrypt = false;                      // encrypt every connection (needs a secret; peers must match)
 };
 
 // A snapshot of the run, for monitoring and tests.

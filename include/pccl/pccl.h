@@ -62,7 +62,9 @@ typedef enum {
   PCCL_ATTR_EPOCH = 4,            /* topology epoch of the current ring (0 before the first) */
   PCCL_ATTR_PEER_GROUP = 5,       /* the group id this peer declared */
   PCCL_ATTR_LISTEN_PORT = 6,      /* the port ring neighbours connect to */
-  PCCL_ATTR_RING_CONNECTIONS = 7  /* TCP connections to the ring successor (0 when alone in the group) */
+  PCCL_ATTR_RING_CONNECTIONS = 7, /* TCP connections to the ring successor (0 when alone in the group) */
+  PCCL_ATTR_CIPHER = 8            /* 0: plain run; 1: ChaCha20-Poly1305, 2: AES-256-GCM offered (a connection
+                                     uses AES-256-GCM only when both of its ends offer it) */
 } pcclAttribute_t;
 
 /* Peer configuration. Initialise with PCCL_COMM_CONFIG_INIT, then set fields. */
@@ -80,7 +82,8 @@ typedef struct {
   uint32_t handshake_timeout_ms;   /* deadline of one connection's authentication; default 5000 */
   const void* secret;              /* shared secret; NULL = PCCL_SECRET / PCCL_SECRET_FILE, else open */
   size_t secret_len;
-  int encrypt;                     /* reserved; must be 0 in this version */
+  int encrypt;                     /* 1: encrypt every connection (needs a secret; the master and every
+                                      peer must agree); 0 = PCCL_ENCRYPT, else off */
   uint32_t op_timeout_ms;          /* deadline of one collective, call to result; default 1800000 */
   uint32_t segment_bytes;          /* largest pipelining unit on the ring; all peers must agree;
                                       64 .. 64 MiB, default 1 MiB */
@@ -165,12 +168,13 @@ typedef struct {
   uint32_t max_peers;              /* default 1024 */
   uint32_t max_pending_handshakes; /* connections still authenticating at once; more are closed; default 64 */
   uint32_t max_concurrent_ops;     /* collectives announced or running at once in the run; default 4096 */
+  int encrypt;                     /* 1: every connection encrypted (needs a secret); default 0 */
 } pcclMasterConfig_t;
 
 #define PCCL_MASTER_CONFIG_INIT                                                                    \
   {                                                                                                \
     (uint32_t) sizeof(pcclMasterConfig_t), PCCL_CONFIG_VERSION, NULL, NULL, 0u, 1000u, 10000u, 5000u, \
-        1024u, 64u, 4096u                                                                          \
+        1024u, 64u, 4096u, 0                                                                       \
   }
 
 /* ---- peers ---------------------------------------------------------------------------------- */

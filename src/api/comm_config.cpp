@@ -22,7 +22,6 @@ Status checkCommConfig(const CommConfig& config) {
   if (config.connect_timeout_ms == 0 || config.handshake_timeout_ms == 0) {
     return Status::invalidArgument("connect_timeout_ms and handshake_timeout_ms must be > 0");
   }
-  if (config.encrypt) return Status::unsupported("encryption is not available in this build yet");
   if (config.op_timeout_ms == 0) return Status::invalidArgument("op_timeout_ms must be > 0");
   if (config.max_concurrent_ops == 0 || config.max_concurrent_ops > 65536) {
     return Status::invalidArgument(fmt::format("max_concurrent_ops must be 1..65536, got {}", config.max_concurrent_ops));

@@ -49,7 +49,7 @@ class Communicator::Impl {
   Impl(CommConfig config, std::string secret, net::HostPort master, net::HostPort listen)
       : config_(std::move(config)),
         master_addr_(std::move(master)),
-        key_(std::make_shared<net::AuthKey>(secret)),
+        key_(std::make_shared<net::AuthKey>(secret, config_.encrypt)),
         pool_(std::make_unique<peer::RingPool>(io_, key_, Millis(config_.handshake_timeout_ms),
                                                Millis(config_.connect_timeout_ms))),
         colls_(std::make_unique<collective::Collectives>(io_, &buffers_,
@@ -92,12 +92,12 @@ class Communicator::Impl {
   Status init() {
     PCCL_RETURN_IF_ERROR(listener_->open());
     listener_->start([this](net::Authenticated a) {
-      if (a.role == wire::Role::kStateFetch) return sync_->adopt(std::move(a.socket), epoch());
+      if (a.role == wire::Role::kStateFetch) return sync_->adopt(std::move(a.link), epoch());
       if (a.role != wire::Role::kPeerToPeer) {
         PCCL_LOG_WARN(kLog, "dropping a master-role connection sent to a peer");
         return;
       }
-      pool_->adopt(std::move(a.socket));
+      pool_->adopt(std::move(a.link));
     });
     thread_ = std::thread([this] {
       auto guard = asio::make_work_guard(io_);
@@ -327,6 +327,7 @@ class Communicator::Impl {
     return id_;
   }
   uint16_t listenPort() const { return listener_->port(); }
+  const char* cipher() const { return key_->encrypt() ? net::cipherName(net::preferredCipher()) : "none"; }
   std::string lastError() const {
     std::lock_guard<std::mutex> lk(err_mu_);
     return last_error_;
@@ -564,6 +565,11 @@ Result<std::unique_ptr<Communicator>> Communicator::create(CommConfig config) {
   PCCL_ASSIGN_OR_RETURN(net::HostPort listen, net::parseHostPort(config.listen_address, "listen_address"));
   PCCL_RETURN_IF_ERROR(checkCommConfig(config));
   PCCL_ASSIGN_OR_RETURN(std::string secret, resolveSecret(config.secret));
+  PCCL_ASSIGN_OR_RETURN(config.encrypt, resolveEncrypt(config.encrypt));
+  if (config.encrypt && secret.empty()) {
+    return Status::invalidArgument("encrypt needs a shared secret (config, PCCL_SECRET or PCCL_SECRET_FILE): the "
+                                   "connection keys derive from it");
+  }
   auto impl = std::make_unique<Impl>(std::move(config), std::move(secret), std::move(master), std::move(listen));
   PCCL_RETURN_IF_ERROR(impl->init());
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
@@ -577,6 +583,7 @@ Result<bool> Communicator::arePeersPending() { return impl_->arePeersPending(); 
 Topology Communicator::topology() const { return impl_->topology(); }
 PeerId Communicator::id() const { return impl_->id(); }
 uint16_t Communicator::listenPort() const { return impl_->listenPort(); }
+const char* Communicator::cipher() const { return impl_->cipher(); }
 std::string Communicator::lastError() const { return impl_->lastError(); }
 Status Communicator::leave() { return impl_->leave(); }
 Result<ReduceHandle> Communicator::allReduceAsync(const void* send, void* recv, size_t count, DataType dtype, RedOp op,

@@ -369,7 +369,7 @@ void SharedStateSync::onComplete(const wire::SyncComplete& m) {
   cv_.notify_all();
 }
 
-void SharedStateSync::adopt(net::Tcp::socket socket, uint64_t epoch) { server_.adopt(std::move(socket), epoch); }
+void SharedStateSync::adopt(net::Link link, uint64_t epoch) { server_.adopt(std::move(link), epoch); }
 
 void SharedStateSync::shutdown(const Status& why) {
   server_.stop(why);

@@ -53,7 +53,7 @@ class SharedStateSync {
   // ---- io thread ----
   void onPlan(const wire::SyncPlan& m);
   void onComplete(const wire::SyncComplete& m);
-  void adopt(net::Tcp::socket socket, uint64_t epoch);  // an authenticated kStateFetch connection
+  void adopt(net::Link link, uint64_t epoch);  // an authenticated kStateFetch connection
   void shutdown(const Status& why);                     // stops serving and fetching
   // Any thread: the master link is gone; a waiting run() returns `why`.
   void linkLost(const Status& why);

@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
       ->capture_default_str()->check(CLI::Range(2u, 86400000u));
   app.add_option("--handshake-timeout-ms", config.handshake_timeout_ms, "deadline for a new connection to authenticate")
       ->capture_default_str()->check(CLI::Range(1u, 600000u));
+  app.add_flag("--encrypt", config.encrypt, "encrypt every connection (needs --secret-file; peers set encrypt too)");
   app.add_option("--max-peers", config.max_peers, "most peers admitted at once")->capture_default_str()
       ->check(CLI::Range(1u, 65536u));
   CLI11_PARSE(app, argc, argv);

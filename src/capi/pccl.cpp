@@ -269,6 +269,11 @@ pcclResult_t pcclGetAttribute(pcclComm_t comm, pcclAttribute_t attr, int64_t* va
       case PCCL_ATTR_PEER_GROUP: *value = comm->peer_group; return pcclSuccess;
       case PCCL_ATTR_LISTEN_PORT: *value = comm->impl->listenPort(); return pcclSuccess;
       case PCCL_ATTR_RING_CONNECTIONS: *value = t.successor_connections; return pcclSuccess;
+      case PCCL_ATTR_CIPHER: {
+        const std::string c = comm->impl->cipher();
+        *value = c == "none" ? 0 : c == "AES-256-GCM" ? 2 : 1;
+        return pcclSuccess;
+      }
     }
     return fail(pcclInvalidArgument, "unknown attribute " + std::to_string(a));
   });
@@ -387,6 +392,7 @@ pcclResult_t pcclMasterCreate(const pcclMasterConfig_t* config, pcclMaster_t* ma
     c.max_peers = config->max_peers;
     c.max_pending_handshakes = config->max_pending_handshakes;
     c.max_concurrent_ops = config->max_concurrent_ops;
+    c.encrypt = config->encrypt != 0;
     auto created = pccl::Master::create(std::move(c));
     if (!created.isOk()) return fromStatus(created.status());
     auto* handle = new pcclMaster{std::move(created).value()};

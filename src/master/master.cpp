@@ -87,6 +87,9 @@ Result<std::unique_ptr<Master>> Master::create(MasterConfig config) {
   if (config.max_peers == 0 || config.max_pending_handshakes == 0 || config.max_concurrent_ops == 0) {
     return Status::invalidArgument("max_peers, max_pending_handshakes and max_concurrent_ops must be > 0");
   }
+  if (config.encrypt && config.secret.empty()) {
+    return Status::invalidArgument("encrypt needs a shared secret: the connection keys derive from it");
+  }
   return std::unique_ptr<Master>(new Master(std::make_unique<Impl>(std::move(config))));
 }
 

@@ -21,7 +21,7 @@ constexpr const char* kLog = "master";
 MasterServer::MasterServer(asio::io_context& io, MasterConfig config, StatsSink on_stats)
     : io_(io),
       config_(std::move(config)),
-      key_(std::make_shared<net::AuthKey>(config_.secret)),
+      key_(std::make_shared<net::AuthKey>(config_.secret, config_.encrypt)),
       ticker_(io),
       // Checks run 20 times per timeout, so detection overshoots the timeout by at most 5%.
       tick_period_(std::clamp<int64_t>(std::min<int64_t>(config_.heartbeat_interval_ms, config_.peer_timeout_ms / 20),
@@ -68,12 +68,12 @@ void MasterServer::shutdown() {
 
 void MasterServer::onAuthenticated(net::Authenticated auth) {
   if (auth.role != wire::Role::kPeerToMaster) {
-    PCCL_LOG_WARN(kLog, "dropping {}: peer-to-peer connection sent to the master", net::remoteName(auth.socket));
+    PCCL_LOG_WARN(kLog, "dropping {}: peer-to-peer connection sent to the master", net::remoteName(auth.link.socket));
     return;
   }
   auto s = std::make_unique<Session>();
   s->serial = next_serial_++;
-  s->conn = std::make_shared<net::Connection>(std::move(auth.socket), wire::kMaxControlPayload);
+  s->conn = std::make_shared<net::Connection>(std::move(auth.link), wire::kMaxControlPayload);
   Session& ref = *s;
   sessions_[s->serial] = std::move(s);
   registerHandlers(ref);

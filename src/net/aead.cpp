@@ -23,7 +23,11 @@ bool aesGcmAvailable() {
   return crypto_aead_aes256gcm_is_available() != 0;
 }
 
-Cipher preferredCipher() { return aesGcmAvailable() ? Cipher::kAes256Gcm : Cipher::kChaCha20Poly1305; }
+Cipher preferredCipher() {
+  const char* env = std::getenv("PCCL_CIPHER");
+  const bool chacha_only = env != nullptr && std::strcmp(env, "chacha20poly1305") == 0;
+  return aesGcmAvailable() && !chacha_only ? Cipher::kAes256Gcm : Cipher::kChaCha20Poly1305;
+}
 
 AeadStream::AeadStream(Cipher cipher, const AeadKey& key) : cipher_(cipher), key_(key) {
   (void)initCrypto();

@@ -5,7 +5,7 @@
 //   AES-256-GCM where the CPU has AES-NI (and PCLMUL), ChaCha20-Poly1305-IETF otherwise.
 // Messages are sealed detached (the 16-byte tag apart) and opened in place, so a payload can be read
 // straight into its destination and decrypted there.
-// This is the primitive only: the framing that uses it is not wired in yet (encrypt = 1 is refused).
+// The framing that uses it: net/link.hpp (control frames) and net/data_channel.hpp (data frames).
 #ifndef PCCL_NET_AEAD_HPP_
 #define PCCL_NET_AEAD_HPP_
 
@@ -24,8 +24,9 @@ using AeadTag = std::array<uint8_t, kAeadTagBytes>;
 
 enum class Cipher : uint8_t { kChaCha20Poly1305 = 1, kAes256Gcm = 2 };
 const char* cipherName(Cipher c);
-// AES-256-GCM when this CPU runs it in hardware, else ChaCha20-Poly1305. Both ends of a connection
-// must use the same: the handshake picks AES only when both can.
+// AES-256-GCM when this CPU runs it in hardware, else ChaCha20-Poly1305; PCCL_CIPHER=chacha20poly1305
+// makes this process offer ChaCha20-Poly1305 only (PCCL_CIPHER=aes256gcm or unset: the default). Both
+// ends of a connection must use the same: the handshake picks AES only when both offer it.
 bool aesGcmAvailable();
 Cipher preferredCipher();
 

@@ -13,7 +13,7 @@ Status initCrypto() {
   return Status::ok();
 }
 
-AuthKey::AuthKey(const std::string& secret) : has_secret_(!secret.empty()) {
+AuthKey::AuthKey(const std::string& secret, bool encrypt) : has_secret_(!secret.empty()), encrypt_(encrypt) {
   (void)initCrypto();
   static constexpr char kLabel[] = "pccl/auth/v1";
   crypto_generichash_state st;

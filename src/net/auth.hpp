@@ -19,8 +19,11 @@ Status initCrypto();
 
 class AuthKey {
  public:
-  explicit AuthKey(const std::string& secret);  // empty secret = open run
+  // The run's credentials and policy: its secret (empty = open run) and whether its connections are
+  // encrypted (needs a secret: the keys derive from it).
+  explicit AuthKey(const std::string& secret, bool encrypt = false);
   bool hasSecret() const { return has_secret_; }
+  bool encrypt() const { return encrypt_; }
 
   enum class Side : uint8_t { kClient = 1, kServer = 2 };
   wire::Mac proof(Side side, uint8_t client_role, const wire::Nonce& client_nonce,
@@ -35,6 +38,7 @@ class AuthKey {
  private:
   std::array<uint8_t, 32> key_{};
   bool has_secret_ = false;
+  bool encrypt_ = false;
 };
 
 wire::Nonce randomNonce();

@@ -13,8 +13,9 @@ Status ioStatus(const asio::error_code& ec, const char* what) {
 }
 }  // namespace
 
-Connection::Connection(Tcp::socket socket, uint32_t max_payload)
-    : socket_(std::move(socket)),
+Connection::Connection(Link link, uint32_t max_payload)
+    : socket_(std::move(link.socket)),
+      crypto_(std::move(link.crypto)),
       max_payload_(max_payload),
       name_(remoteName(socket_)),
       linger_(socket_.get_executor()) {
@@ -38,7 +39,7 @@ void Connection::readHeader() {
   asio::async_read(socket_, asio::buffer(header_), [this, self](const asio::error_code& ec, size_t) {
     if (closed_) return;
     if (ec) return close(ioStatus(ec, "read"));
-    auto h = wire::decodeHeader(header_.data(), header_.size(), max_payload_);
+    auto h = wire::decodeHeader(header_.data(), header_.size(), max_payload_ + sealOverhead(crypto_));
     if (!h.isOk()) return close(h.status());
     last_rx_ = Clock::now();
     readPayload(*h);
@@ -48,11 +49,13 @@ void Connection::readHeader() {
 void Connection::readPayload(const wire::FrameHeader& h) {
   payload_.resize(h.length);  // bounded by max_payload_, checked in decodeHeader
   auto self = shared_from_this();
-  asio::async_read(socket_, asio::buffer(payload_), [this, self, h](const asio::error_code& ec, size_t) {
+  asio::async_read(socket_, asio::buffer(payload_), [this, self, frame = h](const asio::error_code& ec, size_t) {
     if (closed_) return;
     if (ec) return close(ioStatus(ec, "read"));
     last_rx_ = Clock::now();
-    Status s = on_frame_(h, payload_.data(), payload_.size());
+    wire::FrameHeader opened = frame;
+    Status s = openFrame(crypto_, header_, opened, payload_.data());
+    if (s.isOk()) s = on_frame_(opened, payload_.data(), opened.length);
     if (!s.isOk()) return close(s);
     if (!closed_) readHeader();
   });
@@ -60,6 +63,8 @@ void Connection::readPayload(const wire::FrameHeader& h) {
 
 void Connection::sendFrame(std::vector<uint8_t> frame) {
   if (closed_ || close_after_write_) return;
+  Status sealed = sealFrame(crypto_, frame);
+  if (!sealed.isOk()) return close(sealed);
   out_.push_back(std::move(frame));
   if (!writing_) writeNext();
 }

@@ -1,4 +1,5 @@
 // A framed, authenticated TCP connection: a read loop delivering whole frames, and a write queue.
+// In an encrypted run every frame is sealed on send and opened (authenticated) before delivery.
 // Thread: everything runs on the owning io_context's single thread; post() to it from elsewhere.
 #ifndef PCCL_NET_CONNECTION_HPP_
 #define PCCL_NET_CONNECTION_HPP_
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "net/asio.hpp"
+#include "net/link.hpp"
 #include "pccl/status.hpp"
 #include "util/clock.hpp"
 #include "wire/frame.hpp"
@@ -24,7 +26,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   using FrameHandler = std::function<Status(const wire::FrameHeader&, const uint8_t*, size_t)>;
   using CloseHandler = std::function<void(const Status&)>;
 
-  Connection(Tcp::socket socket, uint32_t max_payload);
+  Connection(Link link, uint32_t max_payload);
   ~Connection();
 
   void start(FrameHandler on_frame, CloseHandler on_close);
@@ -49,6 +51,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void writeNext();
 
   Tcp::socket socket_;
+  SessionCrypto crypto_;
   uint32_t max_payload_;
   std::string name_;
   FrameHandler on_frame_;

@@ -4,14 +4,15 @@
 #include <linux/sockios.h>
 #include <sys/ioctl.h>
 
+#include <algorithm>
 #include <utility>
 
 #include "wire/messages.hpp"
 
 namespace pccl::net {
 
-DataChannel::DataChannel(Tcp::socket socket, uint64_t epoch, std::string name)
-    : socket_(std::move(socket)), epoch_(epoch), name_(std::move(name)) {
+DataChannel::DataChannel(Link link, uint64_t epoch, std::string name)
+    : socket_(std::move(link.socket)), crypto_(std::move(link.crypto)), epoch_(epoch), name_(std::move(name)) {
   // Kernel buffer sizes are left to TCP autotuning (net.ipv4.tcp_rmem/tcp_wmem): setting SO_SNDBUF or
   // SO_RCVBUF would switch autotuning off and cap them at net.core.*mem_max, too small for long fat pipes.
   tuneSocket(socket_);
@@ -29,27 +30,38 @@ void DataChannel::start(DataSink* sink) {
 
 void DataChannel::readHead() {
   auto self = shared_from_this();
-  asio::async_read(socket_, asio::buffer(head_), [this, self](const asio::error_code& ec, size_t) {
+  asio::async_read(socket_, asio::buffer(head_.data(), headBytes()), [this, self](const asio::error_code& ec, size_t) {
     if (closed_) return;
     if (ec) {
       return close(Status::peerLost(ec == asio::error::eof ? name_ + " closed the connection"
                                                            : name_ + ": " + ec.message()));
     }
-    auto h = wire::decodeHeader(head_.data(), wire::kHeaderSize, wire::kDataHeaderSize + wire::kMaxDataPayload);
+    const uint32_t tags = 2 * sealOverhead(crypto_);
+    auto h = wire::decodeHeader(head_.data(), wire::kHeaderSize, wire::kDataHeaderSize + wire::kMaxDataPayload + tags);
     if (!h.isOk()) return close(h.status().withContext(name_));
-    if (h->type != static_cast<uint16_t>(wire::MsgType::kData) || h->length < wire::kDataHeaderSize) {
+    if (h->type != static_cast<uint16_t>(wire::MsgType::kData) || h->length < wire::kDataHeaderSize + tags) {
       return close(Status::protocol(fmt::format("{}: unexpected {} frame on a ring connection", name_,
                                                 wire::msgTypeName(h->type))));
     }
     if (h->epoch != epoch_) {
       return close(Status::protocol(fmt::format("{}: data frame of epoch {} on a ring of epoch {}", name_, h->epoch, epoch_)));
     }
+    Status opened = openHead();
+    if (!opened.isOk()) return close(opened.withContext(name_));
     auto d = wire::decodeDataHeader(head_.data() + wire::kHeaderSize, wire::kDataHeaderSize);
     if (!d.isOk()) return close(d.status().withContext(name_));
     current_ = *d;
-    current_bytes_ = h->length - static_cast<uint32_t>(wire::kDataHeaderSize);
+    current_bytes_ = h->length - static_cast<uint32_t>(wire::kDataHeaderSize) - tags;
     placeAndRead();
   });
+}
+
+Status DataChannel::openHead() {
+  if (!crypto_.on()) return Status::ok();
+  AeadTag tag{};
+  std::copy_n(head_.data() + wire::kHeaderSize + wire::kDataHeaderSize, kAeadTagBytes, tag.data());
+  return crypto_.recv->open(head_.data(), wire::kHeaderSize, head_.data() + wire::kHeaderSize, wire::kDataHeaderSize,
+                            tag);
 }
 
 void DataChannel::resume() {
@@ -72,9 +84,16 @@ void DataChannel::placeAndRead() {
     dst = staging_.data();
   }
   auto self = shared_from_this();
-  asio::async_read(socket_, asio::buffer(dst, current_bytes_), [this, self, dst, keep](const asio::error_code& ec, size_t) {
+  std::array<asio::mutable_buffer, 2> bufs{asio::buffer(dst, current_bytes_),
+                                           asio::buffer(payload_tag_.data(), sealOverhead(crypto_))};
+  asio::async_read(socket_, bufs, [this, self, dst, keep](const asio::error_code& ec, size_t) {
     if (closed_) return;
     if (ec) return close(Status::peerLost(name_ + ": " + ec.message()));
+    if (crypto_.on()) {
+      // Authenticated before anyone sees it. A discarded payload is opened too: it keeps the nonces in step.
+      Status opened = crypto_.recv->open(head_.data(), wire::kHeaderSize, dst, current_bytes_, payload_tag_);
+      if (!opened.isOk()) return close(opened.withContext(name_));
+    }
     bytes_received_ += current_bytes_;
     if (keep) {
       Status s = sink_->deliver(*this, current_, dst, current_bytes_);
@@ -102,18 +121,43 @@ void DataChannel::writeNext() {
   }
   writing_ = true;
   Pending& p = out_.front();
+  if (crypto_.on()) return writeSealed(p);
   std::array<asio::const_buffer, 2> bufs{asio::buffer(p.head), asio::buffer(p.payload, p.bytes)};
   auto self = shared_from_this();
-  asio::async_write(socket_, bufs, [this, self](const asio::error_code& ec, size_t) {
-    if (closed_) return;
-    if (ec) return close(Status::peerLost(name_ + ": " + ec.message()));
-    Pending done = std::move(out_.front());
-    out_.pop_front();
-    queued_bytes_ -= done.bytes;
-    bytes_sent_ += done.bytes;
-    done.done(Status::ok());
-    writeNext();
-  });
+  asio::async_write(socket_, bufs, [this, self](const asio::error_code& ec, size_t) { written(ec); });
+}
+
+void DataChannel::writeSealed(Pending& p) {
+  // Sealed here, in write order, so the receiver's nonce counter meets them in the same order.
+  wire::FrameHeader fh;
+  fh.type = static_cast<uint16_t>(wire::MsgType::kData);
+  fh.epoch = epoch_;
+  fh.length = static_cast<uint32_t>(wire::kDataHeaderSize + p.bytes + 2 * kAeadTagBytes);
+  const wire::HeaderBytes frame_head = wire::encodeHeader(fh);
+  std::copy(frame_head.begin(), frame_head.end(), sealed_head_.begin());
+  std::copy_n(p.head.data() + wire::kHeaderSize, wire::kDataHeaderSize, sealed_head_.data() + wire::kHeaderSize);
+  AeadTag tag{};
+  Status s = crypto_.send->seal(sealed_head_.data(), wire::kHeaderSize, sealed_head_.data() + wire::kHeaderSize,
+                                wire::kDataHeaderSize, &tag);
+  std::copy(tag.begin(), tag.end(), sealed_head_.data() + wire::kHeaderSize + wire::kDataHeaderSize);
+  if (sealed_.size() < p.bytes + kAeadTagBytes) sealed_.resize(p.bytes + kAeadTagBytes);
+  if (s.isOk()) s = crypto_.send->sealTo(sealed_head_.data(), wire::kHeaderSize, p.payload, p.bytes, sealed_.data(), &tag);
+  if (!s.isOk()) return close(s.withContext(name_));
+  std::copy(tag.begin(), tag.end(), sealed_.data() + p.bytes);
+  std::array<asio::const_buffer, 2> bufs{asio::buffer(sealed_head_), asio::buffer(sealed_.data(), p.bytes + kAeadTagBytes)};
+  auto self = shared_from_this();
+  asio::async_write(socket_, bufs, [this, self](const asio::error_code& ec, size_t) { written(ec); });
+}
+
+void DataChannel::written(const asio::error_code& ec) {
+  if (closed_) return;
+  if (ec) return close(Status::peerLost(name_ + ": " + ec.message()));
+  Pending done = std::move(out_.front());
+  out_.pop_front();
+  queued_bytes_ -= done.bytes;
+  bytes_sent_ += done.bytes;
+  done.done(Status::ok());
+  writeNext();
 }
 
 uint64_t DataChannel::backlog() const {

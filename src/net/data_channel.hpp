@@ -2,6 +2,12 @@
 // Receive: each frame's DataHeader is shown to the sink, which says where its elements go (straight
 // into their destination, into the channel's staging buffer, discarded, or "pause until I know").
 // Send: a FIFO of (header, pointer, length) written with one gather write each: no copy of the payload.
+// Encrypted runs (docs/protocol.md §6): the DataHeader and the payload are sealed separately, each
+// followed by its tag, with the clear frame header as associated data:
+//   frame header | sealed DataHeader | tag | sealed payload | tag
+// so the sink still sees the header before choosing where the payload goes. The payload is read
+// straight into its destination and decrypted there; on send it is encrypted into the channel's one
+// reusable buffer (the caller's bytes are never modified), as one write is in flight at a time.
 // Thread: the owning io_context's thread.
 #ifndef PCCL_NET_DATA_CHANNEL_HPP_
 #define PCCL_NET_DATA_CHANNEL_HPP_
@@ -15,6 +21,7 @@
 #include <vector>
 
 #include "net/asio.hpp"
+#include "net/link.hpp"
 #include "pccl/status.hpp"
 #include "wire/data.hpp"
 
@@ -46,7 +53,7 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
  public:
   using SendDone = std::function<void(const Status&)>;
 
-  DataChannel(Tcp::socket socket, uint64_t epoch, std::string name);
+  DataChannel(Link link, uint64_t epoch, std::string name);
   ~DataChannel();
 
   void start(DataSink* sink);
@@ -70,15 +77,24 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
     uint32_t bytes;
     SendDone done;
   };
+  static constexpr size_t kMaxHead = wire::kHeaderSize + wire::kDataHeaderSize + kAeadTagBytes;
+  size_t headBytes() const { return wire::kHeaderSize + wire::kDataHeaderSize + sealOverhead(crypto_); }
   void readHead();
+  Status openHead();
   void placeAndRead();
   void writeNext();
+  void writeSealed(Pending& p);
+  void written(const asio::error_code& ec);
 
   Tcp::socket socket_;
+  SessionCrypto crypto_;
   uint64_t epoch_;
   std::string name_;
   DataSink* sink_ = nullptr;
-  std::array<uint8_t, wire::kHeaderSize + wire::kDataHeaderSize> head_{};
+  std::array<uint8_t, kMaxHead> head_{};
+  AeadTag payload_tag_{};               // encrypted runs: the tag after the payload being read
+  std::array<uint8_t, kMaxHead> sealed_head_{};
+  std::vector<uint8_t> sealed_;         // encrypted runs: the payload being written, then its tag
   wire::DataHeader current_{};
   uint32_t current_bytes_ = 0;
   bool paused_ = false;

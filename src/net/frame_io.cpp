@@ -13,6 +13,11 @@ FrameIo::FrameIo(Tcp::socket socket, Millis timeout, Finish on_fail, uint32_t ma
   tuneSocket(socket_);
 }
 
+FrameIo::FrameIo(Link link, Millis timeout, Finish on_fail, uint32_t max_payload)
+    : FrameIo(std::move(link.socket), timeout, std::move(on_fail), max_payload) {
+  crypto_ = std::move(link.crypto);
+}
+
 void FrameIo::armDeadline() {
   auto self = shared_from_this();
   timer_.expires_after(timeout_);
@@ -28,6 +33,8 @@ void FrameIo::armDeadline() {
 
 void FrameIo::write(std::vector<uint8_t> frame, std::function<void()> k) {
   auto self = shared_from_this();
+  Status sealed = sealFrame(crypto_, frame);
+  if (!sealed.isOk()) return fail(sealed);
   auto buf = std::make_shared<std::vector<uint8_t>>(std::move(frame));
   asio::async_write(socket_, asio::buffer(*buf), [this, self, buf, k = std::move(k)](const asio::error_code& ec, size_t) {
     if (done_) return;
@@ -41,14 +48,18 @@ void FrameIo::readFrame(FrameK k) {
   asio::async_read(socket_, asio::buffer(header_), [this, self, k = std::move(k)](const asio::error_code& ec, size_t) mutable {
     if (done_) return;
     if (ec) return fail(ioError(ec, "read"));
-    auto h = wire::decodeHeader(header_.data(), header_.size(), max_payload_);
+    auto h = wire::decodeHeader(header_.data(), header_.size(), max_payload_ + sealOverhead(crypto_));
     if (!h.isOk()) return k(h.status(), wire::FrameHeader{}, payload_);
     payload_.resize(h->length);
     wire::FrameHeader hdr = *h;
     asio::async_read(socket_, asio::buffer(payload_), [this, self, hdr, k = std::move(k)](const asio::error_code& ec2, size_t) {
       if (done_) return;
       if (ec2) return fail(ioError(ec2, "read"));
-      k(Status::ok(), hdr, payload_);
+      wire::FrameHeader opened_hdr = hdr;
+      Status opened = openFrame(crypto_, header_, opened_hdr, payload_.data());
+      if (!opened.isOk()) return fail(opened.withContext(peerName()));
+      payload_.resize(opened_hdr.length);
+      k(Status::ok(), opened_hdr, payload_);
     });
   });
 }
@@ -69,10 +80,10 @@ void FrameIo::fail(const Status& s) {
   on_fail_(s);
 }
 
-Tcp::socket FrameIo::release() {
+Link FrameIo::release() {
   done_ = true;
   timer_.cancel();
-  return std::move(socket_);
+  return Link{std::move(socket_), std::move(crypto_)};
 }
 
 Status FrameIo::ioError(const asio::error_code& ec, const char* what) const {

@@ -1,5 +1,6 @@
 // One socket exchanging whole frames one at a time under a single deadline. Used before a socket
-// becomes a Connection or DataChannel: the authentication handshake and the ring hello.
+// becomes a Connection or DataChannel: the authentication handshake and the ring hello. Once the
+// connection's keys are set (secure(), or a Link made by the handshake), frames are sealed and opened.
 // Thread: the owning io_context's thread.
 #ifndef PCCL_NET_FRAME_IO_HPP_
 #define PCCL_NET_FRAME_IO_HPP_
@@ -12,6 +13,7 @@
 #include <vector>
 
 #include "net/asio.hpp"
+#include "net/link.hpp"
 #include "pccl/status.hpp"
 #include "util/clock.hpp"
 #include "wire/messages.hpp"
@@ -25,6 +27,7 @@ class FrameIo : public std::enable_shared_from_this<FrameIo> {
 
   // on_fail runs once, on any failure (I/O error, deadline, or fail()/rejectWith()).
   FrameIo(Tcp::socket socket, Millis timeout, Finish on_fail, uint32_t max_payload = wire::kMaxHandshakePayload);
+  FrameIo(Link link, Millis timeout, Finish on_fail, uint32_t max_payload = wire::kMaxHandshakePayload);
 
   void armDeadline();
   void write(std::vector<uint8_t> frame, std::function<void()> k);
@@ -32,8 +35,10 @@ class FrameIo : public std::enable_shared_from_this<FrameIo> {
   // Sends an Error frame (best effort), then fails with `s`.
   void rejectWith(const Status& s);
   void fail(const Status& s);
-  // Hands the socket over; the deadline no longer applies.
-  Tcp::socket release();
+  // From now on every frame is sealed/opened with `crypto` (no-op when it is off).
+  void secure(SessionCrypto crypto) { crypto_ = std::move(crypto); }
+  // Hands the socket (and its keys) over; the deadline no longer applies.
+  Link release();
   bool done() const { return done_; }
   std::string peerName() const { return remoteName(socket_); }
 
@@ -41,6 +46,7 @@ class FrameIo : public std::enable_shared_from_this<FrameIo> {
   Status ioError(const asio::error_code& ec, const char* what) const;
 
   Tcp::socket socket_;
+  SessionCrypto crypto_;
   asio::steady_timer timer_;
   Millis timeout_;
   Finish on_fail_;

@@ -10,16 +10,60 @@
 
 namespace pccl::net {
 
+namespace {
+// Hello / HelloReply flags (docs/protocol.md §4).
+constexpr uint8_t kFlagSecret = 1;   // Hello: the client holds a secret; reply: the server requires one
+constexpr uint8_t kFlagEncrypt = 2;  // this side encrypts the connection (both must)
+constexpr uint8_t kFlagAes = 4;      // Hello: the client can run AES-256-GCM; reply: AES-256-GCM chosen
+
+uint8_t helloFlags(const AuthKey& key) {
+  uint8_t f = key.hasSecret() ? kFlagSecret : 0;
+  if (key.encrypt()) f |= kFlagEncrypt;
+  if (key.encrypt() && preferredCipher() == Cipher::kAes256Gcm) f |= kFlagAes;
+  return f;
+}
+
+// Both ends of every connection of a run must agree on encryption: no side silently talks in clear.
+Status checkEncryption(const AuthKey& key, uint8_t remote_flags, const std::string& remote) {
+  const bool remote_encrypts = (remote_flags & kFlagEncrypt) != 0;
+  if (key.encrypt() && !key.hasSecret()) {
+    return Status::invalidArgument("encryption needs a shared secret (its keys derive from it) and none is configured");
+  }
+  if (remote_encrypts == key.encrypt()) return Status::ok();
+  return Status::authFailed(fmt::format(
+      "encryption setting mismatch: {} {} its connections and this process {} (every process of a run must set "
+      "encrypt alike)",
+      remote, remote_encrypts ? "encrypts" : "does not encrypt", key.encrypt() ? "requires encryption" : "does not"));
+}
+
+// The connection's two AEAD streams, keyed per direction from the secret and both nonces.
+SessionCrypto sessionCrypto(const AuthKey& key, AuthKey::Side side, bool aes, uint8_t role, const wire::Nonce& cn,
+                            const wire::Nonce& sn) {
+  const Cipher cipher = aes ? Cipher::kAes256Gcm : Cipher::kChaCha20Poly1305;
+  auto c2s = std::make_unique<AeadStream>(cipher, key.sessionKey("pccl/enc/v1/c2s", role, cn, sn));
+  auto s2c = std::make_unique<AeadStream>(cipher, key.sessionKey("pccl/enc/v1/s2c", role, cn, sn));
+  SessionCrypto c;
+  if (side == AuthKey::Side::kClient) {
+    c.send = std::move(c2s);
+    c.recv = std::move(s2c);
+  } else {
+    c.send = std::move(s2c);
+    c.recv = std::move(c2s);
+  }
+  return c;
+}
+}  // namespace
+
 
 void asyncClientHandshake(Tcp::socket socket, ClientHandshake params, ClientDone done) {
   auto shared_done = std::make_shared<ClientDone>(std::move(done));
   auto io = std::make_shared<FrameIo>(std::move(socket), params.timeout,
-                                          [shared_done](Status s) { (*shared_done)(std::move(s)); });
+                                      [shared_done](Status s) { (*shared_done)(std::move(s)); });
   io->armDeadline();
   auto p = std::make_shared<ClientHandshake>(std::move(params));
   wire::Hello hello;
   hello.role = static_cast<uint8_t>(p->role);
-  hello.flags = p->key->hasSecret() ? 1 : 0;
+  hello.flags = helloFlags(*p->key);
   hello.nonce = randomNonce();
   const wire::Nonce cn = hello.nonce;
 
@@ -28,7 +72,7 @@ void asyncClientHandshake(Tcp::socket socket, ClientHandshake params, ClientDone
       if (!s.isOk()) return io->fail(s.withContext(p->server_name));
       auto reply = expectFrame<wire::HelloReply>(h, payload, p->server_name);
       if (!reply.isOk()) return io->fail(reply.status());
-      bool server_requires = (reply->flags & 1) != 0;
+      bool server_requires = (reply->flags & kFlagSecret) != 0;
       if (server_requires && !p->key->hasSecret()) {
         return io->fail(Status::authFailed(p->server_name +
                                            " requires a shared secret and none is configured here "
@@ -39,11 +83,17 @@ void asyncClientHandshake(Tcp::socket socket, ClientHandshake params, ClientDone
                                            " runs without a secret but one is configured here; refusing an "
                                            "unauthenticated server"));
       }
+      Status agreed = checkEncryption(*p->key, reply->flags, p->server_name);
+      if (!agreed.isOk()) return io->fail(agreed);
       const wire::Nonce sn = reply->nonce;
+      const bool aes = (reply->flags & kFlagAes) != 0;
+      if (aes && (helloFlags(*p->key) & kFlagAes) == 0) {
+        return io->fail(Status::protocol(p->server_name + " chose AES-256-GCM, which this process did not offer"));
+      }
       wire::AuthProof proof;
       proof.mac = p->key->proof(AuthKey::Side::kClient, static_cast<uint8_t>(p->role), cn, sn);
-      io->write(wire::encodeFrame(proof, 0), [io, p, cn, sn, shared_done] {
-        io->readFrame([io, p, cn, sn, shared_done](Status s2, const wire::FrameHeader& h2,
+      io->write(wire::encodeFrame(proof, 0), [io, p, cn, sn, aes, shared_done] {
+        io->readFrame([io, p, cn, sn, aes, shared_done](Status s2, const wire::FrameHeader& h2,
                                                    const std::vector<uint8_t>& payload2) {
           if (!s2.isOk()) return io->fail(s2.withContext(p->server_name));
           auto ok = expectFrame<wire::AuthOk>(h2, payload2, p->server_name);
@@ -51,6 +101,7 @@ void asyncClientHandshake(Tcp::socket socket, ClientHandshake params, ClientDone
           if (!p->key->verify(AuthKey::Side::kServer, static_cast<uint8_t>(p->role), cn, sn, ok->mac)) {
             return io->fail(Status::authFailed(p->server_name + " failed to prove knowledge of the shared secret"));
           }
+          if (p->key->encrypt()) io->secure(sessionCrypto(*p->key, AuthKey::Side::kClient, aes, static_cast<uint8_t>(p->role), cn, sn));
           (*shared_done)(io->release());
         });
       });
@@ -90,7 +141,7 @@ void asyncDial(asio::io_context& io, const HostPort& to, ClientHandshake params,
                                                                                const Tcp::endpoint&) {
       timer->cancel();
       if (ec2) return (*shared_done)(failed("connecting to", ec2));
-      asyncClientHandshake(std::move(*socket), *p, [shared_done](Result<Tcp::socket> r) { (*shared_done)(std::move(r)); });
+      asyncClientHandshake(std::move(*socket), *p, [shared_done](Result<Link> r) { (*shared_done)(std::move(r)); });
     });
   });
 }
@@ -110,14 +161,19 @@ void asyncServerHandshake(Tcp::socket socket, ServerHandshake params, ServerDone
         hello->role > static_cast<uint8_t>(wire::Role::kStateFetch)) {
       return io->rejectWith(Status::protocol(fmt::format("unknown connection role {}", hello->role)));
     }
+    Status agreed = checkEncryption(*key, hello->flags, "the client");
+    if (!agreed.isOk()) return io->rejectWith(agreed);
     const wire::Nonce cn = hello->nonce;
     const uint8_t role = hello->role;
     wire::HelloReply reply;
-    reply.flags = key->hasSecret() ? 1 : 0;
+    reply.flags = helloFlags(*key);
+    // AES-256-GCM only when both ends run it in hardware (and want it).
+    const bool aes = (hello->flags & kFlagAes) != 0 && (reply.flags & kFlagAes) != 0;
+    if (!aes) reply.flags = static_cast<uint8_t>(reply.flags & ~kFlagAes);
     reply.nonce = randomNonce();
     const wire::Nonce sn = reply.nonce;
-    io->write(wire::encodeFrame(reply, 0), [io, key, cn, sn, role, shared_done] {
-      io->readFrame([io, key, cn, sn, role, shared_done](Status s2, const wire::FrameHeader& h2,
+    io->write(wire::encodeFrame(reply, 0), [io, key, cn, sn, role, aes, shared_done] {
+      io->readFrame([io, key, cn, sn, role, aes, shared_done](Status s2, const wire::FrameHeader& h2,
                                                          const std::vector<uint8_t>& payload2) {
         if (!s2.isOk()) return io->fail(s2);
         auto proof = expectFrame<wire::AuthProof>(h2, payload2, "client");
@@ -127,7 +183,8 @@ void asyncServerHandshake(Tcp::socket socket, ServerHandshake params, ServerDone
         }
         wire::AuthOk ok;
         ok.mac = key->proof(AuthKey::Side::kServer, role, cn, sn);
-        io->write(wire::encodeFrame(ok, 0), [io, role, shared_done] {
+        io->write(wire::encodeFrame(ok, 0), [io, key, cn, sn, role, aes, shared_done] {
+          if (key->encrypt()) io->secure(sessionCrypto(*key, AuthKey::Side::kServer, aes, role, cn, sn));
           (*shared_done)(Authenticated{io->release(), static_cast<wire::Role>(role)});
         });
       });

@@ -1,7 +1,9 @@
 // The authenticated handshake that opens every pccl connection (docs/protocol.md §Handshake):
 //   client: Hello(role, flags, client_nonce)   server: HelloReply(flags, server_nonce)
 //   client: AuthProof(client proof)            server: AuthOk(server proof) | Error(AuthFailed)
-// Both sides run under a deadline; nothing here blocks a thread.
+// Both sides run under a deadline; nothing here blocks a thread. In an encrypted run (AuthKey::encrypt)
+// the flags of Hello and HelloReply agree on it and pick the cipher, and the resulting Link carries the
+// connection's keys.
 #ifndef PCCL_NET_HANDSHAKE_HPP_
 #define PCCL_NET_HANDSHAKE_HPP_
 
@@ -13,6 +15,7 @@
 #include "net/auth.hpp"
 #include "net/endpoint.hpp"
 #include "net/frame_io.hpp"
+#include "net/link.hpp"
 #include "pccl/status.hpp"
 #include "util/clock.hpp"
 
@@ -25,7 +28,7 @@ struct ClientHandshake {
   Millis timeout{5000};
   std::string server_name;  // for messages, e.g. "master 10.0.0.1:4000"
 };
-using ClientDone = std::function<void(Result<Tcp::socket>)>;
+using ClientDone = std::function<void(Result<Link>)>;
 void asyncClientHandshake(Tcp::socket socket, ClientHandshake params, ClientDone done);
 // Resolves `to`, connects and runs the client handshake; `params.timeout` bounds the connect as well
 // as the handshake (each). `done` runs once, on `io`'s thread.
@@ -36,7 +39,7 @@ struct ServerHandshake {
   Millis timeout{5000};
 };
 struct Authenticated {
-  Tcp::socket socket;
+  Link link;
   wire::Role role;
 };
 using ServerDone = std::function<void(Result<Authenticated>)>;

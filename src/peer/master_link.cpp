@@ -41,7 +41,7 @@ void MasterLink::open(const net::HostPort& master, Callback on_open, Callback on
           if (!*alive) return;
           if (ec2) return fail(ec2, "connect to");
           net::ClientHandshake hs{wire::Role::kPeerToMaster, key_, handshake_timeout_, master_name_};
-          net::asyncClientHandshake(std::move(*socket), hs, [this, alive, on_open](Result<net::Tcp::socket> r) {
+          net::asyncClientHandshake(std::move(*socket), hs, [this, alive, on_open](Result<net::Link> r) {
             if (!*alive) return;
             if (!r.isOk()) {
               Status s = r.status();

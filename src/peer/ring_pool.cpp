@@ -123,8 +123,8 @@ void RingPool::connectOne(uint32_t index, uint64_t epoch) {
   auto fail = [this, stale, who](const Status& s) {
     if (!stale()) finish(s.withContext(who));
   };
-  auto onAuthenticated = [this, index, epoch, who, stale, fail](net::Tcp::socket sock) {
-    auto io = std::make_shared<net::FrameIo>(std::move(sock), timeout_, fail);
+  auto onAuthenticated = [this, index, epoch, who, stale, fail](net::Link link) {
+    auto io = std::make_shared<net::FrameIo>(std::move(link), timeout_, fail);
     io->armDeadline();
     wire::P2PHello hello;
     hello.sender_id = plan_.self;
@@ -143,16 +143,16 @@ void RingPool::connectOne(uint32_t index, uint64_t epoch) {
   };
   net::ClientHandshake hs{wire::Role::kPeerToPeer, key_, timeout_, who};
   net::asyncDial(io_, net::HostPort{plan_.successor.host, plan_.successor.port}, hs,
-                 [stale, fail, onAuthenticated](Result<net::Tcp::socket> r) {
+                 [stale, fail, onAuthenticated](Result<net::Link> r) {
                    if (stale()) return;
                    if (!r.isOk()) return fail(r.status());
                    onAuthenticated(std::move(r).value());
                  });
 }
 
-void RingPool::adopt(net::Tcp::socket socket) {
-  std::string who = net::remoteName(socket);
-  auto io = std::make_shared<net::FrameIo>(std::move(socket), timeout_, [who](const Status& s) {
+void RingPool::adopt(net::Link link) {
+  std::string who = net::remoteName(link.socket);
+  auto io = std::make_shared<net::FrameIo>(std::move(link), timeout_, [who](const Status& s) {
     if (!s.isOk()) PCCL_LOG_DEBUG(kLog, "ring connection from {} dropped: {}", who, s.toString());
   });
   io->armDeadline();

@@ -52,7 +52,7 @@ class RingPool {
   void build(const RingPlan& plan, Done done);  // replaces the previous pool
   void reset(const Status& why);               // closes every ring connection
   // An authenticated peer-to-peer socket from our listener; reads its P2PHello.
-  void adopt(net::Tcp::socket socket);
+  void adopt(net::Link link);
 
   // Valid once `done` reported success, until the next build or reset.
   const Channels& outbound() const { return out_; }

@@ -62,14 +62,14 @@ void StateServer::stop(const Status& why) {
   for (auto& c : conns) c->close(why.isOk() ? Status::invalidUsage("the shared-state sync is over here") : why);
 }
 
-void StateServer::adopt(net::Tcp::socket socket, uint64_t epoch) {
+void StateServer::adopt(net::Link link, uint64_t epoch) {
   conns_.erase(std::remove_if(conns_.begin(), conns_.end(), [](const auto& c) { return !c->isOpen(); }), conns_.end());
   if (conns_.size() >= kMaxStateConnections) {
-    PCCL_LOG_WARN(kLog, "refusing a state connection from {}: {} are open", net::remoteName(socket), conns_.size());
+    PCCL_LOG_WARN(kLog, "refusing a state connection from {}: {} are open", net::remoteName(link.socket), conns_.size());
     return;  // the socket closes as it goes out of scope
   }
-  std::string who = "state fetcher " + net::remoteName(socket);
-  auto ch = std::make_shared<net::DataChannel>(std::move(socket), epoch, std::move(who));
+  std::string who = "state fetcher " + net::remoteName(link.socket);
+  auto ch = std::make_shared<net::DataChannel>(std::move(link), epoch, std::move(who));
   conns_.push_back(ch);
   ch->start(this);
 }
@@ -189,7 +189,7 @@ void StateFetcher::dial(size_t i) {
   std::string who = "state source " + src.name;
   net::ClientHandshake hs{wire::Role::kStateFetch, auth_, plan_.handshake_timeout, who};
   auto self = shared_from_this();
-  net::asyncDial(io_, src.address, hs, [self, i, who](Result<net::Tcp::socket> r) {
+  net::asyncDial(io_, src.address, hs, [self, i, who](Result<net::Link> r) {
     if (self->over_) return;
     if (!r.isOk()) return self->finish(r.status().withContext(who));
     auto ch = std::make_shared<net::DataChannel>(std::move(r).value(), self->plan_.epoch, who);

@@ -51,7 +51,7 @@ class StateServer : public net::DataSink {
   // Stops serving and closes every state connection (pending responses are dropped).
   void stop(const Status& why);
   // An authenticated kStateFetch connection; its frames must carry `epoch`.
-  void adopt(net::Tcp::socket socket, uint64_t epoch);
+  void adopt(net::Link link, uint64_t epoch);
   uint64_t bytesSent() const { return tx_bytes_; }
 
   Result<net::Placement> place(net::DataChannel& ch, const wire::DataHeader& h, uint32_t bytes) override;

@@ -30,4 +30,14 @@ Result<std::string> resolveSecret(const std::string& configured) {
   return std::string();
 }
 
+Result<bool> resolveEncrypt(bool configured) {
+  if (configured) return true;
+  const char* env = std::getenv("PCCL_ENCRYPT");
+  if (env == nullptr || *env == '\0') return false;
+  const std::string v(env);
+  if (v == "1" || v == "true" || v == "yes" || v == "on") return true;
+  if (v == "0" || v == "false" || v == "no" || v == "off") return false;
+  return Status::invalidArgument("PCCL_ENCRYPT must be 1/true/yes/on or 0/false/no/off, got '" + v + "'");
+}
+
 }  // namespace pccl

@@ -60,7 +60,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   bool done = false;
   if (test_client) {
     net::ClientHandshake hs{wire::Role::kPeerToPeer, key, Millis(2000), "fuzzed server"};
-    net::asyncClientHandshake(std::move(ours), hs, [&](Result<net::Tcp::socket> res) {
+    net::asyncClientHandshake(std::move(ours), hs, [&](Result<net::Link> res) {
       done = true;
       if (!res.isOk()) require(!res.status().message().empty());
     });
