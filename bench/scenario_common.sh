@@ -14,6 +14,15 @@ while [ $# -gt 0 ]; do
     *) PASS+=("$1"); shift ;;
   esac
 done
+# --encrypt: a fresh secret for the run, in a file every rank (and the master) reads.
+for a in "${PASS[@]+"${PASS[@]}"}"; do
+  if [ "$a" = "--encrypt" ] && [ -z "${PCCL_SECRET_FILE:-}" ]; then
+    PCCL_SECRET_FILE=$(mktemp)
+    head -c 32 /dev/urandom | base64 > "$PCCL_SECRET_FILE"
+    export PCCL_SECRET_FILE
+    trap 'rm -f "$PCCL_SECRET_FILE"' EXIT
+  fi
+done
 for bin in bench/pccl-bench bench/pccl-wanem src/pccl-master; do
   [ -x "$BUILD_DIR/$bin" ] || { echo "$0: $BUILD_DIR/$bin not found: build first (bash scripts/build.sh)" >&2; exit 2; }
 done

@@ -6,9 +6,15 @@ set -eu
 BUILD_DIR=${PCCL_BUILD_DIR:-build}
 port=29500
 master_host=$(echo "$PCCL_WANEM_ADDRS" | cut -d, -f1)
+# --encrypt: the master encrypts too, with the secret the ranks read from PCCL_SECRET_FILE.
+security=""
+case " $* " in
+  *" --encrypt "*) security="--encrypt --secret-file ${PCCL_SECRET_FILE:?--encrypt needs PCCL_SECRET_FILE}" ;;
+esac
 if [ "$PCCL_WANEM_RANK" = 0 ]; then
+  # shellcheck disable=SC2086
   PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-error} "$BUILD_DIR/src/pccl-master" --listen "$PCCL_WANEM_ADDR:$port" \
-    --heartbeat-ms 1000 --peer-timeout-ms 30000 >/dev/null &
+    --heartbeat-ms 1000 --peer-timeout-ms 30000 $security >/dev/null &
   master=$!
   trap 'kill $master 2>/dev/null; wait $master 2>/dev/null || true' EXIT INT TERM
 fi

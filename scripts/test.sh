@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The README's test command: installs dependencies, builds (with the DiLoCo example), compiles the GPU
 # backend modules and runs their kernel test (scripts/gpu.sh; skipped without a GPU), runs every fuzz
-# harness for a bounded time (scripts/fuzz.sh; clang + libFuzzer), then runs the whole suite with ctest.
+# harness for a bounded time (scripts/fuzz.sh; clang + libFuzzer), then runs the suite: the tests only
+# the release build has (pccl-bench, the WAN emulator, the GPU emulation, DiLoCo) there, and the whole
+# rest twice, under ASan+UBSan and under TSan (scripts/sanitize.sh). PCCL_SANITIZE=0 runs the whole
+# suite in the release build instead (faster, no sanitizers).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 # The DiLoCo example's smoke test (examples/diloco, libtorch) is part of the suite; PCCL_DILOCO=0 leaves
@@ -14,4 +17,10 @@ fi
 bash scripts/build.sh "${extra[@]}" "$@"
 bash scripts/gpu.sh
 bash scripts/fuzz.sh "${PCCL_FUZZ_SECONDS:-20}"
-ctest --test-dir "${PCCL_BUILD_DIR:-build}" --output-on-failure -j "${PCCL_JOBS:-2}" --timeout 300
+if [ "${PCCL_SANITIZE:-1}" = "0" ]; then
+  ctest --test-dir "${PCCL_BUILD_DIR:-build}" --output-on-failure -j "${PCCL_JOBS:-2}" --timeout 300
+else
+  ctest --test-dir "${PCCL_BUILD_DIR:-build}" --output-on-failure -j "${PCCL_JOBS:-2}" --timeout 300 \
+    -R "^(bench|wanem|diloco|gpu bench|gpu emu|gpu kernels: emu)"
+  bash scripts/sanitize.sh all
+fi

@@ -265,7 +265,7 @@ TEST_CASE("encryption: every process of a run must agree on it", "[encryption]")
   }
 }
 
-TEST_CASE("encryption: control frames cross the wire as ciphertext; tampering and replay close the connection",
+TEST_CASE("encryption: control frames cross the wire as ciphertext, and tampering and replay close the connection",
           "[encryption]") {
   const std::string marker = "plaintext-marker-0123456789-abcdefghij";
   const int64_t hs = static_cast<int64_t>(handshakeBytes());
@@ -359,7 +359,7 @@ struct DirectSink : net::DataSink {
 
 }  // namespace
 
-TEST_CASE("encryption: data frames are opened in their destination; a flipped bit there or in the sealed "
+TEST_CASE("encryption: data frames are opened in their destination, and a flipped bit there or in the sealed "
           "DataHeader closes the channel", "[encryption]") {
   const size_t n = 300000;
   std::vector<uint8_t> payload(n);

@@ -25,7 +25,7 @@ TEST_CASE("partition: chunks tile the buffer exactly, balanced to within one ele
   }
 }
 
-TEST_CASE("partition: segments tile a chunk; the last may be short") {
+TEST_CASE("partition: segments tile a chunk and the last may be short") {
   for (size_t chunk : {0, 1, 5, 16, 17, 1000}) {
     for (size_t seg : {1, 4, 16, 1000, 5000}) {
       const size_t n = segmentCount(chunk, seg);

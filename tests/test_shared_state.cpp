@@ -60,7 +60,7 @@ CommConfig stateConfig() {
 
 }  // namespace
 
-TEST_CASE("shared state: a new peer gets the state, striped across both holders; up-to-date peers receive 0 bytes",
+TEST_CASE("shared state: a new peer gets the state, striped across both holders, and up-to-date peers receive 0 bytes",
           "[state]") {
   LocalCluster c = startCluster(3, stateConfig());
   REQUIRE(c.peers.size() == 3);
@@ -125,7 +125,7 @@ TEST_CASE("shared state: a late joiner admitted by updateTopology receives the m
   CHECK(o.info(2).keys_received == 3);
 }
 
-TEST_CASE("shared state: the highest revision wins, then the majority; zstd shrinks what moves", "[state]") {
+TEST_CASE("shared state: the highest revision wins, then the majority, and zstd shrinks what moves", "[state]") {
   LocalCluster c = startCluster(3, stateConfig());
   REQUIRE(c.peers.size() == 3);
   SECTION("a single peer at a higher revision beats a majority at a lower one") {

@@ -112,6 +112,13 @@ class ChildProcess {
 
   pid_t pid() const { return pid_; }
   void signal(int sig) const { kill(pid_, sig); }
+  // SIGSTOP, returning once the process has actually stopped (kill() only queues the signal: a
+  // process running on another core may still act for a moment).
+  bool freeze() const {
+    if (kill(pid_, SIGSTOP) != 0) return false;
+    int status = 0;
+    return waitpid(pid_, &status, WUNTRACED) == pid_ && WIFSTOPPED(status);
+  }
 
   // The next unread line containing `needle`, or nullopt at the deadline / EOF.
   std::optional<std::string> waitForLine(const std::string& needle, int timeout_ms) {

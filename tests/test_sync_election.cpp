@@ -73,7 +73,7 @@ TEST_CASE("sync election: the highest revision wins over a majority at a lower o
   CHECK(e.plans[0].fetches[0].sources == std::vector<Uuid>{idOf(3)});
 }
 
-TEST_CASE("sync election: majority per key at the top revision; ties go to the smallest digest", "[sync]") {
+TEST_CASE("sync election: majority per key at the top revision, and ties go to the smallest digest", "[sync]") {
   auto e = electSharedState({peer(1, 3, kEnforce, 8, 4), peer(2, 3, kEnforce, 8, 5), peer(3, 3, kEnforce, 9, 4),
                              peer(4, 3, kEnforce, 8, 5)});
   // w: 8 has three votes. m: 4 and 5 have two each -> 4.
@@ -224,7 +224,7 @@ TEST_CASE("sync coordinator: everybody up to date completes at once", "[sync]") 
   CHECK(c.runningCount() == 0);
 }
 
-TEST_CASE("sync coordinator: a failed transfer or a departure aborts everywhere; a mismatch only the offender",
+TEST_CASE("sync coordinator: a failed transfer or a departure aborts everywhere, a mismatch only the offender",
           "[sync]") {
   SyncCoordinator c;
   auto odd = peer(3, 0, kEnforce, 5, 5);

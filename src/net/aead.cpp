@@ -58,6 +58,8 @@ Status AeadStream::seal(const uint8_t* ad, size_t ad_len, uint8_t* data, size_t 
 Status AeadStream::sealTo(const uint8_t* ad, size_t ad_len, const uint8_t* src, size_t n, uint8_t* dst,
                           AeadTag* tag) {
   if (counter_ == UINT64_MAX) return Status::internal("AEAD nonce space exhausted on this connection");
+  uint8_t empty = 0;  // libsodium wants non-null buffers even for an empty message
+  if (n == 0) src = dst = &empty;
   const auto nonce = nextNonce();
   unsigned long long tag_len = 0;
   const int rc = aes_ ? crypto_aead_aes256gcm_encrypt_detached_afternm(dst, tag->data(), &tag_len, src, n, ad, ad_len,
@@ -70,6 +72,8 @@ Status AeadStream::sealTo(const uint8_t* ad, size_t ad_len, const uint8_t* src, 
 
 Status AeadStream::open(const uint8_t* ad, size_t ad_len, uint8_t* data, size_t n, const AeadTag& tag) {
   if (counter_ == UINT64_MAX) return Status::protocol("AEAD nonce space exhausted on this connection");
+  uint8_t empty = 0;
+  if (n == 0) data = &empty;
   const auto nonce = nextNonce();
   const int rc = aes_ ? crypto_aead_aes256gcm_decrypt_detached_afternm(data, nullptr, data, n, tag.data(), ad, ad_len,
                                                                        nonce.data(), &aes_->state)

@@ -5,12 +5,16 @@
 // shared-state request decoder run on the bytes after the header. Invariants (a crash is a bug):
 // no decoder reads out of bounds (ASan), no undefined behaviour (UBSan), every failure is a
 // ProtocolError or VersionMismatch with a message, and whatever a decoder accepts re-encodes to the
-// same bytes.
+// same bytes. The same frame is also opened as a sealed frame of an encrypted connection (both
+// ciphers): it must fail authentication cleanly, whatever its length field says.
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
 #include <cstdlib>
+#include <memory>
 #include <vector>
 
+#include "net/link.hpp"
 #include "peer/state_transfer.hpp"
 #include "wire/data.hpp"
 #include "wire/dispatch.hpp"
@@ -66,6 +70,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (!s.isOk()) checkFailure(s);
   }
   if (size < kHeaderSize) return 0;
+  auto sealed = decodeHeader(data, size, kMaxControlPayload + pccl::net::kAeadTagBytes);
+  if (sealed.isOk() && size >= kHeaderSize + sealed->length) {
+    for (auto cipher : {pccl::net::Cipher::kAes256Gcm, pccl::net::Cipher::kChaCha20Poly1305}) {
+      pccl::net::SessionCrypto crypto;
+      crypto.send = std::make_unique<pccl::net::AeadStream>(cipher, pccl::net::AeadKey{});
+      crypto.recv = std::make_unique<pccl::net::AeadStream>(cipher, pccl::net::AeadKey{});
+      HeaderBytes raw{};
+      std::copy(data, data + kHeaderSize, raw.begin());
+      std::vector<uint8_t> payload(data + kHeaderSize, data + kHeaderSize + sealed->length);
+      FrameHeader fh = *sealed;
+      checkFailure(pccl::net::openFrame(crypto, raw, fh, payload.data()));
+    }
+  }
   const std::vector<uint8_t> rest(data + kHeaderSize, data + size);
   forEachMessage([&](auto tag) { decodeOne<typename decltype(tag)::type>(rest.data(), rest.size()); });
   auto d = decodeDataHeader(rest.data(), rest.size());

@@ -1,6 +1,6 @@
 // libFuzzer harness: the authenticated handshake (net/handshake.cpp) against a hostile remote, over a
 // real loopback TCP connection. Byte 0 of the input picks the side under test and whether a secret is
-// configured; the rest is everything the remote sends before it closes its side:
+// configured (bit 1) and encryption required (bit 2: the Hello/HelloReply flags must agree); the rest is everything the remote sends before it closes its side:
 //   even: our server handshake reads the bytes as a client's Hello, AuthProof, ...
 //   odd:  our client handshake (role peer-to-peer) reads them as the server's HelloReply, AuthOk, ...
 // Invariants: the handshake always finishes (with an error for anything but a correct exchange, which
@@ -28,6 +28,7 @@ struct Rig {
   net::Tcp::acceptor acceptor{io, net::Tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0)};
   std::shared_ptr<const net::AuthKey> open = std::make_shared<net::AuthKey>("");
   std::shared_ptr<const net::AuthKey> secret = std::make_shared<net::AuthKey>("fuzz-secret");
+  std::shared_ptr<const net::AuthKey> encrypted = std::make_shared<net::AuthKey>("fuzz-secret", true);
 };
 
 Rig& rig() {
@@ -44,7 +45,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   Rig& r = rig();
   const bool test_client = (data[0] & 1) != 0;
-  auto key = (data[0] & 2) != 0 ? r.secret : r.open;
+  auto key = (data[0] & 4) != 0 ? r.encrypted : (data[0] & 2) != 0 ? r.secret : r.open;
   const std::vector<uint8_t> remote_bytes(data + 1, data + size);
 
   net::Tcp::socket ours(r.io), theirs(r.io);

@@ -66,6 +66,18 @@ int main(int argc, char** argv) {
   append(client_side, wire::encodeFrame(wire::HelloReply{}, 0));
   append(client_side, wire::encodeFrame(wire::AuthOk{}, 0));
   ok = write(dir + "/handshake/server", server_side) && write(dir + "/handshake/client", client_side) && ok;
+  // The same against an encrypting side (byte 0 bit 2), with the remote's flags saying "encrypt, AES".
+  std::vector<uint8_t> enc_server = {6};
+  hello.flags = 1 | 2 | 4;
+  append(enc_server, wire::encodeFrame(hello, 0));
+  append(enc_server, wire::encodeFrame(wire::AuthProof{}, 0));
+  std::vector<uint8_t> enc_client = {7};
+  wire::HelloReply reply;
+  reply.flags = 1 | 2 | 4;
+  append(enc_client, wire::encodeFrame(reply, 0));
+  append(enc_client, wire::encodeFrame(wire::AuthOk{}, 0));
+  ok = write(dir + "/handshake/server-encrypted", enc_server) && write(dir + "/handshake/client-encrypted", enc_client) &&
+       ok;
   if (!ok) std::fprintf(stderr, "pccl-fuzz-seeds: cannot write under %s\n", dir.c_str());
   return ok ? 0 : 1;
 }
