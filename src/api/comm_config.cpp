@@ -2,6 +2,7 @@
 
 #include <fmt/format.h>
 
+#include "util/secret.hpp"
 #include "wire/data.hpp"
 
 namespace pccl {
@@ -31,6 +32,16 @@ Status checkCommConfig(const CommConfig& config) {
                                                config.segment_bytes));
   }
   if (config.advertise_host.size() > 255) return Status::invalidArgument("advertise_host longer than 255 bytes");
+  return Status::ok();
+}
+
+Status resolveCredentials(CommConfig& config) {
+  PCCL_ASSIGN_OR_RETURN(config.secret, resolveSecret(config.secret));
+  PCCL_ASSIGN_OR_RETURN(config.encrypt, resolveEncrypt(config.encrypt));
+  if (config.encrypt && config.secret.empty()) {
+    return Status::invalidArgument("encrypt needs a shared secret (config, PCCL_SECRET or PCCL_SECRET_FILE): the "
+                                   "connection keys derive from it");
+  }
   return Status::ok();
 }
 

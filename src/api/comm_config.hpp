@@ -10,8 +10,12 @@
 namespace pccl {
 
 // Every range and relation CommConfig's fields must satisfy (addresses and the secret are checked
-// where they are parsed). InvalidArgument naming the field, or Unsupported.
+// where they are parsed). InvalidArgument naming the field.
 Status checkCommConfig(const CommConfig& config);
+
+// The run's secret (config, else PCCL_SECRET, else PCCL_SECRET_FILE) and whether to encrypt (config,
+// else PCCL_ENCRYPT) into `config`. InvalidArgument for encryption without a secret or a bad variable.
+Status resolveCredentials(CommConfig& config);
 
 // What a TopologyUpdate's ring means for the peer `self`.
 Topology topologyFrom(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& self, uint64_t epoch);

@@ -25,7 +25,6 @@
 #include "peer/peer_state.hpp"
 #include "peer/ring_pool.hpp"
 #include "util/log.hpp"
-#include "util/secret.hpp"
 
 namespace pccl {
 
@@ -46,10 +45,10 @@ std::string formatPeerId(const PeerId& id) {
 
 class Communicator::Impl {
  public:
-  Impl(CommConfig config, std::string secret, net::HostPort master, net::HostPort listen)
+  Impl(CommConfig config, net::HostPort master, net::HostPort listen)
       : config_(std::move(config)),
         master_addr_(std::move(master)),
-        key_(std::make_shared<net::AuthKey>(secret, config_.encrypt)),
+        key_(std::make_shared<net::AuthKey>(config_.secret, config_.encrypt)),
         pool_(std::make_unique<peer::RingPool>(io_, key_, Millis(config_.handshake_timeout_ms),
                                                Millis(config_.connect_timeout_ms))),
         colls_(std::make_unique<collective::Collectives>(io_, &buffers_,
@@ -564,13 +563,8 @@ Result<std::unique_ptr<Communicator>> Communicator::create(CommConfig config) {
   PCCL_ASSIGN_OR_RETURN(net::HostPort master, net::parseHostPort(config.master_address, "master_address"));
   PCCL_ASSIGN_OR_RETURN(net::HostPort listen, net::parseHostPort(config.listen_address, "listen_address"));
   PCCL_RETURN_IF_ERROR(checkCommConfig(config));
-  PCCL_ASSIGN_OR_RETURN(std::string secret, resolveSecret(config.secret));
-  PCCL_ASSIGN_OR_RETURN(config.encrypt, resolveEncrypt(config.encrypt));
-  if (config.encrypt && secret.empty()) {
-    return Status::invalidArgument("encrypt needs a shared secret (config, PCCL_SECRET or PCCL_SECRET_FILE): the "
-                                   "connection keys derive from it");
-  }
-  auto impl = std::make_unique<Impl>(std::move(config), std::move(secret), std::move(master), std::move(listen));
+  PCCL_RETURN_IF_ERROR(resolveCredentials(config));
+  auto impl = std::make_unique<Impl>(std::move(config), std::move(master), std::move(listen));
   PCCL_RETURN_IF_ERROR(impl->init());
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }
