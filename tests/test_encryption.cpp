@@ -82,6 +82,15 @@ struct NetPair {
     io.stop();
     thread.join();
   }
+  // Runs `fn` on the io thread and returns when it has.
+  void onIoThread(const std::function<void()>& fn) {
+    std::promise<void> done;
+    asio::post(io, [&] {
+      fn();
+      done.set_value();
+    });
+    done.get_future().wait();
+  }
   // Dials `port` on the io thread; the link, or the failure, within 5 s.
   Result<net::Link> dial(uint16_t port, wire::Role role = wire::Role::kPeerToPeer) {
     auto done = std::make_shared<std::promise<Result<net::Link>>>();
@@ -292,15 +301,12 @@ TEST_CASE("encryption: control frames cross the wire as ciphertext, and tamperin
       REQUIRE(link.isOk());
       CHECK(link->crypto.on() == k.encrypt);
       auto client = std::make_shared<net::Connection>(std::move(link).value(), wire::kMaxControlPayload);
-      std::promise<void> sent;
-      asio::post(pair.io, [&] {
+      pair.onIoThread([&] {
         client->start([](const wire::FrameHeader&, const uint8_t*, size_t) { return Status::ok(); },
                       [](const Status&) {});
         client->sendFrame(marked(marker));
         client->sendFrame(marked("second"));
-        sent.set_value();
       });
-      sent.get_future().wait();
       const bool tampered = k.tamper.flip_at >= 0 || k.tamper.replay_to >= 0;
       auto closed = server.closed.get_future();
       if (tampered) {
@@ -320,15 +326,12 @@ TEST_CASE("encryption: control frames cross the wire as ciphertext, and tamperin
         CHECK(contains(proxy.clientBytes(), marker) == !k.encrypt);
       }
       // Closed and dropped on the io thread, before the io_context goes away.
-      std::promise<void> dropped;
-      asio::post(pair.io, [&] {
+      pair.onIoThread([&] {
         client->close(Status::ok());
         client.reset();
         if (server.conn) server.conn->close(Status::ok());
         server.conn.reset();
-        dropped.set_value();
       });
-      dropped.get_future().wait();
     }
   }
 }
@@ -409,15 +412,12 @@ TEST_CASE("encryption: data frames are opened in their destination, and a flippe
         CHECK_THAT(why.message(), Catch::Contains("failed authentication"));
         CHECK(sink.delivered == 0);
       }
-      std::promise<void> dropped;
-      asio::post(pair.io, [&] {
+      pair.onIoThread([&] {
         sender->close(Status::ok());
         sender.reset();
         if (sink.ch) sink.ch->close(Status::ok());
         sink.ch.reset();
-        dropped.set_value();
       });
-      dropped.get_future().wait();
     }
   }
 }
