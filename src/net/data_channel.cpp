@@ -129,13 +129,8 @@ void DataChannel::writeNext() {
 
 void DataChannel::writeSealed(Pending& p) {
   // Sealed here, in write order, so the receiver's nonce counter meets them in the same order.
-  wire::FrameHeader fh;
-  fh.type = static_cast<uint16_t>(wire::MsgType::kData);
-  fh.epoch = epoch_;
-  fh.length = static_cast<uint32_t>(wire::kDataHeaderSize + p.bytes + 2 * kAeadTagBytes);
-  const wire::HeaderBytes frame_head = wire::encodeHeader(fh);
-  std::copy(frame_head.begin(), frame_head.end(), sealed_head_.begin());
-  std::copy_n(p.head.data() + wire::kHeaderSize, wire::kDataHeaderSize, sealed_head_.data() + wire::kHeaderSize);
+  std::copy(p.head.begin(), p.head.end(), sealed_head_.begin());
+  wire::setHeaderLength(sealed_head_.data(), static_cast<uint32_t>(wire::kDataHeaderSize + p.bytes + 2 * kAeadTagBytes));
   AeadTag tag{};
   Status s = crypto_.send->seal(sealed_head_.data(), wire::kHeaderSize, sealed_head_.data() + wire::kHeaderSize,
                                 wire::kDataHeaderSize, &tag);

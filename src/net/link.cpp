@@ -6,19 +6,11 @@
 
 namespace pccl::net {
 
-namespace {
-constexpr size_t kLengthOffset = 16;  // magic u32 | version u16 | type u16 | epoch u64 | length u32
-
-void putLength(uint8_t* header, uint32_t length) {
-  for (int i = 0; i < 4; ++i) header[kLengthOffset + static_cast<size_t>(i)] = static_cast<uint8_t>(length >> (8 * i));
-}
-}  // namespace
-
 Status sealFrame(SessionCrypto& crypto, std::vector<uint8_t>& frame) {
   if (!crypto.on()) return Status::ok();
   if (frame.size() < wire::kHeaderSize) return Status::internal("sealing a frame shorter than its header");
   const size_t n = frame.size() - wire::kHeaderSize;
-  putLength(frame.data(), static_cast<uint32_t>(n + kAeadTagBytes));
+  wire::setHeaderLength(frame.data(), static_cast<uint32_t>(n + kAeadTagBytes));
   AeadTag tag{};
   PCCL_RETURN_IF_ERROR(crypto.send->seal(frame.data(), wire::kHeaderSize, frame.data() + wire::kHeaderSize, n, &tag));
   frame.insert(frame.end(), tag.begin(), tag.end());

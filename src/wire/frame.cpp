@@ -6,6 +6,11 @@
 
 namespace pccl::wire {
 
+void setHeaderLength(uint8_t* header, uint32_t length) {
+  constexpr size_t kLengthOffset = 16;  // magic u32 | version u16 | type u16 | epoch u64 | length u32
+  for (size_t i = 0; i < 4; ++i) header[kLengthOffset + i] = static_cast<uint8_t>(length >> (8 * i));
+}
+
 HeaderBytes encodeHeader(const FrameHeader& h) {
   std::vector<uint8_t> v;
   v.reserve(kHeaderSize);

@@ -29,6 +29,8 @@ struct FrameHeader {
 using HeaderBytes = std::array<uint8_t, kHeaderSize>;
 
 HeaderBytes encodeHeader(const FrameHeader& h);
+// Rewrites the payload_length field of an encoded header (`header` points at its first byte).
+void setHeaderLength(uint8_t* header, uint32_t length);
 
 // Validates magic, version and the length limit. A version other than ours yields
 // Code::kVersionMismatch naming both versions; everything else Code::kProtocolError.
