@@ -101,6 +101,7 @@ class PCCL_API Communicator {
   // "none" in a plain run; else the cipher this peer offers: "AES-256-GCM" (AES-NI here) or
   // "ChaCha20-Poly1305". A connection uses AES-256-GCM only when both of its ends offer it.
   const char* cipher() const;
+  CommStats stats() const;         // counters since create(); any thread, never blocks
   std::string lastError() const;   // detail of the last failure
   Status leave();                  // graceful; idempotent
 

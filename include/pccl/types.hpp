@@ -65,6 +65,21 @@ struct SyncInfo {
   double seconds = 0;          // wall time from the call to the result
 };
 
+// Counters of one communicator since it was created (Communicator::stats(), pcclGetStats).
+struct CommStats {
+  uint64_t allreduce_ops = 0;      // all-reduces that succeeded
+  uint64_t allreduce_aborts = 0;   // all-reduces that started and then failed (to be retried)
+  uint64_t allreduce_retries = 0;  // all-reduces started with the tag of one aborted last time it ran here
+  uint64_t sync_ops = 0;           // shared-state syncs that succeeded
+  uint64_t sync_aborts = 0;        // shared-state syncs that started and then failed
+  uint64_t topology_updates = 0;   // rings installed (connect() and updateTopology() that succeeded)
+  uint64_t tx_bytes = 0;           // all-reduce ring payload and shared-state bytes sent (on the wire)
+  uint64_t rx_bytes = 0;           // the same, received
+  uint64_t epoch = 0;              // epoch of the current ring
+  double last_allreduce_seconds = 0;         // wall time of the last successful all-reduce
+  double last_allreduce_bytes_per_second = 0;  // its data bytes (count x element size) / time
+};
+
 }  // namespace pccl
 
 #endif  // PCCL_TYPES_HPP_

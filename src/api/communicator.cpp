@@ -1,6 +1,7 @@
 // pccl::Communicator: user threads call in and wait on events with deadlines; everything that touches
 // a socket runs on one io thread owned by the communicator (MasterLink, RingPool, the p2p listener).
 #include "pccl/communicator.hpp"
+#include "pccl/version.h"
 
 #include <fmt/format.h>
 
@@ -13,6 +14,7 @@
 #include <thread>
 
 #include "api/comm_config.hpp"
+#include "api/comm_stats.hpp"
 #include "api/device_buffers.hpp"
 #include "api/reduce_handle.hpp"
 #include "api/shared_state.hpp"
@@ -32,16 +34,9 @@ using peer::PeerState;
 
 namespace {
 constexpr const char* kLog = "peer";
-constexpr const char* kClientVersion = "pccl 0.1.0";
+constexpr const char* kClientVersion = "pccl " PCCL_VERSION_STRING;
 constexpr Millis kLeaveTimeout{2000};
-
 }  // namespace
-
-std::string formatPeerId(const PeerId& id) {
-  std::string s;
-  for (uint8_t b : id) s += fmt::format("{:02x}", b);
-  return s;
-}
 
 class Communicator::Impl {
  public:
@@ -243,11 +238,13 @@ class Communicator::Impl {
     }
     auto state = std::make_shared<ReduceHandle::State>();
     const uint64_t tag = o.tag;
-    auto done = [this, state, tag](const collective::ReduceOutcome& out) {
+    stats_.reduceStarted(tag);
+    auto done = [this, state, tag, bytes](const collective::ReduceOutcome& out) {
       {
         std::lock_guard<std::mutex> lk(mu_);
         inflight_.erase(tag);
       }
+      stats_.reduceEnded(tag, out.status, out.tx_bytes, out.rx_bytes, out.seconds, bytes);
       if (!out.status.isOk()) (void)record(out.status);
       std::lock_guard<std::mutex> lk(state->mu);
       state->done = true;
@@ -284,6 +281,7 @@ class Communicator::Impl {
     ctx.timeout = Millis(config_.op_timeout_ms);
     ctx.handshake_timeout = Millis(config_.handshake_timeout_ms);
     auto r = sync_->run(state, strategy, ctx);
+    stats_.syncEnded(r.status(), r.isOk() ? r->tx_bytes : 0, r.isOk() ? r->rx_bytes : 0);
     std::lock_guard<std::mutex> lk(mu_);
     syncing_ = false;
     return record(std::move(r));
@@ -327,6 +325,7 @@ class Communicator::Impl {
   }
   uint16_t listenPort() const { return listener_->port(); }
   const char* cipher() const { return key_->encrypt() ? net::cipherName(net::preferredCipher()) : "none"; }
+  CommStats stats() const { return stats_.stats(); }
   std::string lastError() const {
     std::lock_guard<std::mutex> lk(err_mu_);
     return last_error_;
@@ -417,7 +416,7 @@ class Communicator::Impl {
       return Status::ok();
     });
     d.on<wire::PeerLeft>([this](const wire::FrameHeader&, const wire::PeerLeft& m) {
-      PCCL_LOG_INFO(kLog, "peer {}: peer {} left the run ({})", wire::shortId(id_), wire::shortId(m.peer_id), m.detail);
+      PCCL_LOG_INFO(kLog, "peer={} epoch={}: peer {} left the run ({})", wire::shortId(id_), epoch(), wire::shortId(m.peer_id), m.detail);
       return Status::ok();
     });
     link_->open(
@@ -449,8 +448,9 @@ class Communicator::Impl {
     std::lock_guard<std::mutex> lk(mu_);
     if (state_ != PeerState::kConnecting) return Status::protocol("JoinAccepted while not joining");
     id_ = m.peer_id;
-    colls_->setName("peer " + wire::shortId(id_));
-    PCCL_LOG_INFO(kLog, "peer {}: joined, pending admission", wire::shortId(id_));
+    colls_->setName("peer=" + wire::shortId(id_));
+    stats_.setPeer(wire::shortId(id_));
+    PCCL_LOG_INFO(kLog, "peer={}: joined, pending admission", wire::shortId(id_));
     setState(PeerState::kPending);
     return Status::ok();
   }
@@ -473,7 +473,7 @@ class Communicator::Impl {
       if (s.isOk()) {
         link_->send(wire::P2PReady{epoch}, epoch);
       } else {
-        PCCL_LOG_WARN(kLog, "peer {}: ring build for epoch {} failed: {}", wire::shortId(id_), epoch, s.toString());
+        PCCL_LOG_WARN(kLog, "peer={} epoch={}: ring build failed: {}", wire::shortId(id_), epoch, s.toString());
         link_->send(wire::P2PFailed{epoch, static_cast<uint16_t>(s.code()), s.message()}, epoch);
       }
     });
@@ -488,7 +488,8 @@ class Communicator::Impl {
     topology_ = building_;
     last_build_ = Status::ok();
     ++builds_done_;
-    PCCL_LOG_INFO(kLog, "peer {}: epoch {} ready: rank {} of {} (group rank {} of {})", wire::shortId(id_),
+    stats_.ringInstalled(topology_.epoch);
+    PCCL_LOG_INFO(kLog, "peer={} epoch={}: ring ready: rank {} of {} (group rank {} of {})", wire::shortId(id_),
                   topology_.epoch, topology_.rank, topology_.world_size, topology_.group_rank,
                   topology_.group_world_size);
     setState(PeerState::kMember);
@@ -516,7 +517,7 @@ class Communicator::Impl {
       return;
     }
     if (state_ == PeerState::kLeft || state_ == PeerState::kIdle || state_ == PeerState::kFailed) return;
-    PCCL_LOG_WARN(kLog, "peer {}: {}", wire::shortId(id_), s.toString());
+    PCCL_LOG_WARN(kLog, "peer={} epoch={}: {}", wire::shortId(id_), topology_.epoch, s.toString());
     sync_->linkLost(s);
     fatal_ = s;
     setState(PeerState::kFailed);
@@ -551,6 +552,7 @@ class Communicator::Impl {
   bool syncing_ = false;         // a syncSharedState() call is under way
   PeerId id_{};
 
+  StatsRecorder stats_;  // thread-safe
   mutable std::mutex err_mu_;
   std::string last_error_;
 };
@@ -578,6 +580,7 @@ Topology Communicator::topology() const { return impl_->topology(); }
 PeerId Communicator::id() const { return impl_->id(); }
 uint16_t Communicator::listenPort() const { return impl_->listenPort(); }
 const char* Communicator::cipher() const { return impl_->cipher(); }
+CommStats Communicator::stats() const { return impl_->stats(); }
 std::string Communicator::lastError() const { return impl_->lastError(); }
 Status Communicator::leave() { return impl_->leave(); }
 Result<ReduceHandle> Communicator::allReduceAsync(const void* send, void* recv, size_t count, DataType dtype, RedOp op,

@@ -17,6 +17,8 @@
 struct pcclComm {
   std::unique_ptr<pccl::Communicator> impl;
   uint32_t peer_group = 0;
+  std::mutex error_mu;
+  std::string last_error;  // detail of the last failed call on this communicator, from any thread
 };
 
 struct pcclMaster {
@@ -25,6 +27,7 @@ struct pcclMaster {
 
 struct pcclRequest {
   pccl::ReduceHandle handle;
+  pcclComm* comm = nullptr;  // where pcclWait records a failure (if the communicator still exists)
 };
 
 namespace {
@@ -95,6 +98,18 @@ pcclResult_t guarded(Fn&& fn) {
   } catch (...) {
     return fail(pcclInternalError, "unexpected exception");
   }
+}
+
+// Runs a call on `comm` like guarded(), and remembers the detail of a failure on the communicator too,
+// so pcclGetLastError(comm) reports it from any thread.
+template <typename Fn>
+pcclResult_t onComm(pcclComm* comm, Fn&& fn) {
+  const pcclResult_t r = guarded(std::forward<Fn>(fn));
+  if (r != pcclSuccess && comm != nullptr && comms().contains(comm)) {
+    std::lock_guard<std::mutex> lk(comm->error_mu);
+    comm->last_error = t_last_error;
+  }
+  return r;
 }
 
 #define PCCL_CHECK_COMM(comm)                                                                              \
@@ -179,10 +194,17 @@ const char* pcclGetErrorString(pcclResult_t result) {
   return "unknown pcclResult_t value";
 }
 
+pcclResult_t pcclGetVersion(int* version) {
+  PCCL_CHECK_PTR(version);
+  *version = PCCL_VERSION_CODE;
+  return pcclSuccess;
+}
+
 const char* pcclGetLastError(pcclComm_t comm) {
   try {
     if (comm != nullptr && comms().contains(comm)) {
-      t_returned = comm->impl->lastError();
+      std::lock_guard<std::mutex> lk(comm->error_mu);
+      t_returned = comm->last_error;
     } else {
       t_returned = t_last_error;
     }
@@ -222,7 +244,9 @@ pcclResult_t pcclCommCreate(const pcclCommConfig_t* config, pcclComm_t* comm) {
     c.max_concurrent_ops = config->max_concurrent_ops;
     auto created = pccl::Communicator::create(std::move(c));
     if (!created.isOk()) return fromStatus(created.status());
-    auto* handle = new pcclComm{std::move(created).value(), config->peer_group};
+    auto* handle = new pcclComm;
+    handle->impl = std::move(created).value();
+    handle->peer_group = config->peer_group;
     comms().add(handle);
     *comm = handle;
     return pcclSuccess;
@@ -230,21 +254,21 @@ pcclResult_t pcclCommCreate(const pcclCommConfig_t* config, pcclComm_t* comm) {
 }
 
 pcclResult_t pcclConnect(pcclComm_t comm) {
-  return guarded([&]() -> pcclResult_t {
+  return onComm(comm, [&]() -> pcclResult_t {
     PCCL_CHECK_COMM(comm);
     return fromStatus(comm->impl->connect());
   });
 }
 
 pcclResult_t pcclUpdateTopology(pcclComm_t comm) {
-  return guarded([&]() -> pcclResult_t {
+  return onComm(comm, [&]() -> pcclResult_t {
     PCCL_CHECK_COMM(comm);
     return fromStatus(comm->impl->updateTopology());
   });
 }
 
 pcclResult_t pcclArePeersPending(pcclComm_t comm, int* pending) {
-  return guarded([&]() -> pcclResult_t {
+  return onComm(comm, [&]() -> pcclResult_t {
     PCCL_CHECK_COMM(comm);
     PCCL_CHECK_PTR(pending);
     auto r = comm->impl->arePeersPending();
@@ -255,7 +279,7 @@ pcclResult_t pcclArePeersPending(pcclComm_t comm, int* pending) {
 }
 
 pcclResult_t pcclGetAttribute(pcclComm_t comm, pcclAttribute_t attr, int64_t* value) {
-  return guarded([&]() -> pcclResult_t {
+  return onComm(comm, [&]() -> pcclResult_t {
     PCCL_CHECK_COMM(comm);
     PCCL_CHECK_PTR(value);
     pccl::Topology t = comm->impl->topology();
@@ -279,9 +303,33 @@ pcclResult_t pcclGetAttribute(pcclComm_t comm, pcclAttribute_t attr, int64_t* va
   });
 }
 
+pcclResult_t pcclGetStats(pcclComm_t comm, pcclCommStats_t* stats) {
+  return onComm(comm, [&]() -> pcclResult_t {
+    PCCL_CHECK_COMM(comm);
+    PCCL_CHECK_PTR(stats);
+    if (stats->struct_size != sizeof(pcclCommStats_t)) {
+      return fail(pcclInvalidArgument, "pcclCommStats_t was not initialised with PCCL_COMM_STATS_INIT (struct_size " +
+                                           std::to_string(stats->struct_size) + ")");
+    }
+    const pccl::CommStats s = comm->impl->stats();
+    stats->allreduce_ops = s.allreduce_ops;
+    stats->allreduce_aborts = s.allreduce_aborts;
+    stats->allreduce_retries = s.allreduce_retries;
+    stats->sync_ops = s.sync_ops;
+    stats->sync_aborts = s.sync_aborts;
+    stats->topology_updates = s.topology_updates;
+    stats->tx_bytes = s.tx_bytes;
+    stats->rx_bytes = s.rx_bytes;
+    stats->epoch = s.epoch;
+    stats->last_allreduce_time_s = s.last_allreduce_seconds;
+    stats->last_allreduce_bytes_per_s = s.last_allreduce_bytes_per_second;
+    return pcclSuccess;
+  });
+}
+
 pcclResult_t pcclAllReduceAsync(const void* sendbuf, void* recvbuf, size_t count, pcclDataType_t dtype,
                                 pcclRedOp_t op, const pcclReduceOptions_t* opts, pcclComm_t comm, pcclRequest_t* req) {
-  return guarded([&]() -> pcclResult_t {
+  return onComm(comm, [&]() -> pcclResult_t {
     PCCL_CHECK_COMM(comm);
     PCCL_CHECK_PTR(req);
     *req = nullptr;
@@ -293,7 +341,7 @@ pcclResult_t pcclAllReduceAsync(const void* sendbuf, void* recvbuf, size_t count
     auto h = comm->impl->allReduceAsync(sendbuf, recvbuf, count, static_cast<pccl::DataType>(dtype),
                                         static_cast<pccl::RedOp>(op), o);
     if (!h.isOk()) return fromStatus(h.status());
-    auto* handle = new pcclRequest{std::move(h).value()};
+    auto* handle = new pcclRequest{std::move(h).value(), comm};
     requests().add(handle);
     *req = handle;
     return pcclSuccess;
@@ -305,7 +353,10 @@ pcclResult_t pcclWait(pcclRequest_t req, pcclReduceInfo_t* info) {
     if (req == nullptr || !requests().remove(req)) return fail(pcclInvalidArgument, "invalid request handle");
     std::unique_ptr<pcclRequest> owned(req);
     auto r = owned->handle.wait();
-    if (!r.isOk()) return fromStatus(r.status());
+    if (!r.isOk()) {
+      pcclComm* comm = owned->comm;
+      return onComm(comm, [&] { return fromStatus(r.status()); });
+    }
     infoTo(*r, info);
     return pcclSuccess;
   });
@@ -330,7 +381,7 @@ pcclResult_t pcclAllReduce(const void* sendbuf, void* recvbuf, size_t count, pcc
 
 pcclResult_t pcclSyncSharedState(pcclComm_t comm, pcclSharedState_t* state, pcclSyncStrategy_t strategy,
                                  pcclSyncInfo_t* info) {
-  return guarded([&]() -> pcclResult_t {
+  return onComm(comm, [&]() -> pcclResult_t {
     PCCL_CHECK_COMM(comm);
     PCCL_CHECK_PTR(state);
     if (state->struct_size != sizeof(pcclSharedState_t)) {

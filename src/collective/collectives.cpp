@@ -163,7 +163,8 @@ void Collectives::onComplete(const wire::OpComplete& m) {
   Op* op = byId(m.op_id);
   if (op == nullptr) return;
   if (op->state != State::kLocalDone) {
-    PCCL_LOG_ERROR(kLog, "{}: master completed op {} that is still running here", name_, m.op_id);
+    PCCL_LOG_ERROR(kLog, "{} epoch={} tag={}: master completed op {} that is still running here", name_, epoch_,
+                   op->req.tag, m.op_id);
     return failOp(*op, Status::protocol("the master completed an operation this peer had not finished"), true);
   }
   finishOp(*op, Status::ok());
@@ -204,8 +205,8 @@ void Collectives::failOp(Op& op, const Status& why, bool tell_master) {
   if (was == State::kRunning) {
     // Segments of this operation may still be on the wire, and frames in flight could land in the
     // user's buffer: close the ring's connections before giving the buffer back.
-    PCCL_LOG_WARN(kLog, "{}: all-reduce op {} failed mid-transfer, closing the ring: {}", name_, op.op_id,
-                  why.toString());
+    PCCL_LOG_WARN(kLog, "{} epoch={} tag={}: all-reduce op {} failed mid-transfer, closing the ring: {}", name_,
+                  epoch_, op.req.tag, op.op_id, why.toString());
     ring_broken_ = why;
     reset_ring_(why);
   }
@@ -213,7 +214,7 @@ void Collectives::failOp(Op& op, const Status& why, bool tell_master) {
   if (touched && op.req.saved.data) std::memcpy(op.req.output, op.req.saved.data.get(), bytes);
   if (touched && op.req.saved_device) {
     Status st = deviceCopy(*op.req.device, op.req.output, op.req.saved_device.data(), bytes);
-    if (!st.isOk()) PCCL_LOG_ERROR(kLog, "{}: could not restore the device buffer of tag {}: {}", name_, op.req.tag, st.toString());
+    if (!st.isOk()) PCCL_LOG_ERROR(kLog, "{} epoch={} tag={}: could not restore the device buffer: {}", name_, epoch_, op.req.tag, st.toString());
   }
   finishOp(op, why);
 }
@@ -227,7 +228,6 @@ void Collectives::finishOp(Op& op, const Status& s) {
     out.rx_bytes = op.ring->bytesReceived();
   }
   out.seconds = std::chrono::duration<double>(Clock::now() - op.req.submitted).count();
-  if (!s.isOk()) PCCL_LOG_DEBUG(kLog, "{}: tag {} failed: {}", name_, op.req.tag, s.toString());
   op.timer.cancel();
   Completion done = std::move(op.done);
   pool_->release(std::move(op.req.saved));
@@ -313,7 +313,7 @@ void Collectives::channelClosed(net::DataChannel& ch, const Status& why) {
   if (!ours(ch, successor_) && !ours(ch, predecessor_)) return;  // an old ring's connection
   if (ring_broken_.isOk()) {
     ring_broken_ = why.isOk() ? Status::peerLost(ch.name() + " closed") : why;
-    PCCL_LOG_INFO(kLog, "{}: ring connection lost: {}", name_, ring_broken_.toString());
+    PCCL_LOG_INFO(kLog, "{} epoch={}: ring connection lost: {}", name_, epoch_, ring_broken_.toString());
   }
   std::vector<uint64_t> running;
   for (const auto& kv : by_id_) {

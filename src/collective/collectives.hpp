@@ -120,7 +120,7 @@ class Collectives : public net::DataSink {
   ResetRing reset_ring_;
   peer::MasterLink* link_ = nullptr;
   Status link_down_;  // why the master cannot be reached any more (OK while it can)
-  std::string name_ = "peer";
+  std::string name_ = "peer=?";
   uint64_t epoch_ = 0;
   uint32_t rank_ = 0;
   uint32_t world_ = 1;

@@ -51,8 +51,8 @@ Effects Membership::join(const wire::MemberInfo& info) {
   rec.info = info;
   rec.join_seq = next_seq_++;
   peers_[info.id] = rec;
-  PCCL_LOG_INFO(kLog, "peer {} joined from {}:{} (group {}, K={}, same host {}); pending admission",
-                shortId(info.id), info.host, info.port, info.group, info.connections, info.host_connections);
+  PCCL_LOG_INFO(kLog, "peer={} epoch={}: joined from {}:{} (group {}, K={}, same host {}); pending admission",
+                shortId(info.id), epoch_, info.host, info.port, info.group, info.connections, info.host_connections);
   maybeStartBuild(fx);
   return fx;
 }
@@ -61,11 +61,11 @@ Effects Membership::vote(const wire::Uuid& id) {
   Effects fx;
   auto it = peers_.find(id);
   if (it == peers_.end() || it->second.phase != PeerPhase::kAccepted) {
-    PCCL_LOG_WARN(kLog, "ignoring a topology vote from non-member {}", shortId(id));
+    PCCL_LOG_WARN(kLog, "peer={} epoch={}: ignoring a topology vote from a non-member", shortId(id), epoch_);
     return fx;
   }
   it->second.voted = true;
-  PCCL_LOG_DEBUG(kLog, "peer {} votes for a topology update", shortId(id));
+  PCCL_LOG_DEBUG(kLog, "peer={} epoch={}: votes for a topology update", shortId(id), epoch_);
   maybeStartBuild(fx);
   return fx;
 }
@@ -82,7 +82,7 @@ Effects Membership::p2pReady(const wire::Uuid& id, uint64_t epoch) {
   auto it = peers_.find(id);
   if (phase_ != RunPhase::kBuilding || epoch != epoch_ || it == peers_.end() ||
       it->second.phase != PeerPhase::kAccepted) {
-    PCCL_LOG_DEBUG(kLog, "ignoring stale P2PReady from {} for epoch {} (current {})", shortId(id), epoch, epoch_);
+    PCCL_LOG_DEBUG(kLog, "peer={} epoch={}: ignoring a stale P2PReady for epoch {}", shortId(id), epoch_, epoch);
     return fx;
   }
   it->second.ready = true;
@@ -91,7 +91,7 @@ Effects Membership::p2pReady(const wire::Uuid& id, uint64_t epoch) {
   }
   phase_ = RunPhase::kStable;
   stale_ = false;
-  PCCL_LOG_INFO(kLog, "epoch {}: ring of {} peers is up", epoch_, ring_.size());
+  PCCL_LOG_INFO(kLog, "epoch={}: ring of {} peers is up", epoch_, ring_.size());
   wire::TopologyReady ready;
   ready.epoch = epoch_;
   sendToAccepted(fx, wire::encodeFrame(ready, epoch_));
@@ -112,7 +112,7 @@ Effects Membership::remove(const wire::Uuid& id, wire::LeaveReason reason, const
   if (it == peers_.end()) return fx;
   bool was_accepted = it->second.phase == PeerPhase::kAccepted;
   peers_.erase(it);
-  PCCL_LOG_INFO(kLog, "peer {} removed ({}{}{}); {} accepted, {} pending", shortId(id), reasonName(reason),
+  PCCL_LOG_INFO(kLog, "peer={} epoch={}: removed ({}{}{}); {} accepted, {} pending", shortId(id), epoch_, reasonName(reason),
                 detail.empty() ? "" : ": ", detail, acceptedCount(), pendingCount());
   if (was_accepted) {
     stale_ = true;
@@ -149,7 +149,7 @@ void Membership::startBuild(Effects& fx) {
     Record& r = kv.second;
     if (r.phase == PeerPhase::kPending) {
       r.phase = PeerPhase::kAccepted;
-      PCCL_LOG_INFO(kLog, "peer {} admitted", shortId(kv.first));
+      PCCL_LOG_INFO(kLog, "peer={} epoch={}: admitted", shortId(kv.first), epoch_);
     }
     r.voted = false;
     r.ready = false;
@@ -162,7 +162,7 @@ void Membership::startBuild(Effects& fx) {
   phase_ = RunPhase::kBuilding;
   std::string names;
   for (const auto& m : ring_) names += (names.empty() ? "" : " -> ") + shortId(m.id);
-  PCCL_LOG_INFO(kLog, "epoch {}: building ring of {} peers: {}", epoch_, ring_.size(), names);
+  PCCL_LOG_INFO(kLog, "epoch={}: building ring of {} peers: {}", epoch_, ring_.size(), names);
   wire::TopologyUpdate update;
   update.epoch = epoch_;
   update.ring = ring_;
@@ -170,7 +170,7 @@ void Membership::startBuild(Effects& fx) {
 }
 
 void Membership::failBuild(Effects& fx, Code code, const std::string& reason) {
-  PCCL_LOG_WARN(kLog, "epoch {}: ring build failed: {}", epoch_, reason);
+  PCCL_LOG_WARN(kLog, "epoch={}: ring build failed: {}", epoch_, reason);
   phase_ = RunPhase::kStable;
   stale_ = true;
   for (auto& kv : peers_) {

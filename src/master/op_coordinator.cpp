@@ -86,7 +86,7 @@ Effects OpCoordinator::announce(const wire::Uuid& peer, uint32_t group, const st
   const uint64_t op_id = ++next_op_id_;
   running_[op_id] = Running{a.tag, p.members, {}};
   pending_.erase(it);
-  PCCL_LOG_DEBUG(kLog, "op {} (tag {}, {}) starts on {} peers", op_id, a.tag, describe(a), running_[op_id].members.size());
+  PCCL_LOG_DEBUG(kLog, "epoch={} tag={}: op {} ({}) starts on {} peers", epoch, a.tag, op_id, describe(a), running_[op_id].members.size());
   sendTo(fx, running_[op_id].members, wire::encodeFrame(wire::OpStart{a.tag, op_id}, epoch));
   return fx;
 }
@@ -156,7 +156,7 @@ Effects OpCoordinator::voteStarted(const wire::Uuid& voter) {
 void OpCoordinator::abortPending(Effects& fx, const Key& key, Code code, const std::string& reason) {
   auto it = pending_.find(key);
   if (it == pending_.end()) return;
-  PCCL_LOG_WARN(kLog, "collective tag {} aborted before it started: {}", key.second, reason);
+  PCCL_LOG_WARN(kLog, "tag={}: collective aborted before it started: {}", key.second, reason);
   wire::OpAbort ab{key.second, 0, static_cast<uint16_t>(code), reason};
   // Everyone who announced must hear it; members who announce later start a fresh round.
   std::vector<wire::Uuid> to;
@@ -168,7 +168,7 @@ void OpCoordinator::abortPending(Effects& fx, const Key& key, Code code, const s
 void OpCoordinator::abortRunning(Effects& fx, uint64_t op_id, Code code, const std::string& reason) {
   auto it = running_.find(op_id);
   if (it == running_.end()) return;
-  PCCL_LOG_WARN(kLog, "collective op {} (tag {}) aborted: {}", op_id, it->second.tag, reason);
+  PCCL_LOG_WARN(kLog, "tag={}: collective op {} aborted: {}", it->second.tag, op_id, reason);
   wire::OpAbort ab{it->second.tag, op_id, static_cast<uint16_t>(code), reason};
   std::vector<wire::Uuid> to = it->second.members;
   running_.erase(it);

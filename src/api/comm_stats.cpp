@@ -1,0 +1,72 @@
+#include "api/comm_stats.hpp"
+
+#include <fmt/format.h>
+
+#include "pccl/communicator.hpp"
+#include "util/log.hpp"
+
+namespace pccl {
+namespace {
+constexpr const char* kLog = "peer";
+}  // namespace
+
+std::string formatPeerId(const PeerId& id) {
+  std::string s;
+  for (uint8_t b : id) s += fmt::format("{:02x}", b);
+  return s;
+}
+
+void StatsRecorder::setPeer(std::string short_id) {
+  std::lock_guard<std::mutex> lk(mu_);
+  peer_ = std::move(short_id);
+}
+
+void StatsRecorder::reduceStarted(uint64_t tag) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (aborted_tags_.erase(tag) != 0) ++s_.allreduce_retries;
+}
+
+void StatsRecorder::reduceEnded(uint64_t tag, const Status& status, uint64_t tx, uint64_t rx, double seconds,
+                                uint64_t data_bytes) {
+  std::lock_guard<std::mutex> lk(mu_);
+  s_.tx_bytes += tx;
+  s_.rx_bytes += rx;
+  if (!status.isOk()) {
+    ++s_.allreduce_aborts;
+    if (aborted_tags_.size() < kMaxRememberedTags) aborted_tags_.insert(tag);
+    PCCL_LOG_INFO(kLog, "peer={} epoch={} tag={}: all-reduce aborted after {:.3f} s: {}", peer_, s_.epoch, tag,
+                  seconds, status.toString());
+    return;
+  }
+  ++s_.allreduce_ops;
+  s_.last_allreduce_seconds = seconds;
+  s_.last_allreduce_bytes_per_second = seconds > 0 ? static_cast<double>(data_bytes) / seconds : 0.0;
+  PCCL_LOG_DEBUG(kLog, "peer={} epoch={} tag={}: all-reduce done: {} bytes in {:.3f} ms ({:.1f} MB/s), sent {} received {}",
+                 peer_, s_.epoch, tag, data_bytes, seconds * 1e3, s_.last_allreduce_bytes_per_second / 1e6, tx, rx);
+}
+
+void StatsRecorder::syncEnded(const Status& status, uint64_t tx, uint64_t rx) {
+  std::lock_guard<std::mutex> lk(mu_);
+  s_.tx_bytes += tx;
+  s_.rx_bytes += rx;
+  if (status.isOk()) {
+    ++s_.sync_ops;
+    PCCL_LOG_DEBUG(kLog, "peer={} epoch={}: shared-state sync done: sent {} received {}", peer_, s_.epoch, tx, rx);
+  } else {
+    ++s_.sync_aborts;
+    PCCL_LOG_INFO(kLog, "peer={} epoch={}: shared-state sync failed: {}", peer_, s_.epoch, status.toString());
+  }
+}
+
+void StatsRecorder::ringInstalled(uint64_t epoch) {
+  std::lock_guard<std::mutex> lk(mu_);
+  ++s_.topology_updates;
+  s_.epoch = epoch;
+}
+
+CommStats StatsRecorder::stats() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return s_;
+}
+
+}  // namespace pccl
