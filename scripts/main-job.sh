@@ -60,12 +60,12 @@ if grep -h "wrong=[1-9]" "$work"/peer*.out; then echo "main job: WRONG RESULTS" 
 
 say "stopping: peers leave gracefully, then the master"
 for i in 1 2 4; do kill -TERM "${pids[$i]}"; done
-for i in 1 2 4; do wait "${pids[$i]}"; tail -n1 "$work/peer$i.out"; done
+for i in 1 2 4; do wait "${pids[$i]}"; grep " stats " "$work/peer$i.out"; tail -n1 "$work/peer$i.out"; done
 kill -TERM "${pids[0]}"
 wait "${pids[0]}"
 pids=()
 for i in 1 2 4; do echo "peer$i: $(grep -c ' ok ' "$work/peer$i.out") all-reduces, all verified"; done
 
 say "master log"
-sed -E 's/^\[[^]]*\] //' "$work/master.log" | grep -v "^collective" | head -n 40
+sed -E 's/^\[[^]]*\] //' "$work/master.log" | grep -v "collective" | head -n 40
 say "main job OK"

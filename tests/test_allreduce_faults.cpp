@@ -159,7 +159,21 @@ void strikeMidOperation(Scene& s, int sig, double limit_s, ReduceOptions opts = 
 TEST_CASE("allreduce faults: a peer SIGKILLed mid-operation -> PeerLost at once, input intact, retry succeeds",
           "[faults][allreduce]") {
   Scene s = sceneWithVictim();
+  std::vector<CommStats> before;
+  for (auto& c : s.survivors) before.push_back(c->stats());
   strikeMidOperation(s, SIGKILL, 1.0);  // a broken socket is noticed long before the heartbeat timeout
+  // The counters saw it as a trainer did: one aborted operation, retried once (same tag) successfully
+  // in a new ring, and only successful operations set the throughput.
+  for (size_t i = 0; i < 2; ++i) {
+    const CommStats st = s.survivors[i]->stats();
+    CHECK(st.allreduce_aborts == before[i].allreduce_aborts + 1);
+    CHECK(st.allreduce_retries == before[i].allreduce_retries + 1);
+    CHECK(st.allreduce_ops >= before[i].allreduce_ops + 4);  // >= 3 before the strike, and the retry
+    CHECK(st.topology_updates == before[i].topology_updates + 1);
+    CHECK(st.epoch == s.survivors[i]->topology().epoch);
+    CHECK(st.tx_bytes > before[i].tx_bytes);
+    CHECK(st.last_allreduce_bytes_per_second > 0);
+  }
 }
 
 TEST_CASE("allreduce faults: SIGKILL mid-operation with device buffers (GPU ABI on the CPU) -> PeerLost, restored",

@@ -8,6 +8,7 @@
  *               [--allreduce COUNT] [--segment-bytes N]
  *
  * The shared secret comes from PCCL_SECRET or PCCL_SECRET_FILE. SIGINT/SIGTERM leave gracefully.
+ * Before leaving it prints its counters (pcclGetStats) on one "NAME stats ..." line.
  * Exit status: 0 after a graceful leave, 3 when the master is lost or kicks us, 1 on other errors.
  */
 #define _POSIX_C_SOURCE 200809L
@@ -35,6 +36,19 @@ static void sleepMs(long ms) {
   ts.tv_sec = ms / 1000;
   ts.tv_nsec = (ms % 1000) * 1000000L;
   nanosleep(&ts, NULL);
+}
+
+/* The communicator's counters, as a monitoring agent would scrape them. */
+static void printStats(const char* name, pcclComm_t comm) {
+  pcclCommStats_t s = PCCL_COMM_STATS_INIT;
+  if (pcclGetStats(comm, &s) != pcclSuccess) return;
+  printf("%s stats allreduce_ops=%llu aborts=%llu retries=%llu topology_updates=%llu epoch=%llu tx_bytes=%llu "
+         "rx_bytes=%llu last_allreduce_ms=%.3f last_throughput_MBps=%.1f\n",
+         name, (unsigned long long)s.allreduce_ops, (unsigned long long)s.allreduce_aborts,
+         (unsigned long long)s.allreduce_retries, (unsigned long long)s.topology_updates,
+         (unsigned long long)s.epoch, (unsigned long long)s.tx_bytes, (unsigned long long)s.rx_bytes,
+         s.last_allreduce_time_s * 1e3, s.last_allreduce_bytes_per_s / 1e6);
+  fflush(stdout);
 }
 
 static int report(const char* name, const char* what, pcclResult_t r, pcclComm_t comm) {
@@ -152,6 +166,7 @@ int main(int argc, char** argv) {
     }
   }
   free(data);
+  printStats(name, comm);
   pcclCommDestroy(comm);
   if (status == 0) {
     printf("%s left\n", name);

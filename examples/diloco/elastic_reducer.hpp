@@ -65,6 +65,7 @@ class ElasticReducer {
 
   uint32_t worldSize() const { return comm_->topology().world_size; }
   uint64_t epoch() const { return comm_->topology().epoch; }
+  pccl::CommStats stats() const { return comm_->stats(); }
   const SyncTotals& syncTotals() const { return totals_; }
 
  private:

@@ -276,6 +276,15 @@ int runDiloco(const TrainConfig& config) {
   std::printf("worker=%u done: outer_step=%lld syncs=%u state_changes=%u sync_tx_bytes=%llu sync_rx_bytes=%llu\n",
               config.worker_index, static_cast<long long>(state.step), t.syncs, t.state_changes,
               static_cast<unsigned long long>(t.tx_bytes), static_cast<unsigned long long>(t.rx_bytes));
+  const pccl::CommStats c = r.stats();  // the communicator's own counters (pcclGetStats in C)
+  std::printf("worker=%u stats: allreduce_ops=%llu aborts=%llu retries=%llu syncs=%llu topology_updates=%llu "
+              "epoch=%llu tx_bytes=%llu rx_bytes=%llu last_allreduce_s=%.3f last_throughput_MBps=%.1f\n",
+              config.worker_index, static_cast<unsigned long long>(c.allreduce_ops),
+              static_cast<unsigned long long>(c.allreduce_aborts), static_cast<unsigned long long>(c.allreduce_retries),
+              static_cast<unsigned long long>(c.sync_ops), static_cast<unsigned long long>(c.topology_updates),
+              static_cast<unsigned long long>(c.epoch), static_cast<unsigned long long>(c.tx_bytes),
+              static_cast<unsigned long long>(c.rx_bytes), c.last_allreduce_seconds,
+              c.last_allreduce_bytes_per_second / 1e6);
   return 0;
 }
 

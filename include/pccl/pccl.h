@@ -206,7 +206,9 @@ typedef struct {
   uint64_t allreduce_retries;     /* all-reduces started with the tag of one that was aborted last time
                                      it ran here: the second and later attempts of the abort/retry loop */
   uint64_t sync_ops;              /* shared-state syncs that succeeded */
-  uint64_t sync_aborts;           /* shared-state syncs that started and then failed */
+  uint64_t sync_aborts;           /* shared-state syncs that failed with a code a retry can cure (peer
+                                     lost, mismatch, timeout, master lost); pcclInvalidArgument and
+                                     pcclInvalidUsage are not counted */
   uint64_t topology_updates;      /* rings installed: pcclConnect and pcclUpdateTopology calls that succeeded */
   uint64_t tx_bytes;              /* bytes sent by this peer's all-reduces (ring payload, after quantization
                                      and zstd) and shared-state syncs (on the wire) */

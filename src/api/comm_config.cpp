@@ -2,12 +2,14 @@
 
 #include <fmt/format.h>
 
+#include "util/log.hpp"
 #include "util/secret.hpp"
 #include "wire/data.hpp"
 
 namespace pccl {
 
 Status checkCommConfig(const CommConfig& config) {
+  (void)log::level();  // reads PCCL_LOG_LEVEL now, so a bad value is reported at create, not at the first event
   if (config.connections_per_peer == 0 || config.connections_per_peer > 1024) {
     return Status::invalidArgument(fmt::format("connections_per_peer must be 1..1024, got {}", config.connections_per_peer));
   }

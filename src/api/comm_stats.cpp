@@ -52,7 +52,8 @@ void StatsRecorder::syncEnded(const Status& status, uint64_t tx, uint64_t rx) {
   if (status.isOk()) {
     ++s_.sync_ops;
     PCCL_LOG_DEBUG(kLog, "peer={} epoch={}: shared-state sync done: sent {} received {}", peer_, s_.epoch, tx, rx);
-  } else {
+  } else if (status.code() != Code::kInvalidArgument && status.code() != Code::kInvalidUsage) {
+    // Bad arguments and calls at the wrong time are the caller's to fix, not aborts to retry.
     ++s_.sync_aborts;
     PCCL_LOG_INFO(kLog, "peer={} epoch={}: shared-state sync failed: {}", peer_, s_.epoch, status.toString());
   }

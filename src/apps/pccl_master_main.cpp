@@ -5,6 +5,7 @@
 #include <cstdlib>
 
 #include "pccl/master.hpp"
+#include "pccl/version.h"
 #include "util/log.hpp"
 #include "util/secret.hpp"
 
@@ -23,10 +24,23 @@ int main(int argc, char** argv) {
   app.add_flag("--encrypt", config.encrypt, "encrypt every connection (needs --secret-file; peers set encrypt too)");
   app.add_option("--max-peers", config.max_peers, "most peers admitted at once")->capture_default_str()
       ->check(CLI::Range(1u, 65536u));
+  std::string log_level;
+  app.add_option("--log-level", log_level, "error|warn|info|debug|trace (default: PCCL_LOG_LEVEL, else info)")
+      ->check([](const std::string& v) {
+        pccl::log::Level l;
+        return pccl::log::parseLevel(v, &l) ? std::string() : "unknown log level '" + v + "'";
+      });
+  app.set_version_flag("--version", "pccl-master " PCCL_VERSION_STRING);
   CLI11_PARSE(app, argc, argv);
 
-  // The daemon logs membership events unless PCCL_LOG_LEVEL says otherwise.
-  if (std::getenv("PCCL_LOG_LEVEL") == nullptr) pccl::log::setLevel(pccl::log::Level::kInfo);
+  // The daemon logs membership events unless --log-level or PCCL_LOG_LEVEL says otherwise.
+  pccl::log::Level level = pccl::log::Level::kInfo;
+  if (!log_level.empty()) {
+    (void)pccl::log::parseLevel(log_level, &level);
+    pccl::log::setLevel(level);
+  } else if (std::getenv("PCCL_LOG_LEVEL") == nullptr) {
+    pccl::log::setLevel(level);
+  }
 
   if (!secret_file.empty()) {
     auto s = pccl::readSecretFile(secret_file);

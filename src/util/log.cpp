@@ -22,6 +22,22 @@ Level levelFromEnv() {
   return l;
 }
 
+// PCCL_LOG_FILE: append the lines to that file instead of stderr (opened once; stderr if it cannot be).
+std::FILE* sink() {
+  static std::FILE* file = [] {
+    const char* path = std::getenv("PCCL_LOG_FILE");
+    if (path == nullptr || *path == '\0') return stderr;
+    std::FILE* f = std::fopen(path, "ae");
+    if (f == nullptr) {
+      std::fprintf(stderr, "pccl: cannot open PCCL_LOG_FILE '%s'; logging to stderr\n", path);
+      return stderr;
+    }
+    std::setvbuf(f, nullptr, _IOLBF, 0);
+    return f;
+  }();
+  return file;
+}
+
 std::atomic<int>& levelStore() {
   static std::atomic<int> store{static_cast<int>(levelFromEnv())};
   return store;
@@ -68,7 +84,7 @@ void write(Level l, std::string_view component, std::string_view message) {
   std::tm tm{};
   localtime_r(&t, &tm);
   // One fprintf per line so lines from different threads never interleave.
-  std::fprintf(stderr, "[%02d:%02d:%02d.%03d pccl %s %d %.*s] %.*s\n", tm.tm_hour, tm.tm_min, tm.tm_sec,
+  std::fprintf(sink(), "[%02d:%02d:%02d.%03d pccl %s %d %.*s] %.*s\n", tm.tm_hour, tm.tm_min, tm.tm_sec,
                static_cast<int>(ms), levelTag(l), static_cast<int>(getpid()),
                static_cast<int>(component.size()), component.data(), static_cast<int>(message.size()),
                message.data());

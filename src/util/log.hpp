@@ -1,5 +1,6 @@
-// One-line-per-event logging to stderr. Level from PCCL_LOG_LEVEL (error|warn|info|debug|trace),
-// default warn in the library; pccl-master raises it to info.
+// One-line-per-event logging to stderr, or appended to the file PCCL_LOG_FILE names. Level from
+// PCCL_LOG_LEVEL (error|warn|info|debug|trace), default warn in the library; pccl-master raises it to
+// info (or --log-level). Events of a peer carry key=value fields: peer=, epoch=, tag=.
 #ifndef PCCL_UTIL_LOG_HPP_
 #define PCCL_UTIL_LOG_HPP_
 

@@ -1,6 +1,7 @@
-/* The C API from a C99 program: an embedded master, two peers (one on a second thread), the
- * connect -> update -> all-reduce -> shared-state sync -> destroy flow, attributes, and argument
- * checking. Exit 0 = pass. */
+/* The C API from a C99 program: every function of pccl.h. An embedded master, two peers (one on a
+ * second thread), the connect -> update -> all-reduce -> shared-state sync -> destroy flow,
+ * attributes, counters, an aborted and retried operation, version, and argument checking.
+ * Exit 0 = pass. */
 #define _POSIX_C_SOURCE 200809L
 #include <pccl/pccl.h>
 #include <pthread.h>
@@ -102,6 +103,24 @@ int main(void) {
   int pending = -1;
   int64_t v = -1;
 
+  /* The library is the one this header describes. */
+  {
+    int version = -1;
+    EXPECT(pcclGetVersion(&version) == pcclSuccess && version == PCCL_VERSION_CODE);
+    EXPECT(pcclGetVersion(NULL) == pcclInvalidArgument);
+    EXPECT(PCCL_VERSION_CODE == PCCL_VERSION_MAJOR * 10000 + PCCL_VERSION_MINOR * 100 + PCCL_VERSION_PATCH);
+    EXPECT(strlen(PCCL_VERSION_STRING) >= 5);
+  }
+  /* Every code has a name; an unknown value too. */
+  {
+    int code;
+    for (code = pcclSuccess; code <= pcclProtocolError; ++code) {
+      const char* name = pcclGetErrorString((pcclResult_t)code);
+      EXPECT(name != NULL && strlen(name) > 0 && strcmp(name, "unknown pcclResult_t value") != 0);
+    }
+    EXPECT(strcmp(pcclGetErrorString((pcclResult_t)1234), "unknown pcclResult_t value") == 0);
+  }
+
   /* Arguments are checked, with a useful message. */
   EXPECT(pcclMasterCreate(NULL, &master) == pcclInvalidArgument);
   EXPECT(strstr(pcclGetLastError(NULL), "config") != NULL);
@@ -129,6 +148,15 @@ int main(void) {
   b = makeComm();
   EXPECT(pcclUpdateTopology(a) == pcclInvalidUsage); /* not connected yet */
   EXPECT(strlen(pcclGetLastError(a)) > 0);
+  {
+    pcclCommStats_t s = PCCL_COMM_STATS_INIT;
+    EXPECT(pcclGetStats(a, &s) == pcclSuccess);
+    EXPECT(s.allreduce_ops == 0 && s.topology_updates == 0 && s.tx_bytes == 0 && s.epoch == 0);
+    EXPECT(pcclGetStats(a, NULL) == pcclInvalidArgument);
+    s.struct_size = 8;
+    EXPECT(pcclGetStats(a, &s) == pcclInvalidArgument);
+    EXPECT(strstr(pcclGetLastError(a), "PCCL_COMM_STATS_INIT") != NULL); /* recorded on the communicator */
+  }
   EXPECT(pcclConnect(a) == pcclSuccess);
   EXPECT(pcclGetAttribute(a, PCCL_ATTR_WORLD_SIZE, &v) == pcclSuccess && v == 1);
   EXPECT(pcclGetAttribute(a, PCCL_ATTR_EPOCH, &v) == pcclSuccess && v == 1);
@@ -156,6 +184,15 @@ int main(void) {
   }
   EXPECT(pcclArePeersPending(a, &pending) == pcclSuccess && pending == 0);
   EXPECT(pcclGetAttribute(a, (pcclAttribute_t)99, &v) == pcclInvalidArgument);
+  EXPECT(pcclGetAttribute(a, PCCL_ATTR_PEER_GROUP, &v) == pcclSuccess && v == 0);
+  EXPECT(pcclGetAttribute(a, PCCL_ATTR_LISTEN_PORT, &v) == pcclSuccess && v > 0 && v < 65536);
+  EXPECT(pcclGetAttribute(a, PCCL_ATTR_CIPHER, &v) == pcclSuccess && v == 0); /* not encrypted */
+  {
+    int64_t ga = -1, gb = -1;
+    EXPECT(pcclGetAttribute(a, PCCL_ATTR_GROUP_RANK, &ga) == pcclSuccess);
+    EXPECT(pcclGetAttribute(b, PCCL_ATTR_GROUP_RANK, &gb) == pcclSuccess);
+    EXPECT(ga + gb == 1);
+  }
 
   /* All-reduces through the C API: a's inputs are 2i, b's are i. */
   {
@@ -177,6 +214,7 @@ int main(void) {
     /* Bad arguments are refused with a message, nothing is sent. */
     EXPECT(pcclAllReduce(NULL, out, 4, pcclFloat32, pcclSum, NULL, a, NULL) == pcclInvalidArgument);
     EXPECT(pcclAllReduce(x, out, 4, (pcclDataType_t)77, pcclSum, NULL, a, NULL) == pcclInvalidArgument);
+    EXPECT(strstr(pcclGetLastError(a), "pcclDataType_t") != NULL);
     EXPECT(pcclAllReduce(x, out, 4, pcclFloat32, (pcclRedOp_t)9, NULL, a, NULL) == pcclInvalidArgument);
     opts.quant = pcclQuantInt8; /* integers are never quantized */
     EXPECT(pcclAllReduce(x, out, 4, pcclInt32, pcclSum, &opts, a, NULL) == pcclInvalidArgument);
@@ -190,6 +228,14 @@ int main(void) {
     EXPECT(pcclAllReduceAsync(x, out, 4, pcclFloat32, pcclSum, NULL, a, NULL) == pcclInvalidArgument);
     EXPECT(pcclWait(NULL, NULL) == pcclInvalidArgument);
     EXPECT(pcclTest((pcclRequest_t)&opts, &i) == pcclInvalidArgument);
+  }
+  /* Counters after two all-reduces on each peer; refused calls count as nothing. */
+  {
+    pcclCommStats_t s = PCCL_COMM_STATS_INIT;
+    EXPECT(pcclGetStats(a, &s) == pcclSuccess);
+    EXPECT(s.allreduce_ops == 2 && s.allreduce_aborts == 0 && s.allreduce_retries == 0);
+    EXPECT(s.topology_updates == 2 && s.epoch == 2 && s.tx_bytes > 0 && s.rx_bytes > 0);
+    EXPECT(s.last_allreduce_time_s > 0 && s.last_allreduce_bytes_per_s > 0);
   }
 
   /* Shared state through the C API: b fetches what differs from a. */
@@ -223,10 +269,33 @@ int main(void) {
     EXPECT(pcclSyncSharedState(a, &st, pcclSyncSendOnly, NULL) == pcclInvalidArgument);
   }
 
-  EXPECT(pcclCommDestroy(b) == pcclSuccess);
-  EXPECT(pcclCommDestroy(b) == pcclInvalidArgument); /* stale handle: an error, not a crash */
-  EXPECT(pcclUpdateTopology(a) == pcclSuccess);      /* ring of one after b left */
-  EXPECT(pcclGetAttribute(a, PCCL_ATTR_WORLD_SIZE, &v) == pcclSuccess && v == 1);
+  /* An operation that b never joins is aborted when b leaves; after the update a retries it alone:
+   * the abort/retry loop, as the counters see it. */
+  {
+    float z[4] = {1, 2, 3, 4};
+    pcclReduceOptions_t opts = PCCL_REDUCE_OPTIONS_INIT;
+    pcclRequest_t req = NULL;
+    pcclCommStats_t s = PCCL_COMM_STATS_INIT;
+    pcclResult_t r;
+    opts.tag = 9;
+    EXPECT(pcclAllReduceAsync(z, z, 4, pcclFloat32, pcclSum, &opts, a, &req) == pcclSuccess);
+    EXPECT(pcclCommDestroy(b) == pcclSuccess);
+    EXPECT(pcclCommDestroy(b) == pcclInvalidArgument); /* stale handle: an error, not a crash */
+    r = pcclWait(req, NULL);
+    EXPECT(r == pcclPeerLost);
+    EXPECT(strlen(pcclGetLastError(a)) > 0);
+    EXPECT(z[0] == 1 && z[3] == 4); /* the input is intact */
+    EXPECT(pcclUpdateTopology(a) == pcclSuccess); /* ring of one after b left */
+    EXPECT(pcclGetAttribute(a, PCCL_ATTR_WORLD_SIZE, &v) == pcclSuccess && v == 1);
+    EXPECT(pcclAllReduce(z, z, 4, pcclFloat32, pcclSum, &opts, a, NULL) == pcclSuccess);
+    EXPECT(z[0] == 1 && z[3] == 4);
+    EXPECT(pcclGetStats(a, &s) == pcclSuccess);
+    EXPECT(s.allreduce_ops == 3 && s.allreduce_aborts == 1 && s.allreduce_retries == 1);
+    if (!(s.sync_ops == 1 && s.sync_aborts == 0 && s.topology_updates == 3 && s.epoch == 3))
+      fprintf(stderr, "sync %lu/%lu updates %lu epoch %lu\n", (unsigned long)s.sync_ops, (unsigned long)s.sync_aborts,
+              (unsigned long)s.topology_updates, (unsigned long)s.epoch);
+    EXPECT(s.sync_ops == 1 && s.sync_aborts == 0 && s.topology_updates == 3 && s.epoch == 3);
+  }
   EXPECT(pcclCommDestroy(a) == pcclSuccess);
   EXPECT(pcclCommDestroy(NULL) == pcclSuccess);
   EXPECT(pcclMasterStop(master) == pcclSuccess);
