@@ -2,7 +2,8 @@
 # The README's test command: installs dependencies, builds (with the DiLoCo example), compiles the GPU
 # backend modules and runs their kernel test (scripts/gpu.sh; skipped without a GPU), runs every fuzz
 # harness for a bounded time (scripts/fuzz.sh; clang + libFuzzer), then runs the suite: the tests only
-# the release build has (pccl-bench, the WAN emulator, the GPU emulation, DiLoCo) there, and the whole
+# the release build has (pccl-bench, the WAN emulator, the GPU emulation, DiLoCo, the Python package,
+# whose ctypes cannot load a sanitizer build into python3, and the install of pccl-bench) there, and the whole
 # rest twice, under ASan+UBSan and under TSan (scripts/sanitize.sh). PCCL_SANITIZE=0 runs the whole
 # suite in the release build instead (faster, no sanitizers).
 set -euo pipefail
@@ -14,6 +15,9 @@ if [ "${PCCL_DILOCO:-1}" != "0" ]; then
   bash scripts/deps.sh libtorch-dev libopenblas0-pthread
   extra=(-DPCCL_BUILD_DILOCO=ON)
 fi
+# The Python package's ctests (python/, docs/python.md) run with /usr/bin/python3 and need numpy; torch
+# for its tensor tests and the torch example (without them, configure skips those ctests).
+bash scripts/deps.sh python3-numpy python3-torch
 bash scripts/build.sh "${extra[@]}" "$@"
 bash scripts/gpu.sh
 bash scripts/fuzz.sh "${PCCL_FUZZ_SECONDS:-20}"
@@ -21,6 +25,6 @@ if [ "${PCCL_SANITIZE:-1}" = "0" ]; then
   ctest --test-dir "${PCCL_BUILD_DIR:-build}" --output-on-failure -j "${PCCL_JOBS:-2}" --timeout 300
 else
   ctest --test-dir "${PCCL_BUILD_DIR:-build}" --output-on-failure -j "${PCCL_JOBS:-2}" --timeout 300 \
-    -R "^(bench|wanem|diloco|gpu bench|gpu emu|gpu kernels: emu)"
+    -R "^(bench|wanem|diloco|gpu bench|gpu emu|gpu kernels: emu|python|packaging|docs)"
   bash scripts/sanitize.sh all
 fi

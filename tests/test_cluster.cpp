@@ -1,4 +1,9 @@
 // Membership with real peers (threads in this process, real TCP on loopback, ephemeral ports).
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <future>
@@ -247,4 +252,36 @@ TEST_CASE("cluster: no master is a clear error", "[cluster]") {
   Status s = c->connect();
   CHECK(s.code() == Code::kMasterUnreachable);
   CHECK_THAT(s.message(), Catch::Contains(std::to_string(port)));
+}
+
+TEST_CASE("cluster: a master port that never answers is MasterUnreachable within the handshake deadline",
+          "[cluster]") {
+  // A listener whose accept queue is full drops further SYNs, like a firewall that drops packets: the
+  // TCP connect would otherwise retry for minutes.
+  int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(listener >= 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  REQUIRE(::bind(listener, reinterpret_cast<sockaddr*>(&a), sizeof a) == 0);
+  REQUIRE(::listen(listener, 0) == 0);
+  socklen_t len = sizeof a;
+  REQUIRE(::getsockname(listener, reinterpret_cast<sockaddr*>(&a), &len) == 0);
+  std::vector<int> fillers;
+  for (int i = 0; i < 4; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_NONBLOCK, 0);
+    (void)::connect(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+    fillers.push_back(fd);
+  }
+  CommConfig cfg = fastCommConfig(ntohs(a.sin_port));
+  cfg.handshake_timeout_ms = 1000;
+  auto c = makeComm(cfg);
+  const auto start = std::chrono::steady_clock::now();
+  Status s = c->connect();
+  const double took = secondsSince(start);
+  CHECK(s.code() == Code::kMasterUnreachable);
+  CHECK_THAT(s.message(), Catch::Contains("no answer within 1000 ms"));
+  CHECK(took < 3.0);
+  for (int fd : fillers) ::close(fd);
+  ::close(listener);
 }

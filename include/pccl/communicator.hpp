@@ -84,7 +84,7 @@ class PCCL_API Communicator {
   Result<bool> arePeersPending();  // true when updateTopology() would change the membership
   // Reduces `count` elements of `send` across the group's peers into `recv` (send == recv: in place;
   // otherwise the two must not overlap). Every peer of the group calls it with the same tag, count,
-  // dtype, op and quantization. On failure `send` is untouched and, in place, `recv` holds its input.
+  // dtype, op, quant and compress (and the same CommConfig::segment_bytes); else Mismatch everywhere. On failure `send` is untouched and, in place, `recv` holds its input.
   Result<ReduceInfo> allReduce(const void* send, void* recv, size_t count, DataType dtype, RedOp op,
                                const ReduceOptions& options = {});
   Result<ReduceHandle> allReduceAsync(const void* send, void* recv, size_t count, DataType dtype, RedOp op,

@@ -278,8 +278,9 @@ PCCL_API pcclResult_t pcclGetStats(pcclComm_t comm, pcclCommStats_t* stats);
 
 /* Reduces `count` elements of `sendbuf` across every peer of this peer's group into `recvbuf`
  * (sendbuf == recvbuf: in place; otherwise they must not overlap). Every peer of the group calls it
- * with the same tag, count, dtype, op and quantization; any difference returns pcclMismatch on every
- * peer. Blocks until every peer has the result or the operation failed everywhere (op_timeout_ms at
+ * with the same tag, count, dtype, op, quant and compress, and every peer's config has the same
+ * segment_bytes; any difference returns pcclMismatch on every peer (the detail names two peers and
+ * what each asked for). Blocks until every peer has the result or the operation failed everywhere (op_timeout_ms at
  * most). Every peer gets bit-identical results. On failure sendbuf is untouched and an in-place recvbuf
  * holds its input again: call pcclUpdateTopology, then retry. Ownership: the buffers are the caller's;
  * pccl reads and writes them only during the call. opts (NULL = PCCL_REDUCE_OPTIONS_INIT) and info may

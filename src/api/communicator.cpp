@@ -416,7 +416,7 @@ class Communicator::Impl {
       return Status::ok();
     });
     d.on<wire::PeerLeft>([this](const wire::FrameHeader&, const wire::PeerLeft& m) {
-      PCCL_LOG_INFO(kLog, "peer={} epoch={}: peer {} left the run ({})", wire::shortId(id_), epoch(), wire::shortId(m.peer_id), m.detail);
+      PCCL_LOG_INFO(kLog, "peer={} epoch={}: peer {} left the run{}{}", wire::shortId(id_), epoch(), wire::shortId(m.peer_id), m.detail.empty() ? "" : ": ", m.detail);
       return Status::ok();
     });
     link_->open(

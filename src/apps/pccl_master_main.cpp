@@ -38,8 +38,8 @@ int main(int argc, char** argv) {
   if (!log_level.empty()) {
     (void)pccl::log::parseLevel(log_level, &level);
     pccl::log::setLevel(level);
-  } else if (std::getenv("PCCL_LOG_LEVEL") == nullptr) {
-    pccl::log::setLevel(level);
+  } else if (const char* env = std::getenv("PCCL_LOG_LEVEL"); env == nullptr || !pccl::log::parseLevel(env, &level)) {
+    pccl::log::setLevel(pccl::log::Level::kInfo);  // unset or unknown (the library said so): the daemon's default
   }
 
   if (!secret_file.empty()) {

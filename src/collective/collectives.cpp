@@ -313,7 +313,7 @@ void Collectives::channelClosed(net::DataChannel& ch, const Status& why) {
   if (!ours(ch, successor_) && !ours(ch, predecessor_)) return;  // an old ring's connection
   if (ring_broken_.isOk()) {
     ring_broken_ = why.isOk() ? Status::peerLost(ch.name() + " closed") : why;
-    PCCL_LOG_INFO(kLog, "{} epoch={}: ring connection lost: {}", name_, epoch_, ring_broken_.toString());
+    PCCL_LOG_DEBUG(kLog, "{} epoch={}: ring connection lost: {}", name_, epoch_, ring_broken_.toString());
   }
   std::vector<uint64_t> running;
   for (const auto& kv : by_id_) {

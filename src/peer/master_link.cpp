@@ -36,9 +36,24 @@ void MasterLink::open(const net::HostPort& master, Callback on_open, Callback on
       [this, resolver, socket, alive, on_open, fail](const asio::error_code& ec, net::Tcp::resolver::results_type res) {
         if (!*alive) return;
         if (ec) return fail(ec, "resolve");
-        asio::async_connect(*socket, res, [this, socket, alive, on_open, fail](const asio::error_code& ec2,
-                                                                               const net::Tcp::endpoint&) {
+        // A master behind a firewall that drops packets never answers the SYN: bound the TCP connect by
+        // the handshake deadline instead of the kernel's minutes of retries.
+        auto timer = std::make_shared<asio::steady_timer>(io_, handshake_timeout_);
+        auto timed_out = std::make_shared<bool>(false);
+        timer->async_wait([socket, timed_out](const asio::error_code& e) {
+          if (e) return;  // cancelled: the connect finished first
+          *timed_out = true;
+          socket->close();
+        });
+        asio::async_connect(*socket, res, [this, socket, timer, timed_out, alive, on_open, fail](
+                                              const asio::error_code& ec2, const net::Tcp::endpoint&) {
+          timer->cancel();
           if (!*alive) return;
+          if (*timed_out) {
+            return on_open(Status::masterUnreachable(fmt::format(
+                "cannot connect to {}: no answer within {} ms (is a firewall dropping packets to its port?)",
+                master_name_, handshake_timeout_.count())));
+          }
           if (ec2) return fail(ec2, "connect to");
           net::ClientHandshake hs{wire::Role::kPeerToMaster, key_, handshake_timeout_, master_name_};
           net::asyncClientHandshake(std::move(*socket), hs, [this, alive, on_open](Result<net::Link> r) {

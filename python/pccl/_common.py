@@ -1,0 +1,142 @@
+"""Small helpers shared by the Master and Communicator wrappers: argument parsing and the guard that
+keeps a handle from being destroyed while another thread is inside a call on it."""
+
+import threading
+
+from ._lib import Quant, RedOp, SyncStrategy
+from .errors import InvalidArgumentError, InvalidUsageError
+
+U32_MAX = 0xFFFFFFFF
+U64_MAX = 0xFFFFFFFFFFFFFFFF
+
+
+def to_bytes_or_none(value, what):
+    """str -> UTF-8 bytes; bytes-like -> bytes; None -> None."""
+    if value is None:
+        return None
+    if isinstance(value, str):
+        return value.encode("utf-8")
+    if isinstance(value, (bytes, bytearray, memoryview)):
+        return bytes(value)
+    raise InvalidArgumentError(detail="%s must be str or bytes, got %s" % (what, type(value).__name__))
+
+
+def address(value, what):
+    """'HOST:PORT' or (host, port) -> b'HOST:PORT' (IPv6 hosts of a tuple get brackets)."""
+    if isinstance(value, tuple) and len(value) == 2:
+        host, port = value
+        host = str(host)
+        if ":" in host and not host.startswith("["):
+            host = "[%s]" % host
+        value = "%s:%d" % (host, int(port))
+    if not isinstance(value, str) or not value:
+        raise InvalidArgumentError(detail="%s must be 'HOST:PORT' or (host, port), got %r" % (what, value))
+    return value.encode("utf-8")
+
+
+def u32(value, what):
+    """A uint32_t config field; None -> None (keep the _INIT default)."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= U32_MAX:
+        raise InvalidArgumentError(detail="%s must be an int in 0..%d, got %r" % (what, U32_MAX, value))
+    return value
+
+
+def set_fields(struct, fields):
+    """Sets the struct fields whose value is not None."""
+    for name, value in fields.items():
+        if value is not None:
+            setattr(struct, name, value)
+
+
+def _by_name(value, enum_cls, names, what):
+    if isinstance(value, enum_cls):
+        return value
+    if isinstance(value, str):
+        key = value.strip().lower().replace("-", "_")
+        if key in names:
+            return names[key]
+    elif isinstance(value, int) and not isinstance(value, bool):
+        try:
+            return enum_cls(value)
+        except ValueError:
+            pass
+    raise InvalidArgumentError(detail="unknown %s %r (one of: %s)" % (what, value, ", ".join(sorted(names))))
+
+
+_OPS = {"sum": RedOp.SUM, "avg": RedOp.AVG, "mean": RedOp.AVG, "prod": RedOp.PROD, "min": RedOp.MIN,
+        "max": RedOp.MAX}
+_QUANTS = {"none": Quant.NONE, "fp16": Quant.FP16, "bf16": Quant.BF16, "int8": Quant.INT8}
+_STRATEGIES = {"enforce_popular": SyncStrategy.ENFORCE_POPULAR, "receive_only": SyncStrategy.RECEIVE_ONLY,
+               "send_only": SyncStrategy.SEND_ONLY}
+
+
+def red_op(value):
+    """'sum', 'avg', 'prod', 'min', 'max' (or a RedOp) -> RedOp."""
+    return _by_name(value, RedOp, _OPS, "reduction op")
+
+
+def quant(value):
+    """None, 'none', 'fp16', 'bf16', 'int8' (or a Quant) -> Quant."""
+    return Quant.NONE if value is None else _by_name(value, Quant, _QUANTS, "quantization")
+
+
+def strategy(value):
+    """'enforce_popular', 'receive_only', 'send_only' (or a SyncStrategy) -> SyncStrategy."""
+    return _by_name(value, SyncStrategy, _STRATEGIES, "sync strategy")
+
+
+def int_in(value, lo, hi, what):
+    if isinstance(value, bool) or not isinstance(value, int) or not lo <= value <= hi:
+        raise InvalidArgumentError(detail="%s must be an int in %d..%d, got %r" % (what, lo, hi, value))
+    return value
+
+
+class HandleGuard:
+    """Owns a C handle: counts the calls in flight on it so that close() never frees it under another
+    thread (which the C API leaves undefined), and refuses calls after close."""
+
+    def __init__(self, handle, kind):
+        self._lock = threading.Lock()
+        self._handle = handle
+        self._active = 0
+        self._kind = kind
+
+    def enter(self):
+        """Marks a call in flight and returns the live handle; InvalidUsageError when closed."""
+        with self._lock:
+            if self._handle is None:
+                raise InvalidUsageError(detail="the %s is closed" % self._kind)
+            self._active += 1
+            return self._handle
+
+    def leave(self):
+        with self._lock:
+            self._active -= 1
+
+    def __enter__(self):
+        return self.enter()
+
+    def __exit__(self, *exc):
+        self.leave()
+        return False
+
+    @property
+    def closed(self):
+        return self._handle is None
+
+    def detach(self):
+        """Takes the handle away for freeing (None when already closed); InvalidUsageError while other
+        threads are inside calls on it."""
+        with self._lock:
+            if self._handle is None:
+                return None
+            if self._active:
+                raise InvalidUsageError(detail="close() while %d call(s) are still running on this %s in "
+                                        "other threads; wait for them first" % (self._active, self._kind))
+            handle, self._handle = self._handle, None
+            return handle
+
+    def peek(self):
+        return self._handle

@@ -1,0 +1,436 @@
+"""pccl.Communicator: one peer's membership in a run and its collectives, over pcclComm*; pccl.Request:
+an asynchronous all-reduce."""
+
+import ctypes
+import threading
+
+from . import _common
+from ._buffers import host_buffer, reduce_buffers
+from ._lib import (Attribute, BufferLocation, SyncStrategy, TensorInfo, comm_config_init, comm_stats_init,
+                   reduce_options_init, shared_state_init)
+from ._lib import ReduceInfo as _CReduceInfo
+from ._lib import SyncInfo as _CSyncInfo
+from .errors import InvalidArgumentError, InvalidUsageError, check, load_library
+from .types import CommStats, ReduceInfo, SharedState, SyncInfo
+
+_CIPHERS = {0: "none", 1: "ChaCha20-Poly1305", 2: "AES-256-GCM"}
+
+
+def _reduce_info(c):
+    return ReduceInfo(int(c.tx_bytes), int(c.rx_bytes), int(c.world_size), float(c.time_s))
+
+
+def _sync_device(buf):
+    """pccl works on its own GPU stream: what wrote a CUDA tensor on torch's current stream must have
+    finished before the call (docs/concurrency.md rule 8)."""
+    if buf.location == BufferLocation.DEVICE and buf.kind == "torch":
+        import torch  # noqa: PLC0415 - only reached with a torch tensor in hand
+
+        torch.cuda.current_stream(buf.owner.device).synchronize()
+
+
+class Request:
+    """An all-reduce started by :meth:`Communicator.all_reduce_async`.
+
+    The request keeps the arrays/tensors passed in alive, and they belong to pccl until :meth:`wait`
+    returns: do not read, write or free them before. Every request must be waited on;
+    :meth:`Communicator.close` waits for those still outstanding, and a request that is garbage
+    collected unwaited is waited on by its finalizer (so its buffers are never freed under pccl).
+
+    Thread-safety: :meth:`wait` once, from any thread; :meth:`test` from any thread (it answers False
+    while another thread is inside :meth:`wait`).
+    """
+
+    def __init__(self, comm, handle, keep, tag, recv):
+        self._comm = comm
+        self._handle = handle
+        self._keep = keep  # the Buffers (and their arrays) pccl owns until pcclWait returns
+        self._tag = tag
+        self._recv = recv
+        self._lock = threading.Lock()
+
+    @property
+    def tag(self):
+        """The tag the operation was started with."""
+        return self._tag
+
+    @property
+    def recv(self):
+        """The array or tensor that receives the result (the send buffer when in place); complete once
+        :meth:`wait` has returned. The request keeps it alive as long as the request exists."""
+        return self._recv
+
+    @property
+    def done(self):
+        """True once :meth:`wait` has returned (or raised)."""
+        return self._handle is None
+
+    def test(self):
+        """True when the operation has ended (:meth:`wait` then returns at once). Never blocks.
+
+        Raises InvalidUsageError when the request was already waited on."""
+        if not self._lock.acquire(blocking=False):
+            return False  # another thread is in wait()
+        try:
+            if self._handle is None:
+                raise InvalidUsageError(detail="the request was already waited on")
+            flag = ctypes.c_int(0)
+            check(self._comm._lib.pcclTest(self._handle, ctypes.byref(flag)))
+            return bool(flag.value)
+        finally:
+            self._lock.release()
+
+    def wait(self):
+        """Blocks until the operation ends (at most the communicator's op_timeout_ms; the GIL is released
+        meanwhile), frees the request and returns a :class:`ReduceInfo`. The result is in recv (or the
+        in-place buffer) only now.
+
+        Raises the operation's error (PeerLostError, MismatchError, PcclTimeoutError, ...: see
+        :meth:`Communicator.all_reduce`), InvalidUsageError when already waited on."""
+        with self._lock:
+            if self._handle is None:
+                raise InvalidUsageError(detail="the request was already waited on")
+            handle, lib, comm = self._handle, self._comm._lib, self._comm
+            info = _CReduceInfo()
+            r = lib.pcclWait(handle, ctypes.byref(info))
+            self._handle = None
+            self._keep = None
+            comm._forget(self)
+            check(r, comm._guard.peek())  # the communicator outlives its requests (close() waits for them)
+            return _reduce_info(info)
+
+    def _wait_quietly(self):
+        try:
+            self.wait()
+        except Exception:  # noqa: BLE001 - used by close() and finalizers, which must not raise
+            pass
+
+    def __del__(self):
+        if getattr(self, "_handle", None) is not None:
+            self._wait_quietly()
+
+    def __repr__(self):
+        return "<pccl.Request tag=%d %s>" % (self._tag, "done" if self.done else "in flight")
+
+
+class Communicator:
+    """One peer of a pccl run (pcclComm_t).
+
+    ``Communicator(master_address, ...)`` validates the configuration, opens the ring listener and
+    starts the communicator's io thread (pcclCommCreate); it does not contact the master. Call
+    :meth:`connect` to join. Close it with :meth:`close` (or use it as a context manager).
+
+    Arguments (None keeps the C default of PCCL_COMM_CONFIG_INIT; see docs/c_api.md):
+        master_address: ``"HOST:PORT"`` (IPv6 as ``"[::1]:PORT"``) or ``(host, port)``.
+        listen_address: where ring neighbours connect (default ``"0.0.0.0:0"``, any port).
+        peer_group: collectives run within a group (default 0).
+        connections_per_peer: K TCP connections to the ring successor (default 4).
+        secret: shared secret (str or bytes); None = PCCL_SECRET / PCCL_SECRET_FILE, else an open run.
+        encrypt: True encrypts every connection (needs a secret; master and peers must agree); False
+            lets the environment variable PCCL_ENCRYPT decide.
+        advertise_host, heartbeat_interval_ms, peer_timeout_ms, connect_timeout_ms,
+        handshake_timeout_ms, op_timeout_ms, segment_bytes, same_host_connections,
+        max_concurrent_ops: the pcclCommConfig_t fields of the same names.
+
+    Raises InvalidArgumentError (a bad setting; ``.detail`` names it), PcclSystemError (cannot listen),
+    LibraryNotFoundError.
+
+    Thread-safety (the C API's rules, docs/concurrency.md): different communicators are independent.
+    On one communicator, :meth:`connect` and :meth:`update_topology` must not overlap (the second gets
+    InvalidUsageError); all-reduces may run at once from several threads when their tags differ;
+    attributes, :meth:`are_peers_pending` and :meth:`stats` work from any thread at any time.
+    :meth:`close` raises InvalidUsageError while another thread is inside a call on the communicator
+    (the C API would be undefined). Every blocking call releases the GIL and has a deadline.
+    """
+
+    def __init__(self, master_address, listen_address="0.0.0.0:0", peer_group=0, connections_per_peer=4,
+                 secret=None, encrypt=False, advertise_host=None, heartbeat_interval_ms=None,
+                 peer_timeout_ms=None, connect_timeout_ms=None, handshake_timeout_ms=None, op_timeout_ms=None,
+                 segment_bytes=None, same_host_connections=None, max_concurrent_ops=None):
+        self._guard = None
+        self._requests = set()
+        self._requests_lock = threading.RLock()  # re-entrant: a finalizer may run under it
+        lib = load_library()
+        cfg = comm_config_init()
+        cfg.master_address = _common.address(master_address, "master_address")
+        if listen_address is not None:
+            cfg.listen_address = _common.address(listen_address, "listen_address")
+        if advertise_host is not None:
+            cfg.advertise_host = _common.to_bytes_or_none(advertise_host, "advertise_host")
+        secret_b = _common.to_bytes_or_none(secret, "secret")
+        secret_buf = None
+        if secret_b:
+            secret_buf = ctypes.create_string_buffer(secret_b, len(secret_b))
+            cfg.secret = ctypes.cast(secret_buf, ctypes.c_void_p)
+            cfg.secret_len = len(secret_b)
+        cfg.encrypt = 1 if encrypt else 0
+        _common.set_fields(cfg, {name: _common.u32(value, name) for name, value in (
+            ("peer_group", peer_group), ("connections_per_peer", connections_per_peer),
+            ("heartbeat_interval_ms", heartbeat_interval_ms), ("peer_timeout_ms", peer_timeout_ms),
+            ("connect_timeout_ms", connect_timeout_ms), ("handshake_timeout_ms", handshake_timeout_ms),
+            ("op_timeout_ms", op_timeout_ms), ("segment_bytes", segment_bytes),
+            ("same_host_connections", same_host_connections), ("max_concurrent_ops", max_concurrent_ops))})
+        handle = ctypes.c_void_p()
+        check(lib.pcclCommCreate(ctypes.byref(cfg), ctypes.byref(handle)))  # detail: pcclGetLastError(NULL)
+        del secret_buf  # pccl copied everything cfg points to
+        self._lib = lib
+        self._master_address = cfg.master_address.decode()
+        self._guard = _common.HandleGuard(handle.value, "communicator")
+
+    # ---- membership ---------------------------------------------------------------------------------
+
+    def connect(self):
+        """Joins the run: connects to the master, authenticates, waits for admission (immediate for the
+        first peer; otherwise until every accepted peer calls :meth:`update_topology`) and for the ring
+        to be built. Blocks until then or connect_timeout_ms (the join is then abandoned and connect()
+        may be called again).
+
+        Raises InvalidUsageError (already connected), MasterUnreachableError (no master there),
+        AuthFailedError (wrong or missing secret, or encryption on one side only), VersionMismatchError,
+        PcclTimeoutError, PeerLostError (admitted but the ring build failed: call update_topology()),
+        KickedError."""
+        with self._guard as h:
+            check(self._lib.pcclConnect(h), h)
+        return self
+
+    def update_topology(self):
+        """Collective vote of every accepted peer: once all have called it, the master admits pending
+        peers, drops departed ones, bumps the epoch, and every peer builds its connections of the new
+        ring. Blocks until the whole ring is up, or connect_timeout_ms (the vote is then withdrawn).
+        Not while an all-reduce or a sync is in flight on this peer.
+
+        Raises InvalidUsageError (not connected; collectives in flight), PeerLostError (a peer died
+        during the build: call it again), PcclTimeoutError (not every member voted in time),
+        MasterUnreachableError, KickedError."""
+        with self._guard as h:
+            check(self._lib.pcclUpdateTopology(h), h)
+
+    def are_peers_pending(self):
+        """True when :meth:`update_topology` would change something (peers wait for admission, a member
+        already voted, or a member left). One round trip to the master: blocks at most peer_timeout_ms.
+        Any thread, any time.
+
+        Raises InvalidUsageError (not connected), MasterUnreachableError, KickedError."""
+        with self._guard as h:
+            flag = ctypes.c_int(0)
+            check(self._lib.pcclArePeersPending(h, ctypes.byref(flag)), h)
+            return bool(flag.value)
+
+    def attribute(self, attr):
+        """The int value of a pcclAttribute_t (an :class:`pccl.Attribute`) for the last completed ring.
+        Never blocks; any thread. Raises InvalidArgumentError (unknown attribute)."""
+        if isinstance(attr, bool) or not isinstance(attr, int):
+            raise InvalidArgumentError(detail="attribute must be a pccl.Attribute, got %r" % (attr,))
+        with self._guard as h:
+            value = ctypes.c_int64(0)
+            check(self._lib.pcclGetAttribute(h, int(attr), ctypes.byref(value)), h)
+            return value.value
+
+    world_size = property(lambda self: self.attribute(Attribute.WORLD_SIZE),
+                          doc="Accepted peers in the run (all groups); 0 before connect().")
+    rank = property(lambda self: self.attribute(Attribute.RANK), doc="This peer's index in the global ring.")
+    group_world_size = property(lambda self: self.attribute(Attribute.GROUP_WORLD_SIZE),
+                                doc="Accepted peers in this peer's group.")
+    group_rank = property(lambda self: self.attribute(Attribute.GROUP_RANK),
+                          doc="This peer's index within its group's ring.")
+    epoch = property(lambda self: self.attribute(Attribute.EPOCH),
+                     doc="Topology epoch of the current ring (0 before the first).")
+    peer_group = property(lambda self: self.attribute(Attribute.PEER_GROUP), doc="The group id this peer declared.")
+    listen_port = property(lambda self: self.attribute(Attribute.LISTEN_PORT),
+                           doc="The port ring neighbours connect to.")
+    ring_connections = property(lambda self: self.attribute(Attribute.RING_CONNECTIONS),
+                                doc="TCP connections to the ring successor (0 when alone in the group).")
+
+    @property
+    def cipher(self):
+        """``"none"`` (plain run), ``"ChaCha20-Poly1305"``, or ``"AES-256-GCM"`` (offered: a connection uses
+        it only when both its ends offer it); PCCL_ATTR_CIPHER 0, 1, 2."""
+        value = self.attribute(Attribute.CIPHER)
+        return _CIPHERS.get(value, str(value))
+
+    @property
+    def master_address(self):
+        """The master address this communicator was created with."""
+        return self._master_address
+
+    def stats(self):
+        """The counters since creation as a :class:`pccl.CommStats` (pcclGetStats). Never blocks; any
+        thread, also while collectives run."""
+        with self._guard as h:
+            s = comm_stats_init()
+            check(self._lib.pcclGetStats(h, ctypes.byref(s)), h)
+        return CommStats(*(getattr(s, name) for name, _ in s._fields_[1:]))
+
+    # ---- collectives --------------------------------------------------------------------------------
+
+    def _options(self, tag, quant, compress, location):
+        opts = reduce_options_init()
+        opts.tag = _common.int_in(tag, 0, _common.U64_MAX, "tag")
+        opts.quant = _common.quant(quant)
+        opts.compress = _common.int_in(compress, -(2 ** 31), 2 ** 31 - 1, "compress")  # the range: C checks
+        opts.location = location
+        return opts
+
+    def all_reduce(self, send, recv=None, op="sum", tag=0, quant=None, compress=0):
+        """Reduces `send` across every peer of this peer's group into `recv` (in place when recv is None
+        or recv is send), and returns a :class:`ReduceInfo`.
+
+        send/recv: C-contiguous numpy arrays or contiguous torch tensors (CPU; torch.bfloat16 too) of
+        one supported dtype and the same element count (shapes may differ); recv must be writable. A
+        CUDA tensor is passed as device memory (pcclBufferDevice): that needs a pccl GPU backend module
+        (docs/gpu.md), else UnsupportedError. op: "sum", "avg", "prod", "min", "max". tag: operations in
+        flight at once need distinct tags (0..2**64-1). quant: None, "fp16", "bf16" (float32/float64
+        data), "int8" (any floating type). compress: zstd level 1..19 on the wire, 0 = off.
+
+        Every peer of the group must call it with the same tag, count, dtype, op and quant. Blocks until
+        every peer has the result or the operation failed everywhere (op_timeout_ms at most; the GIL is
+        released). Results are bit-identical on every peer. On failure send is untouched and an
+        in-place buffer holds its input again: call :meth:`update_topology` on every peer and retry
+        (``except pccl.PcclError as e: if e.retryable: ...``).
+
+        Raises InvalidArgumentError (checked here before calling C: non-contiguous, read-only, wrong or
+        different dtypes or counts; from C: overlapping buffers, quantization of integers, compress out
+        of range), InvalidUsageError (not connected; tag in flight; a sync runs), PeerLostError,
+        MismatchError, PcclTimeoutError, UnsupportedError, MasterUnreachableError, KickedError.
+        Thread-safety: any thread; several at once when their tags differ."""
+        sbuf, rbuf = reduce_buffers(send, recv)
+        opts = self._options(tag, quant, compress, sbuf.location)
+        _sync_device(sbuf)
+        info = _CReduceInfo()
+        with self._guard as h:
+            r = self._lib.pcclAllReduce(sbuf.ptr or None, rbuf.ptr or None, sbuf.count, int(sbuf.dtype),
+                                        int(_common.red_op(op)), ctypes.byref(opts), h, ctypes.byref(info))
+            check(r, h)
+        return _reduce_info(info)
+
+    def all_reduce_async(self, send, recv=None, op="sum", tag=0, quant=None, compress=0):
+        """Starts the same operation as :meth:`all_reduce` and returns a :class:`Request` at once (never
+        blocks on the network). The buffers belong to pccl until ``Request.wait()`` returns; the request
+        keeps them alive. Operations in flight together need distinct tags.
+
+        Raises, at once: InvalidArgumentError, InvalidUsageError (not connected, tag in flight,
+        max_concurrent_ops reached, closed); the operation's own failures come from ``Request.wait()``.
+        Thread-safety: as :meth:`all_reduce`."""
+        sbuf, rbuf = reduce_buffers(send, recv)
+        opts = self._options(tag, quant, compress, sbuf.location)
+        op_value = int(_common.red_op(op))
+        _sync_device(sbuf)
+        with self._guard as h:
+            req = ctypes.c_void_p()
+            with self._requests_lock:  # registered before close() can look for it
+                r = self._lib.pcclAllReduceAsync(sbuf.ptr or None, rbuf.ptr or None, sbuf.count, int(sbuf.dtype),
+                                                 op_value, ctypes.byref(opts), h, ctypes.byref(req))
+                check(r, h)
+                request = Request(self, req.value, (sbuf, rbuf), int(opts.tag), rbuf.owner)
+                self._requests.add(request)
+        return request
+
+    def _forget(self, request):
+        with self._requests_lock:
+            self._requests.discard(request)
+
+    def sync_shared_state(self, state, revision=None, strategy="enforce_popular", compress=None):
+        """Makes this peer's shared state equal to the group's (docs/shared_state.md) and returns a
+        :class:`SyncInfo`.
+
+        state: a :class:`SharedState`, or a dict name -> array/tensor (host memory, contiguous, writable
+        unless strategy is "send_only"). revision: this peer's revision (default: ``state.revision``,
+        or 0 for a dict). strategy: "enforce_popular" (offer this peer's content, take the elected
+        one), "receive_only" (never a candidate), "send_only" (offer, never take). compress: zstd level
+        for what this peer fetches (default: ``state.compress``, or 0).
+
+        A collective of the group: every peer calls it at the same point of its loop, with no
+        all-reduce in flight. Blocks until the whole group is done (op_timeout_ms at most; the GIL is
+        released); the buffers must not be touched meanwhile (pccl serves them to others and writes
+        fetched bytes into them). On success a SharedState's revision becomes the elected one.
+
+        Raises InvalidArgumentError (bad names, dtypes, non-contiguous buffers; or this peer's
+        names/dtypes/counts differ from the elected set), InvalidUsageError (not a member, something
+        in flight, no peer offers content), MismatchError (fetched bytes failed their digest, or a peer
+        is in update_topology()), PeerLostError (call update_topology(), then sync again),
+        PcclTimeoutError, MasterUnreachableError, KickedError. On failure the revision is unchanged and
+        fetched tensors may hold partial content."""
+        if isinstance(state, SharedState):
+            target = state
+        elif hasattr(state, "items"):
+            target = SharedState(state, revision=0, compress=0)
+        else:
+            raise InvalidArgumentError(detail="state must be a pccl.SharedState or a dict of name -> buffer, got %s"
+                                       % type(state).__name__)
+        strat = _common.strategy(strategy)
+        rev = _common.int_in(target.revision if revision is None else revision, 0, _common.U64_MAX, "revision")
+        level = _common.int_in(target.compress if compress is None else compress, -(2 ** 31), 2 ** 31 - 1,
+                               "compress")
+        items = list(target.items())
+        names, buffers = [], []
+        for name, obj in items:
+            if not isinstance(name, str):
+                raise InvalidArgumentError(detail="shared-state names must be str, got %r" % (name,))
+            names.append(name.encode("utf-8"))
+            buffers.append(host_buffer(obj, "shared state %r" % name, writable=strat != SyncStrategy.SEND_ONLY))
+        infos = (TensorInfo * max(len(items), 1))()
+        for i, (name_b, buf) in enumerate(zip(names, buffers)):
+            infos[i].name = name_b  # the array keeps a reference to the bytes during the call
+            infos[i].dtype = int(buf.dtype)
+            infos[i].count = buf.count
+            infos[i].data = buf.ptr or None
+        cstate = shared_state_init()
+        cstate.revision = rev
+        cstate.count = len(items)
+        cstate.infos = ctypes.cast(infos, ctypes.POINTER(TensorInfo))
+        cstate.compress = level
+        info = _CSyncInfo()
+        with self._guard as h:
+            check(self._lib.pcclSyncSharedState(h, ctypes.byref(cstate), int(strat), ctypes.byref(info)), h)
+        del buffers, names, infos  # alive until here: pccl used them during the call
+        target.revision = int(cstate.revision)
+        return SyncInfo(int(info.tx_bytes), int(info.rx_bytes), int(info.keys_received), int(info.revision),
+                        float(info.time_s))
+
+    # ---- lifetime -----------------------------------------------------------------------------------
+
+    def close(self):
+        """Waits for the asynchronous all-reduces still outstanding (ignoring their errors), then leaves
+        the run gracefully when joined (tells the master, waits at most 2 s), closes every connection and
+        frees the communicator (pcclCommDestroy). Idempotent.
+
+        Raises InvalidUsageError while another thread is inside a call on this communicator."""
+        if self._guard is None or self._guard.closed:
+            return
+        while True:
+            with self._requests_lock:  # all_reduce_async registers its request under this lock
+                pending = list(self._requests)
+                if not pending:
+                    handle = self._guard.detach()
+                    break
+            for request in pending:
+                request._wait_quietly()
+                self._forget(request)
+        if handle is not None:
+            check(self._lib.pcclCommDestroy(handle))
+
+    @property
+    def closed(self):
+        """True after :meth:`close`."""
+        return self._guard is None or self._guard.closed
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - never raise from a finalizer (e.g. at interpreter exit)
+            pass
+
+    def __repr__(self):
+        if self.closed:
+            return "<pccl.Communicator closed>"
+        return "<pccl.Communicator master=%s>" % self._master_address
+
+
+__all__ = ["Communicator", "Request"]

@@ -1,0 +1,149 @@
+"""pccl.Master: an embedded master (the control plane of a run), over pcclMaster*."""
+
+import ctypes
+import math
+
+from . import _common
+from ._lib import master_config_init
+from .errors import InvalidArgumentError, check, load_library
+
+
+class Master:
+    """A master embedded in this process; the same as the ``pccl-master`` program.
+
+    ``Master(...)`` validates the configuration (pcclMasterCreate) without binding; :meth:`start` binds
+    and serves on a background thread. Used as a context manager it starts on entry (unless started)
+    and is closed on exit.
+
+    Arguments (None keeps the C default of PCCL_MASTER_CONFIG_INIT):
+        listen: ``"HOST:PORT"`` or ``(host, port)`` to listen on; port 0 picks a free port (read it
+            from :attr:`port`). Default ``"127.0.0.1:0"`` (the C default is ``"0.0.0.0:0"``: pass that to
+            accept peers from other machines).
+        secret: shared secret (str or bytes); None = an open run (the master logs a warning). Peers
+            must use the same secret.
+        encrypt: True: every connection is encrypted (needs a secret; every peer must set it too).
+        heartbeat_interval_ms, peer_timeout_ms, handshake_timeout_ms, max_peers,
+        max_pending_handshakes, max_concurrent_ops: the pcclMasterConfig_t fields (docs/c_api.md).
+
+    Raises InvalidArgumentError (a bad setting, encrypt without a secret; ``.detail`` names it) and
+    LibraryNotFoundError (libpccl not found).
+
+    Thread-safety: every method may be called from any thread, as in the C API; :meth:`close` raises
+    InvalidUsageError instead of freeing the master while another thread is inside one of its calls.
+    """
+
+    def __init__(self, listen="127.0.0.1:0", secret=None, encrypt=False, heartbeat_interval_ms=None,
+                 peer_timeout_ms=None, handshake_timeout_ms=None, max_peers=None, max_pending_handshakes=None,
+                 max_concurrent_ops=None):
+        self._guard = None
+        lib = load_library()
+        listen_b = _common.address(listen, "listen") if listen is not None else None
+        secret_b = _common.to_bytes_or_none(secret, "secret")
+        cfg = master_config_init()
+        cfg.listen_address = listen_b
+        secret_buf = None
+        if secret_b:
+            secret_buf = ctypes.create_string_buffer(secret_b, len(secret_b))
+            cfg.secret = ctypes.cast(secret_buf, ctypes.c_void_p)
+            cfg.secret_len = len(secret_b)
+        cfg.encrypt = 1 if encrypt else 0
+        _common.set_fields(cfg, {
+            "heartbeat_interval_ms": _common.u32(heartbeat_interval_ms, "heartbeat_interval_ms"),
+            "peer_timeout_ms": _common.u32(peer_timeout_ms, "peer_timeout_ms"),
+            "handshake_timeout_ms": _common.u32(handshake_timeout_ms, "handshake_timeout_ms"),
+            "max_peers": _common.u32(max_peers, "max_peers"),
+            "max_pending_handshakes": _common.u32(max_pending_handshakes, "max_pending_handshakes"),
+            "max_concurrent_ops": _common.u32(max_concurrent_ops, "max_concurrent_ops"),
+        })
+        handle = ctypes.c_void_p()
+        check(lib.pcclMasterCreate(ctypes.byref(cfg), ctypes.byref(handle)))  # pccl copied what cfg points to
+        del secret_buf
+        self._lib = lib
+        self._listen = listen_b.decode() if listen_b else "0.0.0.0:0"
+        self._started = False
+        self._guard = _common.HandleGuard(handle.value, "master")
+
+    def start(self):
+        """Binds the listen address and serves on a background thread; returns at once.
+
+        Raises PcclSystemError (cannot bind, e.g. the port is in use), InvalidUsageError (already
+        started, or closed)."""
+        with self._guard as h:
+            check(self._lib.pcclMasterStart(h))
+            self._started = True
+        return self
+
+    @property
+    def port(self):
+        """The bound port (useful with port 0). Never blocks. InvalidUsageError before :meth:`start`."""
+        with self._guard as h:
+            port = ctypes.c_uint16()
+            check(self._lib.pcclMasterGetPort(h, ctypes.byref(port)))
+            return port.value
+
+    @property
+    def address(self):
+        """``"HOST:PORT"`` peers of this machine can connect to: the listen host (127.0.0.1 for a wildcard
+        listen address) and the bound :attr:`port`."""
+        host = self._listen.rsplit(":", 1)[0]
+        if host in ("0.0.0.0", ""):
+            host = "127.0.0.1"
+        elif host in ("[::]", "::"):
+            host = "[::1]"
+        return "%s:%d" % (host, self.port)
+
+    def wait_for_peers(self, accepted, pending=0, timeout_s=30.0):
+        """Blocks until at least `accepted` peers are in the ring and at least `pending` peers wait for
+        admission, or `timeout_s` seconds pass. The GIL is released while it waits.
+
+        Raises PcclTimeoutError (its detail gives the counts reached), InvalidUsageError (closed)."""
+        accepted = _common.int_in(accepted, 0, _common.U32_MAX, "accepted")
+        pending = _common.int_in(pending, 0, _common.U32_MAX, "pending")
+        if not isinstance(timeout_s, (int, float)) or math.isnan(timeout_s) or timeout_s < 0:
+            raise InvalidArgumentError(detail="timeout_s must be a number >= 0, got %r" % (timeout_s,))
+        timeout_ms = min(int(math.ceil(timeout_s * 1000.0)), _common.U32_MAX)
+        with self._guard as h:
+            check(self._lib.pcclMasterWaitForPeers(h, accepted, pending, timeout_ms))
+
+    def stop(self):
+        """Closes every connection (peers then see MasterUnreachableError) and joins the serving thread;
+        blocks until it has stopped. Idempotent; a no-op after :meth:`close`."""
+        if self._guard is None or self._guard.closed:
+            return
+        with self._guard as h:
+            check(self._lib.pcclMasterStop(h))
+
+    def close(self):
+        """Stops (if running) and frees the master (pcclMasterDestroy). Idempotent.
+
+        Raises InvalidUsageError while another thread is inside a call on this master."""
+        if self._guard is None:
+            return
+        handle = self._guard.detach()
+        if handle is not None:
+            check(self._lib.pcclMasterDestroy(handle))
+
+    @property
+    def closed(self):
+        """True after :meth:`close`."""
+        return self._guard is None or self._guard.closed
+
+    def __enter__(self):
+        if not self._started:
+            self.start()
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - never raise from a finalizer (e.g. at interpreter exit)
+            pass
+
+    def __repr__(self):
+        if self.closed:
+            return "<pccl.Master closed>"
+        return "<pccl.Master listen=%s started=%s>" % (self._listen, self._started)

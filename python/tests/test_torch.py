@@ -1,0 +1,162 @@
+"""torch tensors: float32 and bfloat16 all-reduces (exact results), in place and out of place, async,
+gradient averaging of a model, shared state of parameters, and the tensor argument checks. Skipped
+when torch is not importable (the test command installs python3-torch)."""
+
+import unittest
+
+import _support
+import pccl
+
+try:
+    import torch
+except ImportError:  # pragma: no cover - depends on the machine
+    torch = None
+
+N_PEERS = 2
+
+
+@unittest.skipIf(torch is None, "torch is not importable (apt-get install python3-torch)")
+class TorchTest(unittest.TestCase):
+    @classmethod
+    def setUpClass(cls):
+        torch.set_num_threads(1)
+        cls.cluster = _support.Cluster(N_PEERS)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.close()
+
+    def test_float32_in_place_and_out_of_place(self):
+        def body(i, comm):
+            x = torch.arange(1000, dtype=torch.float32) * (i + 1)
+            comm.all_reduce(x)
+            y = torch.full((10, 10), float(i), dtype=torch.float32)
+            out = torch.empty(100, dtype=torch.float32)
+            comm.all_reduce(y, out, op="max", tag=1)
+            return x, y, out
+
+        for i, (x, y, out) in enumerate(self.cluster.run(body)):
+            self.assertTrue(torch.equal(x, torch.arange(1000, dtype=torch.float32) * 3))
+            self.assertTrue(torch.all(y == i))
+            self.assertTrue(torch.all(out == 1.0))
+
+    def test_bfloat16(self):
+        def body(i, comm):
+            # small integers and halves are exact in bfloat16: the sums are exact too
+            x = (torch.arange(512) % 16).to(torch.bfloat16) * 0.5 + i
+            comm.all_reduce(x, tag=2)
+            avg = torch.full((64,), 2.0 * (i + 1), dtype=torch.bfloat16)
+            comm.all_reduce(avg, op="avg", tag=3)
+            return x, avg
+
+        results = self.cluster.run(body)
+        expected = (torch.arange(512) % 16).to(torch.float32) + 1.0
+        for x, avg in results:
+            self.assertEqual(x.dtype, torch.bfloat16)
+            self.assertTrue(torch.equal(x.float(), expected))
+            self.assertTrue(torch.all(avg.float() == 3.0))
+        self.assertTrue(torch.equal(results[0][0], results[1][0]))
+
+    def test_other_dtypes_and_quant(self):
+        def body(i, comm):
+            a = torch.full((33,), i + 1, dtype=torch.int64)
+            b = torch.full((33,), 0.25 * (i + 1), dtype=torch.float16)
+            c = torch.linspace(-1, 1, 9000) * (i + 1)
+            comm.all_reduce(a, op="prod", tag=4)
+            comm.all_reduce(b, tag=5)
+            comm.all_reduce(c, quant="bf16", tag=6)
+            return a, b, c
+
+        results = self.cluster.run(body)
+        for a, b, c in results:
+            self.assertTrue(torch.all(a == 2))
+            self.assertTrue(torch.all(b == 0.75))
+            self.assertLess(float((c - torch.linspace(-1, 1, 9000) * 3).abs().max()), 0.05)
+        self.assertTrue(torch.equal(results[0][2], results[1][2]))
+
+    def test_async_tensors(self):
+        def body(i, comm):
+            reqs = [comm.all_reduce_async(torch.full((100,), float(i + k)), tag=10 + k) for k in range(4)]
+            return [r.wait() and r.recv for r in reqs]
+
+        for outs in self.cluster.run(body):
+            for k, out in enumerate(outs):
+                self.assertTrue(torch.all(out == 2 * k + 1))
+
+    def test_gradient_averaging(self):
+        import copy
+
+        torch.manual_seed(0)  # same initial model on every peer (built here: torch's RNG is global)
+        initial = torch.nn.Sequential(torch.nn.Linear(8, 16), torch.nn.Tanh(), torch.nn.Linear(16, 1))
+
+        def body(i, comm):
+            model = copy.deepcopy(initial)
+            opt = torch.optim.SGD(model.parameters(), lr=0.1)
+            gen = torch.Generator().manual_seed(100 + i)  # different data on every peer
+            for step in range(3):
+                x = torch.randn(32, 8, generator=gen)
+                loss = (model(x) - x.sum(dim=1, keepdim=True)).pow(2).mean()
+                opt.zero_grad()
+                loss.backward()
+                for k, p in enumerate(model.parameters()):
+                    comm.all_reduce(p.grad, op="avg", tag=100 * step + k)
+                opt.step()
+            return torch.cat([p.detach().reshape(-1) for p in model.parameters()])
+
+        results = self.cluster.run(body)
+        self.assertTrue(torch.equal(results[0], results[1]))  # bit-identical models
+
+    def test_shared_state_of_parameters(self):
+        models = []
+        for i in range(N_PEERS):  # different models; peer 0 is ahead
+            torch.manual_seed(i)
+            models.append(torch.nn.Linear(32, 4))
+
+        def body(i, comm):
+            model = models[i]
+            with torch.no_grad():
+                state = pccl.SharedState({name: p.data for name, p in model.named_parameters()},
+                                         revision=10 if i == 0 else 0)
+                state["step"] = torch.tensor([10 * (i == 0)], dtype=torch.int64)
+                info = comm.sync_shared_state(state)
+            return model, state, info
+
+        results = self.cluster.run(body)
+        (m0, s0, _), (m1, s1, info1) = results
+        self.assertTrue(torch.equal(m0.weight, m1.weight))
+        self.assertTrue(torch.equal(m0.bias, m1.bias))
+        self.assertEqual(int(s1["step"][0]), 10)
+        self.assertEqual((s0.revision, s1.revision), (10, 10))
+        self.assertEqual(info1.keys_received, 3)
+
+    def test_tensor_argument_checks(self):
+        c = self.cluster.comms[0]
+        t = torch.ones(4, 4)
+        for bad, word in ((t.t(), "contiguous"), (t[:, 1], "contiguous"), (torch.ones(3, dtype=torch.bool), "bool"),
+                          (torch.ones(3, dtype=torch.complex64), "complex64"),
+                          (torch.ones(3).to_sparse(), "sparse")):
+            with self.assertRaises(pccl.InvalidArgumentError) as cm:
+                c.all_reduce(bad)
+            self.assertIn(word, cm.exception.detail)
+        with self.assertRaises(pccl.InvalidArgumentError) as cm:
+            c.all_reduce(torch.ones(4), torch.ones(4, dtype=torch.float64))
+        self.assertIn("dtype", cm.exception.detail)
+        with self.assertRaises(pccl.InvalidArgumentError) as cm:
+            c.sync_shared_state({"w": t.t()})
+        self.assertIn("contiguous", cm.exception.detail)
+
+    def test_numpy_and_torch_mix(self):
+        import numpy as np
+
+        def body(i, comm):
+            send = torch.full((5,), float(i + 1))
+            recv = np.empty(5, np.float32)
+            comm.all_reduce(send, recv, tag=20)
+            return recv
+
+        for recv in self.cluster.run(body):
+            self.assertTrue(np.all(recv == 3.0))
+
+
+if __name__ == "__main__":
+    unittest.main(verbosity=2)
