@@ -8,6 +8,13 @@ install(TARGETS pccl pccl-master EXPORT pcclTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
   ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
   RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+# GPU backend modules, when built, go beside libpccl, where its loader looks first (docs/gpu.md). The
+# host backend (the GPU ABI on the CPU) is for tests and is not installed.
+foreach(gpu hip cuda)
+  if(TARGET pccl-gpu-${gpu})
+    install(TARGETS pccl-gpu-${gpu} LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR})
+  endif()
+endforeach()
 install(DIRECTORY include/pccl DESTINATION ${CMAKE_INSTALL_INCLUDEDIR} FILES_MATCHING PATTERN "*.h" PATTERN "*.hpp")
 install(FILES ${PROJECT_BINARY_DIR}/include/pccl/version.h DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/pccl)
 install(EXPORT pcclTargets NAMESPACE pccl:: DESTINATION ${CMAKE_INSTALL_LIBDIR}/cmake/pccl)

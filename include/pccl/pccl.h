@@ -265,8 +265,9 @@ PCCL_API pcclResult_t pcclUpdateTopology(pcclComm_t comm);
  * (not connected), pcclMasterUnreachable (no answer in time), pcclKicked. */
 PCCL_API pcclResult_t pcclArePeersPending(pcclComm_t comm, int* pending);
 
-/* *value = the attribute's value for the last completed ring (see pcclAttribute_t). Never blocks; any
- * thread. Errors: pcclInvalidArgument (unknown attribute). */
+/* *value = the attribute's value for the last completed ring (see pcclAttribute_t); before the first
+ * ring (before pcclConnect returns) the ring attributes read 0. Never blocks; any thread. Errors:
+ * pcclInvalidArgument (unknown attribute). */
 PCCL_API pcclResult_t pcclGetAttribute(pcclComm_t comm, pcclAttribute_t attr, int64_t* value);
 
 /* Copies this communicator's counters (since pcclCommCreate) into *stats, which the caller
@@ -282,7 +283,8 @@ PCCL_API pcclResult_t pcclGetStats(pcclComm_t comm, pcclCommStats_t* stats);
  * segment_bytes; any difference returns pcclMismatch on every peer (the detail names two peers and
  * what each asked for). Blocks until every peer has the result or the operation failed everywhere (op_timeout_ms at
  * most). Every peer gets bit-identical results. On failure sendbuf is untouched and an in-place recvbuf
- * holds its input again: call pcclUpdateTopology, then retry. Ownership: the buffers are the caller's;
+ * holds its input again: call pcclUpdateTopology, then retry. count == 0 is a valid no-op collective
+ * (the buffers may then be NULL). Ownership: the buffers are the caller's;
  * pccl reads and writes them only during the call. opts (NULL = PCCL_REDUCE_OPTIONS_INIT) and info may
  * be NULL. Thread-safety: any thread; operations of one communicator may run at once from several
  * threads when their tags differ. Errors: pcclInvalidArgument (NULL or overlapping buffers, unknown
@@ -309,7 +311,8 @@ PCCL_API pcclResult_t pcclAllReduceAsync(const void* sendbuf, void* recvbuf, siz
 PCCL_API pcclResult_t pcclWait(pcclRequest_t req, pcclReduceInfo_t* info);
 
 /* *done = 1 when the operation has ended (pcclWait then returns at once), else 0. Never blocks; does
- * not free req. Errors: pcclInvalidArgument (NULL or unknown request, NULL done). */
+ * not free req. Safe against a pcclWait on another thread freeing req (then pcclInvalidArgument).
+ * Errors: pcclInvalidArgument (NULL or unknown request, NULL done). */
 PCCL_API pcclResult_t pcclTest(pcclRequest_t req, int* done);
 
 /* Makes this peer's shared state equal to the group's (docs/shared_state.md). Every peer of the
@@ -359,7 +362,8 @@ PCCL_API pcclResult_t pcclMasterCreate(const pcclMasterConfig_t* config, pcclMas
  * (cannot bind, e.g. the port is in use), pcclInvalidUsage (already started). */
 PCCL_API pcclResult_t pcclMasterStart(pcclMaster_t master);
 
-/* *port = the bound port (useful with port 0). Never blocks. Errors: pcclInvalidUsage (not started). */
+/* *port = the bound port (useful with port 0); after pcclMasterStop, still the port it had. Never
+ * blocks. Errors: pcclInvalidUsage (not started). */
 PCCL_API pcclResult_t pcclMasterGetPort(pcclMaster_t master, uint16_t* port);
 
 /* Blocks until at least `accepted` peers are in the ring and at least `pending` wait for admission,

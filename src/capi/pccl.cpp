@@ -48,6 +48,14 @@ class Registry {
     std::lock_guard<std::mutex> lk(mu_);
     return live_.count(h) != 0;
   }
+  // Runs fn(h) if h is live, holding the registry lock so a concurrent remove() cannot free it meanwhile.
+  template <typename Fn>
+  bool visit(H* h, Fn&& fn) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (live_.count(h) == 0) return false;
+    fn(h);
+    return true;
+  }
 
  private:
   std::mutex mu_;
@@ -364,9 +372,12 @@ pcclResult_t pcclWait(pcclRequest_t req, pcclReduceInfo_t* info) {
 
 pcclResult_t pcclTest(pcclRequest_t req, int* done) {
   return guarded([&]() -> pcclResult_t {
-    if (req == nullptr || !requests().contains(req)) return fail(pcclInvalidArgument, "invalid request handle");
     PCCL_CHECK_PTR(done);
-    *done = req->handle.test() ? 1 : 0;
+    // test() only takes the operation's own lock briefly: safe under the registry lock, and a pcclWait
+    // on another thread cannot free req in between.
+    if (req == nullptr || !requests().visit(req, [&](pcclRequest* r) { *done = r->handle.test() ? 1 : 0; })) {
+      return fail(pcclInvalidArgument, "invalid request handle");
+    }
     return pcclSuccess;
   });
 }

@@ -299,7 +299,13 @@ int main(void) {
   EXPECT(pcclCommDestroy(a) == pcclSuccess);
   EXPECT(pcclCommDestroy(NULL) == pcclSuccess);
   EXPECT(pcclMasterStop(master) == pcclSuccess);
+  {
+    uint16_t after = 0;
+    EXPECT(pcclMasterGetPort(master, &after) == pcclSuccess && after == port);
+  }
+  EXPECT(pcclMasterStop(master) == pcclSuccess); /* idempotent */
   EXPECT(pcclMasterDestroy(master) == pcclSuccess);
+  EXPECT(pcclMasterDestroy(master) == pcclInvalidArgument);
 
   if (g_failures == 0) printf("c_api_test: all checks passed\n");
   return g_failures == 0 ? 0 : 1;
