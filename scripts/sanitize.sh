@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole test suite under sanitizers: ASan+UBSan in build-asan/, TSan in build-tsan/ (pccl-bench,
-# the DiLoCo example and the GPU modules are left out of these trees; the chaos phase is 30 s,
+# the DiLoCo example and the GPU modules are left out of these trees; the chaos phase is 20 s,
 # PCCL_CHAOS_SECONDS). Any report fails the run: halt_on_error is set for all three sanitizers.
 # Suppressions: none are needed. Part of the test command (scripts/test.sh; PCCL_SANITIZE=0 skips).
 #   scripts/sanitize.sh [address|thread|all]     (default all)
@@ -22,7 +22,7 @@ run_tree() {  # run_tree DIR SANITIZERS
     grep -E "error|FAILED" -A5 "$dir/build.log" | head -60
     return 1
   fi
-  PCCL_CHAOS_SECONDS=${PCCL_CHAOS_SECONDS:-30} UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \
+  PCCL_CHAOS_SECONDS=${PCCL_CHAOS_SECONDS:-20} UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \
     TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
     ctest --test-dir "$dir" --output-on-failure -j "$JOBS" --timeout 600 || return 1
   echo "pccl: $san suite passed in $(($(date +%s) - start)) s"

@@ -20,7 +20,7 @@ fi
 bash scripts/deps.sh python3-numpy python3-torch
 bash scripts/build.sh "${extra[@]}" "$@"
 bash scripts/gpu.sh
-bash scripts/fuzz.sh "${PCCL_FUZZ_SECONDS:-20}"
+bash scripts/fuzz.sh "${PCCL_FUZZ_SECONDS:-10}"
 if [ "${PCCL_SANITIZE:-1}" = "0" ]; then
   ctest --test-dir "${PCCL_BUILD_DIR:-build}" --output-on-failure -j "${PCCL_JOBS:-2}" --timeout 300
 else

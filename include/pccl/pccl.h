@@ -221,6 +221,18 @@ typedef struct {
 
 #define PCCL_COMM_STATS_INIT { (uint32_t) sizeof(pcclCommStats_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0.0, 0.0 }
 
+/* A snapshot of a master's run (pcclMasterGetStats). Initialise with PCCL_MASTER_STATS_INIT. */
+typedef struct {
+  uint32_t struct_size;
+  uint32_t accepted;      /* peers in the ring */
+  uint32_t pending;       /* peers waiting for admission */
+  int building;           /* 1 while a ring is being built */
+  uint64_t epoch;         /* epoch of the newest ring (being built or built) */
+  uint64_t connections;   /* authenticated control connections open */
+} pcclMasterStats_t;
+
+#define PCCL_MASTER_STATS_INIT { (uint32_t) sizeof(pcclMasterStats_t), 0u, 0u, 0, 0u, 0u }
+
 /* ---- version -------------------------------------------------------------------------------- */
 
 /* *version = PCCL_VERSION_CODE of the libpccl that is loaded (MAJOR * 10000 + MINOR * 100 + PATCH).
@@ -371,6 +383,11 @@ PCCL_API pcclResult_t pcclMasterGetPort(pcclMaster_t master, uint16_t* port);
  * for its workers without polling. Any thread. */
 PCCL_API pcclResult_t pcclMasterWaitForPeers(pcclMaster_t master, uint32_t accepted, uint32_t pending,
                                              uint32_t timeout_ms);
+
+/* Copies a snapshot of the run into *stats (initialised with PCCL_MASTER_STATS_INIT): for monitoring
+ * and launchers. All zero before pcclMasterStart. Never blocks; any thread. Errors:
+ * pcclInvalidArgument (NULL stats, or a struct not made with PCCL_MASTER_STATS_INIT). */
+PCCL_API pcclResult_t pcclMasterGetStats(pcclMaster_t master, pcclMasterStats_t* stats);
 
 /* Closes every connection (peers then see pcclMasterUnreachable) and joins the serving thread;
  * blocks until it has stopped. Idempotent. Any thread except a pccl callback. */

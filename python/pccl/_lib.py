@@ -243,6 +243,19 @@ class CommStats(ctypes.Structure):
     ]
 
 
+class MasterStats(ctypes.Structure):
+    """pcclMasterStats_t. Make it with :func:`master_stats_init` (PCCL_MASTER_STATS_INIT)."""
+
+    _fields_ = [
+        ("struct_size", u32),
+        ("accepted", u32),
+        ("pending", u32),
+        ("building", ctypes.c_int),
+        ("epoch", u64),
+        ("connections", u64),
+    ]
+
+
 # Every struct mirrored here, by its C name (the struct-size test compares them with a C program).
 STRUCTS = {
     "pcclCommConfig_t": CommConfig,
@@ -253,6 +266,7 @@ STRUCTS = {
     "pcclSyncInfo_t": SyncInfo,
     "pcclMasterConfig_t": MasterConfig,
     "pcclCommStats_t": CommStats,
+    "pcclMasterStats_t": MasterStats,
 }
 
 # ---- the _INIT macros -------------------------------------------------------------------------------
@@ -285,6 +299,11 @@ def comm_stats_init():
     return CommStats(ctypes.sizeof(CommStats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0)
 
 
+def master_stats_init():
+    """PCCL_MASTER_STATS_INIT."""
+    return MasterStats(ctypes.sizeof(MasterStats), 0, 0, 0, 0, 0)
+
+
 # ---- function prototypes ----------------------------------------------------------------------------
 
 comm_t = ctypes.c_void_p
@@ -315,6 +334,7 @@ PROTOTYPES = {
     "pcclMasterStart": (c_enum, [master_t]),
     "pcclMasterGetPort": (c_enum, [master_t, P(ctypes.c_uint16)]),
     "pcclMasterWaitForPeers": (c_enum, [master_t, u32, u32, u32]),
+    "pcclMasterGetStats": (c_enum, [master_t, P(MasterStats)]),
     "pcclMasterStop": (c_enum, [master_t]),
     "pcclMasterDestroy": (c_enum, [master_t]),
 }

@@ -4,7 +4,7 @@ import ctypes
 import math
 
 from . import _common
-from ._lib import master_config_init
+from ._lib import master_config_init, master_stats_init
 from .errors import InvalidArgumentError, check, load_library
 
 
@@ -104,6 +104,15 @@ class Master:
         timeout_ms = min(int(math.ceil(timeout_s * 1000.0)), _common.U32_MAX)
         with self._guard as h:
             check(self._lib.pcclMasterWaitForPeers(h, accepted, pending, timeout_ms))
+
+    def stats(self):
+        """A snapshot of the run as a dict (pcclMasterStats_t): accepted, pending, building (bool), epoch,
+        connections. Never blocks; any thread. Raises InvalidUsageError (closed)."""
+        s = master_stats_init()
+        with self._guard as h:
+            check(self._lib.pcclMasterGetStats(h, ctypes.byref(s)))
+        return {"accepted": s.accepted, "pending": s.pending, "building": bool(s.building), "epoch": s.epoch,
+                "connections": s.connections}
 
     def stop(self):
         """Closes every connection (peers then see MasterUnreachableError) and joins the serving thread;

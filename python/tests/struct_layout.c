@@ -14,6 +14,7 @@ int main(void) {
   pcclSharedState_t ss = PCCL_SHARED_STATE_INIT;
   pcclMasterConfig_t mc = PCCL_MASTER_CONFIG_INIT;
   pcclCommStats_t cs = PCCL_COMM_STATS_INIT;
+  pcclMasterStats_t ms = PCCL_MASTER_STATS_INIT;
 
   SIZE(pcclCommConfig_t);
   OFF(pcclCommConfig_t, struct_size); OFF(pcclCommConfig_t, config_version); OFF(pcclCommConfig_t, master_address);
@@ -57,6 +58,10 @@ int main(void) {
   OFF(pcclCommStats_t, epoch); OFF(pcclCommStats_t, last_allreduce_time_s);
   OFF(pcclCommStats_t, last_allreduce_bytes_per_s);
 
+  SIZE(pcclMasterStats_t);
+  OFF(pcclMasterStats_t, struct_size); OFF(pcclMasterStats_t, accepted); OFF(pcclMasterStats_t, pending);
+  OFF(pcclMasterStats_t, building); OFF(pcclMasterStats_t, epoch); OFF(pcclMasterStats_t, connections);
+
   /* What the _INIT macros set (the fields a Python mirror must reproduce). */
   printf("init.pcclCommConfig_t %u %u %u %u %u %u %u %u %d %u %u %u %u\n", cc.struct_size, cc.config_version,
          cc.peer_group, cc.connections_per_peer, cc.heartbeat_interval_ms, cc.peer_timeout_ms, cc.connect_timeout_ms,
@@ -70,6 +75,7 @@ int main(void) {
          mc.heartbeat_interval_ms, mc.peer_timeout_ms, mc.handshake_timeout_ms, mc.max_peers,
          mc.max_pending_handshakes, mc.max_concurrent_ops, mc.encrypt);
   printf("init.pcclCommStats_t %u\n", cs.struct_size);
+  printf("init.pcclMasterStats_t %u\n", ms.struct_size);
   printf("version %d\n", PCCL_VERSION_CODE);
   printf("config_version %d\n", PCCL_CONFIG_VERSION);
   return 0;

@@ -42,6 +42,14 @@ class AllReduceTest(unittest.TestCase):
         with self.assertRaises(pccl.InvalidArgumentError):
             self.comms[0].attribute(99)
 
+    def test_master_stats(self):
+        s = self.cluster.master.stats()
+        self.assertEqual(s["accepted"], N_PEERS)
+        self.assertEqual(s["pending"], 0)
+        self.assertFalse(s["building"])
+        self.assertEqual(s["epoch"], self.comms[0].epoch)
+        self.assertEqual(s["connections"], N_PEERS)
+
     def test_sum_every_dtype_in_place(self):
         for dtype in (np.float32, np.float64, np.int32, np.float16, np.int8, np.uint8, np.int16, np.uint16,
                       np.uint32, np.int64, np.uint64):

@@ -84,6 +84,7 @@ class StructLayoutTest(unittest.TestCase):
             "handshake_timeout_ms", "max_peers", "max_pending_handshakes", "max_concurrent_ops", "encrypt")),
             self.c["init.pcclMasterConfig_t"])
         self.assertEqual(str(_lib.comm_stats_init().struct_size), self.c["init.pcclCommStats_t"])
+        self.assertEqual(str(_lib.master_stats_init().struct_size), self.c["init.pcclMasterStats_t"])
         self.assertEqual(int(self.c["config_version"]), _lib.CONFIG_VERSION)
         v = pccl.version_info()
         self.assertEqual(int(self.c["version"]), v[0] * 10000 + v[1] * 100 + v[2])

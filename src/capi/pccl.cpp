@@ -494,6 +494,23 @@ pcclResult_t pcclMasterWaitForPeers(pcclMaster_t master, uint32_t accepted, uint
   });
 }
 
+pcclResult_t pcclMasterGetStats(pcclMaster_t master, pcclMasterStats_t* stats) {
+  return guarded([&]() -> pcclResult_t {
+    PCCL_CHECK_MASTER(master);
+    PCCL_CHECK_PTR(stats);
+    if (stats->struct_size != sizeof(pcclMasterStats_t)) {
+      return fail(pcclInvalidArgument, "pcclMasterStats_t was not initialised with PCCL_MASTER_STATS_INIT");
+    }
+    const pccl::MasterStats s = master->impl->stats();
+    stats->accepted = s.accepted;
+    stats->pending = s.pending;
+    stats->building = s.building ? 1 : 0;
+    stats->epoch = s.epoch;
+    stats->connections = s.connections;
+    return pcclSuccess;
+  });
+}
+
 pcclResult_t pcclMasterStop(pcclMaster_t master) {
   return guarded([&]() -> pcclResult_t {
     PCCL_CHECK_MASTER(master);

@@ -183,6 +183,15 @@ int main(void) {
     EXPECT(ra != rb && ea == eb && ea == 2);
   }
   EXPECT(pcclArePeersPending(a, &pending) == pcclSuccess && pending == 0);
+  {
+    pcclMasterStats_t ms = PCCL_MASTER_STATS_INIT;
+    EXPECT(pcclMasterGetStats(master, &ms) == pcclSuccess);
+    EXPECT(ms.accepted == 2 && ms.pending == 0 && ms.building == 0 && ms.epoch == 2 && ms.connections == 2);
+    EXPECT(pcclMasterGetStats(master, NULL) == pcclInvalidArgument);
+    ms.struct_size = 4;
+    EXPECT(pcclMasterGetStats(master, &ms) == pcclInvalidArgument);
+    EXPECT(pcclMasterGetStats((pcclMaster_t)&ms, &ms) == pcclInvalidArgument);
+  }
   EXPECT(pcclGetAttribute(a, (pcclAttribute_t)99, &v) == pcclInvalidArgument);
   EXPECT(pcclGetAttribute(a, PCCL_ATTR_PEER_GROUP, &v) == pcclSuccess && v == 0);
   EXPECT(pcclGetAttribute(a, PCCL_ATTR_LISTEN_PORT, &v) == pcclSuccess && v > 0 && v < 65536);
