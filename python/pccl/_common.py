@@ -140,3 +140,26 @@ class HandleGuard:
 
     def peek(self):
         return self._handle
+
+
+class OwnedHandle:
+    """The lifecycle Communicator and Master share: a HandleGuard in ``_guard`` (None until made), a
+    ``close()`` that frees the handle, ``closed``, ``with`` closing on exit, and a finalizer that closes
+    without ever raising."""
+
+    _guard = None
+
+    @property
+    def closed(self):
+        """True after :meth:`close`."""
+        return self._guard is None or self._guard.closed
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:  # noqa: BLE001 - never raise from a finalizer (e.g. at interpreter exit)
+            pass

@@ -113,7 +113,7 @@ class Request:
         return "<pccl.Request tag=%d %s>" % (self._tag, "done" if self.done else "in flight")
 
 
-class Communicator:
+class Communicator(_common.OwnedHandle):
     """One peer of a pccl run (pcclComm_t).
 
     ``Communicator(master_address, ...)`` validates the configuration, opens the ring listener and
@@ -409,23 +409,8 @@ class Communicator:
         if handle is not None:
             check(self._lib.pcclCommDestroy(handle))
 
-    @property
-    def closed(self):
-        """True after :meth:`close`."""
-        return self._guard is None or self._guard.closed
-
     def __enter__(self):
         return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - never raise from a finalizer (e.g. at interpreter exit)
-            pass
 
     def __repr__(self):
         if self.closed:

@@ -8,7 +8,7 @@ from ._lib import master_config_init, master_stats_init
 from .errors import InvalidArgumentError, check, load_library
 
 
-class Master:
+class Master(_common.OwnedHandle):
     """A master embedded in this process; the same as the ``pccl-master`` program.
 
     ``Master(...)`` validates the configuration (pcclMasterCreate) without binding; :meth:`start` binds
@@ -132,25 +132,10 @@ class Master:
         if handle is not None:
             check(self._lib.pcclMasterDestroy(handle))
 
-    @property
-    def closed(self):
-        """True after :meth:`close`."""
-        return self._guard is None or self._guard.closed
-
     def __enter__(self):
         if not self._started:
             self.start()
         return self
-
-    def __exit__(self, *exc):
-        self.close()
-        return False
-
-    def __del__(self):
-        try:
-            self.close()
-        except Exception:  # noqa: BLE001 - never raise from a finalizer (e.g. at interpreter exit)
-            pass
 
     def __repr__(self):
         if self.closed:
