@@ -28,34 +28,43 @@ void StatsRecorder::reduceStarted(uint64_t tag) {
 
 void StatsRecorder::reduceEnded(uint64_t tag, const Status& status, uint64_t tx, uint64_t rx, double seconds,
                                 uint64_t data_bytes) {
-  std::lock_guard<std::mutex> lk(mu_);
+  std::unique_lock<std::mutex> lk(mu_);
   s_.tx_bytes += tx;
   s_.rx_bytes += rx;
+  const uint64_t epoch = s_.epoch;
+  const std::string peer = peer_;
   if (!status.isOk()) {
     ++s_.allreduce_aborts;
     if (aborted_tags_.size() < kMaxRememberedTags) aborted_tags_.insert(tag);
-    PCCL_LOG_INFO(kLog, "peer={} epoch={} tag={}: all-reduce aborted after {:.3f} s: {}", peer_, s_.epoch, tag,
-                  seconds, status.toString());
+    lk.unlock();  // log outside the lock: stats() readers never wait on stderr
+    PCCL_LOG_INFO(kLog, "peer={} epoch={} tag={}: all-reduce aborted after {:.3f} s: {}", peer, epoch, tag, seconds,
+                  status.toString());
     return;
   }
   ++s_.allreduce_ops;
   s_.last_allreduce_seconds = seconds;
   s_.last_allreduce_bytes_per_second = seconds > 0 ? static_cast<double>(data_bytes) / seconds : 0.0;
+  const double rate = s_.last_allreduce_bytes_per_second;
+  lk.unlock();
   PCCL_LOG_DEBUG(kLog, "peer={} epoch={} tag={}: all-reduce done: {} bytes in {:.3f} ms ({:.1f} MB/s), sent {} received {}",
-                 peer_, s_.epoch, tag, data_bytes, seconds * 1e3, s_.last_allreduce_bytes_per_second / 1e6, tx, rx);
+                 peer, epoch, tag, data_bytes, seconds * 1e3, rate / 1e6, tx, rx);
 }
 
 void StatsRecorder::syncEnded(const Status& status, uint64_t tx, uint64_t rx) {
-  std::lock_guard<std::mutex> lk(mu_);
+  std::unique_lock<std::mutex> lk(mu_);
   s_.tx_bytes += tx;
   s_.rx_bytes += rx;
+  const uint64_t epoch = s_.epoch;
+  const std::string peer = peer_;
   if (status.isOk()) {
     ++s_.sync_ops;
-    PCCL_LOG_DEBUG(kLog, "peer={} epoch={}: shared-state sync done: sent {} received {}", peer_, s_.epoch, tx, rx);
+    lk.unlock();
+    PCCL_LOG_DEBUG(kLog, "peer={} epoch={}: shared-state sync done: sent {} received {}", peer, epoch, tx, rx);
   } else if (status.code() != Code::kInvalidArgument && status.code() != Code::kInvalidUsage) {
     // Bad arguments and calls at the wrong time are the caller's to fix, not aborts to retry.
     ++s_.sync_aborts;
-    PCCL_LOG_INFO(kLog, "peer={} epoch={}: shared-state sync failed: {}", peer_, s_.epoch, status.toString());
+    lk.unlock();
+    PCCL_LOG_INFO(kLog, "peer={} epoch={}: shared-state sync failed: {}", peer, epoch, status.toString());
   }
 }
 

@@ -21,7 +21,7 @@ class StatsRecorder {
   void reduceStarted(uint64_t tag);
   // It ended. `data_bytes` = count x element size.
   void reduceEnded(uint64_t tag, const Status& status, uint64_t tx, uint64_t rx, double seconds, uint64_t data_bytes);
-  // A shared-state sync that got past this peer's own checks ended.
+  // A shared-state sync ended (with its bytes on the wire when it succeeded).
   void syncEnded(const Status& status, uint64_t tx, uint64_t rx);
   void ringInstalled(uint64_t epoch);
   CommStats stats() const;
