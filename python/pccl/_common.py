@@ -1,6 +1,7 @@
 """Small helpers shared by the Master and Communicator wrappers: argument parsing and the guard that
 keeps a handle from being destroyed while another thread is inside a call on it."""
 
+import ctypes
 import threading
 
 from ._lib import Quant, RedOp, SyncStrategy
@@ -41,6 +42,19 @@ def u32(value, what):
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= U32_MAX:
         raise InvalidArgumentError(detail="%s must be an int in 0..%d, got %r" % (what, U32_MAX, value))
     return value
+
+
+def set_credentials(cfg, secret, encrypt):
+    """Puts the secret (str/bytes/None) and the encrypt switch into a config struct. Returns the buffer
+    cfg.secret points to: keep it alive until the create call has copied it."""
+    secret_b = to_bytes_or_none(secret, "secret")
+    secret_buf = None
+    if secret_b:
+        secret_buf = ctypes.create_string_buffer(secret_b, len(secret_b))
+        cfg.secret = ctypes.cast(secret_buf, ctypes.c_void_p)
+        cfg.secret_len = len(secret_b)
+    cfg.encrypt = 1 if encrypt else 0
+    return secret_buf
 
 
 def set_fields(struct, fields):

@@ -157,13 +157,7 @@ class Communicator(_common.OwnedHandle):
             cfg.listen_address = _common.address(listen_address, "listen_address")
         if advertise_host is not None:
             cfg.advertise_host = _common.to_bytes_or_none(advertise_host, "advertise_host")
-        secret_b = _common.to_bytes_or_none(secret, "secret")
-        secret_buf = None
-        if secret_b:
-            secret_buf = ctypes.create_string_buffer(secret_b, len(secret_b))
-            cfg.secret = ctypes.cast(secret_buf, ctypes.c_void_p)
-            cfg.secret_len = len(secret_b)
-        cfg.encrypt = 1 if encrypt else 0
+        secret_buf = _common.set_credentials(cfg, secret, encrypt)
         _common.set_fields(cfg, {name: _common.u32(value, name) for name, value in (
             ("peer_group", peer_group), ("connections_per_peer", connections_per_peer),
             ("heartbeat_interval_ms", heartbeat_interval_ms), ("peer_timeout_ms", peer_timeout_ms),

@@ -38,15 +38,9 @@ class Master(_common.OwnedHandle):
         self._guard = None
         lib = load_library()
         listen_b = _common.address(listen, "listen") if listen is not None else None
-        secret_b = _common.to_bytes_or_none(secret, "secret")
         cfg = master_config_init()
         cfg.listen_address = listen_b
-        secret_buf = None
-        if secret_b:
-            secret_buf = ctypes.create_string_buffer(secret_b, len(secret_b))
-            cfg.secret = ctypes.cast(secret_buf, ctypes.c_void_p)
-            cfg.secret_len = len(secret_b)
-        cfg.encrypt = 1 if encrypt else 0
+        secret_buf = _common.set_credentials(cfg, secret, encrypt)
         _common.set_fields(cfg, {
             "heartbeat_interval_ms": _common.u32(heartbeat_interval_ms, "heartbeat_interval_ms"),
             "peer_timeout_ms": _common.u32(peer_timeout_ms, "peer_timeout_ms"),
