@@ -3,6 +3,7 @@
 #define PCCL_COMMUNICATOR_HPP_
 
 #include <array>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -62,6 +63,9 @@ class PCCL_API ReduceHandle {
   explicit ReduceHandle(std::shared_ptr<State> state) : state_(std::move(state)) {}
   // Blocks until the operation is done (it always ends: its deadline is op_timeout_ms).
   Result<ReduceInfo> wait() const;
+  // Blocks until the operation is done or `timeout` passes; true once done (wait() then returns at
+  // once). Giving up does not abort the operation: its buffers still belong to pccl.
+  bool waitFor(std::chrono::milliseconds timeout) const;
   bool test() const;  // true once done; wait() then returns at once
   bool valid() const { return state_ != nullptr; }
 

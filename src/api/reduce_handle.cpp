@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 
 #include "codec/compress.hpp"
@@ -18,6 +20,15 @@ Result<ReduceInfo> ReduceHandle::wait() const {
   state_->cv.wait(lk, [&] { return state_->done; });
   if (!state_->status.isOk()) return state_->status;
   return state_->info;
+}
+
+bool ReduceHandle::waitFor(std::chrono::milliseconds timeout) const {
+  if (!state_) return true;
+  // Bounded so that now() + timeout cannot overflow the clock (a century is "forever" here).
+  constexpr std::chrono::milliseconds kLongest = std::chrono::hours(24 * 365 * 100);
+  timeout = std::clamp(timeout, std::chrono::milliseconds(0), kLongest);
+  std::unique_lock<std::mutex> lk(state_->mu);
+  return state_->cv.wait_for(lk, timeout, [&] { return state_->done; });
 }
 
 bool ReduceHandle::test() const {
