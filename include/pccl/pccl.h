@@ -9,10 +9,15 @@
  *    never a crash. It never aborts or exits the process and lets no C++ exception escape; running
  *    out of memory is pcclSystemError.
  *  - After a failure, pcclGetLastError() gives a human-readable detail (which peer, which setting,
- *    which limit).
+ *    which limit). Details are kept per thread: each thread reads its own calls' failures.
  *  - Output parameters are written only on success, unless noted.
  *  - Handles (pcclComm_t, pcclMaster_t, pcclRequest_t) are owned by the caller from the call that
- *    creates them until the call that frees them (pcclCommDestroy, pcclMasterDestroy, pcclWait).
+ *    creates them until the call that frees them (pcclCommDestroy, pcclMasterDestroy, pcclWait or a
+ *    pcclWaitFor that returns with the operation ended). A handle is an opaque value, not an address:
+ *    a freed handle never becomes valid again (no later handle has its value), so any use of it is
+ *    pcclInvalidArgument. A call that races the call freeing its handle on another thread either
+ *    completes normally or returns pcclInvalidArgument, never crashes: the object is freed when no
+ *    call uses it any more.
  *  - Every blocking call has a deadline; none waits forever.
  *  - pccl never keeps a pointer the caller passed in after the call returns, except the buffers of
  *    an asynchronous all-reduce, which it owns until pcclWait returns.
@@ -318,9 +323,22 @@ PCCL_API pcclResult_t pcclAllReduceAsync(const void* sendbuf, void* recvbuf, siz
 
 /* Blocks until the operation of req ends (every operation ends by its op_timeout_ms deadline), frees
  * req — also on failure — and returns the operation's result, with the codes of pcclAllReduce.
- * info may be NULL. Thread-safety: once per request, from any thread; not together with pcclTest on
- * the same request. Errors: pcclInvalidArgument (NULL, freed or unknown request), then the operation's. */
+ * info may be NULL. A failure's detail is read with pcclGetLastError(comm) on the thread that waited.
+ * Thread-safety: any thread. Wait once per request: when waits on one request race, exactly one
+ * returns the operation's result and the others pcclInvalidArgument. Errors: pcclInvalidArgument
+ * (NULL, freed or unknown request), then the operation's. */
 PCCL_API pcclResult_t pcclWait(pcclRequest_t req, pcclReduceInfo_t* info);
+
+/* pcclWait with a time limit. Blocks until the operation of *req ends or timeout_ms passes (0: only
+ * looks). When the operation has ended: as pcclWait — frees the request, sets *req = NULL, fills info
+ * (NULL ok) and returns the operation's result, which may itself be pcclTimeout (op_timeout_ms passed).
+ * When timeout_ms passes first: returns pcclTimeout and leaves *req unchanged and valid. That does NOT
+ * abort the operation: it goes on, its buffers still belong to pccl, and the request must still be
+ * waited on (pcclWaitFor again, or pcclWait) or tested. So after pcclTimeout, *req != NULL means "not
+ * done yet" and *req == NULL means the operation failed with pcclTimeout. Thread-safety: as pcclWait.
+ * Errors: pcclInvalidArgument (NULL req, a *req that is NULL, freed or unknown; *req unchanged), then
+ * the operation's. */
+PCCL_API pcclResult_t pcclWaitFor(pcclRequest_t* req, uint32_t timeout_ms, pcclReduceInfo_t* info);
 
 /* *done = 1 when the operation has ended (pcclWait then returns at once), else 0. Never blocks; does
  * not free req. Safe against a pcclWait on another thread freeing req (then pcclInvalidArgument).
@@ -345,8 +363,12 @@ PCCL_API pcclResult_t pcclSyncSharedState(pcclComm_t comm, pcclSharedState_t* st
 
 /* Leaves the run gracefully when joined (tells the master and waits for it at most 2 s), closes every
  * connection, fails collectives still in flight with pcclInvalidUsage, joins the io thread and frees
- * comm. NULL is accepted (pcclSuccess). Thread-safety: no other thread may be using comm, and requests
- * of comm must be waited on first. Errors: pcclInvalidArgument (comm already destroyed or unknown). */
+ * comm. NULL is accepted (pcclSuccess). From this call on, comm is invalid (pcclInvalidArgument).
+ * Requests of comm still in flight end with pcclInvalidUsage and stay valid until pcclWait frees
+ * them. Thread-safety: call it once no other thread uses comm. If a call on another thread still runs
+ * on comm (a blocking pcclAllReduce, pcclConnect, ...), it is not interrupted: it completes normally,
+ * and the leave and the freeing happen as it returns, on that thread. Errors: pcclInvalidArgument
+ * (comm already destroyed or unknown). */
 PCCL_API pcclResult_t pcclCommDestroy(pcclComm_t comm);
 
 /* ---- errors --------------------------------------------------------------------------------- */
@@ -355,11 +377,13 @@ PCCL_API pcclResult_t pcclCommDestroy(pcclComm_t comm);
  * "unknown pcclResult_t value". Any thread. Returns the string, not a pcclResult_t. */
 PCCL_API const char* pcclGetErrorString(pcclResult_t result);
 
-/* Detail of the last failed call on this communicator, from any thread ("" if none). With comm ==
- * NULL (or a handle that is not live): the detail of the last failure on this thread, which is how
- * to read why pcclCommCreate, pcclMasterCreate or a call with a bad handle failed. The string is
- * owned by pccl and valid until the next pccl call on the same thread; copy it to keep it. Never NULL,
- * never fails. */
+/* Detail of the calling thread's last failed call on this communicator, including pcclWait and
+ * pcclWaitFor on its requests ("" if none; a later success does not clear it). Other threads'
+ * failures never show here: two threads failing on one communicator at once each read their own.
+ * With comm == NULL (or a handle that is not live, e.g. destroyed): the detail of the calling thread's
+ * last failure of any call, which is how to read why pcclCommCreate, pcclMasterCreate, a master call
+ * or a call with a bad handle failed. The string is owned by pccl and valid until the next pccl call
+ * on the same thread; copy it to keep it. Never NULL, never fails. */
 PCCL_API const char* pcclGetLastError(pcclComm_t comm);
 
 /* ---- embeddable master ---------------------------------------------------------------------- */
@@ -393,8 +417,9 @@ PCCL_API pcclResult_t pcclMasterGetStats(pcclMaster_t master, pcclMasterStats_t*
  * blocks until it has stopped. Idempotent. Any thread except a pccl callback. */
 PCCL_API pcclResult_t pcclMasterStop(pcclMaster_t master);
 
-/* Stops (if running) and frees master. NULL is accepted. Errors: pcclInvalidArgument (already
- * destroyed or unknown). */
+/* Stops (if running) and frees master; from this call on, master is invalid (pcclInvalidArgument).
+ * A pcclMasterWaitForPeers still blocked on another thread returns by its own timeout, and the master
+ * is freed then. NULL is accepted. Errors: pcclInvalidArgument (already destroyed or unknown). */
 PCCL_API pcclResult_t pcclMasterDestroy(pcclMaster_t master);
 
 #ifdef __cplusplus

@@ -1,0 +1,51 @@
+// Checking and converting the C API's argument structs and enums to the C++ API's types.
+#ifndef PCCL_CAPI_ARGS_HPP_
+#define PCCL_CAPI_ARGS_HPP_
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <string>
+
+#include "pccl/communicator.hpp"
+#include "pccl/pccl.h"
+
+namespace pccl::capi {
+
+// A C caller may pass any int as an enum. Reading such a value through the C++ enum type is undefined
+// (UBSan: "load of value N, which is not a valid value"), so enums from C are read as their bytes.
+template <typename E>
+int rawEnum(const E& e) {
+  static_assert(sizeof(E) == sizeof(int), "C enums are int-sized here");
+  int v = 0;
+  std::memcpy(&v, &e, sizeof v);
+  return v;
+}
+template <typename E>
+bool validEnum(const E& e, int count) {
+  const int v = rawEnum(e);
+  return v >= 0 && v < count;
+}
+
+// What an all-reduce call asks for, checked and converted.
+struct ReduceArgs {
+  pccl::DataType dtype = pccl::DataType::kFloat32;
+  pccl::RedOp op = pccl::RedOp::kSum;
+  pccl::ReduceOptions options;
+};
+
+// Checks dtype, op and *opts (NULL = defaults); fails with pcclInvalidArgument and a detail.
+pcclResult_t reduceArgsFrom(pcclDataType_t dtype, pcclRedOp_t op, const pcclReduceOptions_t* opts, ReduceArgs* out);
+
+// Copies an all-reduce's result into *out (NULL: nothing).
+void reduceInfoTo(const pccl::ReduceInfo& in, pcclReduceInfo_t* out);
+
+// pcclInvalidArgument unless a config struct was made by its _INIT macro of this pccl version.
+pcclResult_t checkConfigHeader(uint32_t struct_size, size_t expected, uint32_t version, const char* what);
+
+// The secret bytes of a config (empty when NULL).
+std::string secretOf(const void* secret, size_t len);
+
+}  // namespace pccl::capi
+
+#endif  // PCCL_CAPI_ARGS_HPP_

@@ -1,0 +1,141 @@
+// The communicator's C API: create, join, membership, attributes, counters, destroy.
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "capi/args.hpp"
+#include "capi/calls.hpp"
+
+using pccl::capi::CommEntry;
+using pccl::capi::fail;
+using pccl::capi::fromStatus;
+using pccl::capi::onComm;
+
+namespace {
+
+pccl::CommConfig commConfigFrom(const pcclCommConfig_t& config) {
+  pccl::CommConfig c;
+  c.master_address = config.master_address;
+  if (config.listen_address != nullptr) c.listen_address = config.listen_address;
+  if (config.advertise_host != nullptr) c.advertise_host = config.advertise_host;
+  c.peer_group = config.peer_group;
+  c.connections_per_peer = config.connections_per_peer;
+  c.heartbeat_interval_ms = config.heartbeat_interval_ms;
+  c.peer_timeout_ms = config.peer_timeout_ms;
+  c.connect_timeout_ms = config.connect_timeout_ms;
+  c.handshake_timeout_ms = config.handshake_timeout_ms;
+  c.secret = pccl::capi::secretOf(config.secret, config.secret_len);
+  c.encrypt = config.encrypt != 0;
+  c.op_timeout_ms = config.op_timeout_ms;
+  c.segment_bytes = config.segment_bytes;
+  c.same_host_connections = config.same_host_connections;
+  c.max_concurrent_ops = config.max_concurrent_ops;
+  return c;
+}
+
+int64_t cipherCode(const std::string& cipher) { return cipher == "none" ? 0 : cipher == "AES-256-GCM" ? 2 : 1; }
+
+}  // namespace
+
+extern "C" {
+
+pcclResult_t pcclCommCreate(const pcclCommConfig_t* config, pcclComm_t* comm) {
+  return pccl::capi::guarded([&]() -> pcclResult_t {
+    PCCL_CHECK_PTR(config);
+    PCCL_CHECK_PTR(comm);
+    *comm = nullptr;
+    pcclResult_t r = pccl::capi::checkConfigHeader(config->struct_size, sizeof(pcclCommConfig_t),
+                                                   config->config_version, "pcclCommConfig_t");
+    if (r != pcclSuccess) return r;
+    if (config->master_address == nullptr) return fail(pcclInvalidArgument, "master_address must be set (HOST:PORT)");
+    if (config->secret == nullptr && config->secret_len != 0) {
+      return fail(pcclInvalidArgument, "secret is NULL but secret_len is not 0");
+    }
+    const uintptr_t key = pccl::capi::reserveHandle(pccl::capi::HandleKind::kComm);
+    if (key == 0) return fail(pcclSystemError, "no communicator handles left in this process");
+    auto created = pccl::Communicator::create(commConfigFrom(*config));
+    if (!created.isOk()) return fromStatus(created.status());
+    auto entry = std::make_shared<CommEntry>();
+    entry->impl = std::move(created).value();
+    entry->peer_group = config->peer_group;
+    pccl::capi::comms().insert(key, std::move(entry));
+    *comm = pccl::capi::handleOf<pcclComm>(key);
+    return pcclSuccess;
+  });
+}
+
+pcclResult_t pcclConnect(pcclComm_t comm) {
+  return onComm(comm, [&](CommEntry& c) { return fromStatus(c.impl->connect()); });
+}
+
+pcclResult_t pcclUpdateTopology(pcclComm_t comm) {
+  return onComm(comm, [&](CommEntry& c) { return fromStatus(c.impl->updateTopology()); });
+}
+
+pcclResult_t pcclArePeersPending(pcclComm_t comm, int* pending) {
+  return onComm(comm, [&](CommEntry& c) -> pcclResult_t {
+    PCCL_CHECK_PTR(pending);
+    auto r = c.impl->arePeersPending();
+    if (!r.isOk()) return fromStatus(r.status());
+    *pending = *r ? 1 : 0;
+    return pcclSuccess;
+  });
+}
+
+pcclResult_t pcclGetAttribute(pcclComm_t comm, pcclAttribute_t attr, int64_t* value) {
+  return onComm(comm, [&](CommEntry& c) -> pcclResult_t {
+    PCCL_CHECK_PTR(value);
+    pccl::Topology t = c.impl->topology();
+    const int a = pccl::capi::rawEnum(attr);
+    switch (a) {
+      case PCCL_ATTR_WORLD_SIZE: *value = t.world_size; return pcclSuccess;
+      case PCCL_ATTR_RANK: *value = t.rank; return pcclSuccess;
+      case PCCL_ATTR_GROUP_WORLD_SIZE: *value = t.group_world_size; return pcclSuccess;
+      case PCCL_ATTR_GROUP_RANK: *value = t.group_rank; return pcclSuccess;
+      case PCCL_ATTR_EPOCH: *value = static_cast<int64_t>(t.epoch); return pcclSuccess;
+      case PCCL_ATTR_PEER_GROUP: *value = c.peer_group; return pcclSuccess;
+      case PCCL_ATTR_LISTEN_PORT: *value = c.impl->listenPort(); return pcclSuccess;
+      case PCCL_ATTR_RING_CONNECTIONS: *value = t.successor_connections; return pcclSuccess;
+      case PCCL_ATTR_CIPHER: *value = cipherCode(c.impl->cipher()); return pcclSuccess;
+    }
+    return fail(pcclInvalidArgument, "unknown attribute " + std::to_string(a));
+  });
+}
+
+pcclResult_t pcclGetStats(pcclComm_t comm, pcclCommStats_t* stats) {
+  return onComm(comm, [&](CommEntry& c) -> pcclResult_t {
+    PCCL_CHECK_PTR(stats);
+    if (stats->struct_size != sizeof(pcclCommStats_t)) {
+      return fail(pcclInvalidArgument, "pcclCommStats_t was not initialised with PCCL_COMM_STATS_INIT (struct_size " +
+                                           std::to_string(stats->struct_size) + ")");
+    }
+    const pccl::CommStats s = c.impl->stats();
+    stats->allreduce_ops = s.allreduce_ops;
+    stats->allreduce_aborts = s.allreduce_aborts;
+    stats->allreduce_retries = s.allreduce_retries;
+    stats->sync_ops = s.sync_ops;
+    stats->sync_aborts = s.sync_aborts;
+    stats->topology_updates = s.topology_updates;
+    stats->tx_bytes = s.tx_bytes;
+    stats->rx_bytes = s.rx_bytes;
+    stats->epoch = s.epoch;
+    stats->last_allreduce_time_s = s.last_allreduce_seconds;
+    stats->last_allreduce_bytes_per_s = s.last_allreduce_bytes_per_second;
+    return pcclSuccess;
+  });
+}
+
+pcclResult_t pcclCommDestroy(pcclComm_t comm) {
+  return pccl::capi::guarded([&]() -> pcclResult_t {
+    if (comm == nullptr) return pcclSuccess;
+    const uintptr_t key = pccl::capi::valueOf(comm);
+    std::shared_ptr<CommEntry> entry = pccl::capi::comms().remove(key);
+    if (!entry) return fail(pcclInvalidArgument, pccl::capi::badHandle(key, pccl::capi::HandleKind::kComm));
+    // Leaves and frees the communicator now, or, when calls on other threads still hold it, as the
+    // last of them returns.
+    entry.reset();
+    return pcclSuccess;
+  });
+}
+
+}  // extern "C"

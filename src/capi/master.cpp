@@ -1,0 +1,116 @@
+// The embedded master's C API.
+#include <memory>
+#include <string>
+#include <utility>
+
+#include "capi/args.hpp"
+#include "capi/calls.hpp"
+
+using pccl::capi::fail;
+using pccl::capi::fromStatus;
+using pccl::capi::MasterEntry;
+using pccl::capi::onMaster;
+
+namespace {
+
+pccl::MasterConfig masterConfigFrom(const pcclMasterConfig_t& config) {
+  pccl::MasterConfig c;
+  if (config.listen_address != nullptr) c.listen_address = config.listen_address;
+  c.secret = pccl::capi::secretOf(config.secret, config.secret_len);
+  c.heartbeat_interval_ms = config.heartbeat_interval_ms;
+  c.peer_timeout_ms = config.peer_timeout_ms;
+  c.handshake_timeout_ms = config.handshake_timeout_ms;
+  c.max_peers = config.max_peers;
+  c.max_pending_handshakes = config.max_pending_handshakes;
+  c.max_concurrent_ops = config.max_concurrent_ops;
+  c.encrypt = config.encrypt != 0;
+  return c;
+}
+
+}  // namespace
+
+extern "C" {
+
+pcclResult_t pcclMasterCreate(const pcclMasterConfig_t* config, pcclMaster_t* master) {
+  return pccl::capi::guarded([&]() -> pcclResult_t {
+    PCCL_CHECK_PTR(config);
+    PCCL_CHECK_PTR(master);
+    *master = nullptr;
+    pcclResult_t r = pccl::capi::checkConfigHeader(config->struct_size, sizeof(pcclMasterConfig_t),
+                                                   config->config_version, "pcclMasterConfig_t");
+    if (r != pcclSuccess) return r;
+    if (config->secret == nullptr && config->secret_len != 0) {
+      return fail(pcclInvalidArgument, "secret is NULL but secret_len is not 0");
+    }
+    const uintptr_t key = pccl::capi::reserveHandle(pccl::capi::HandleKind::kMaster);
+    if (key == 0) return fail(pcclSystemError, "no master handles left in this process");
+    auto created = pccl::Master::create(masterConfigFrom(*config));
+    if (!created.isOk()) return fromStatus(created.status());
+    auto entry = std::make_shared<MasterEntry>();
+    entry->impl = std::move(created).value();
+    pccl::capi::masters().insert(key, std::move(entry));
+    *master = pccl::capi::handleOf<pcclMaster>(key);
+    return pcclSuccess;
+  });
+}
+
+pcclResult_t pcclMasterStart(pcclMaster_t master) {
+  return onMaster(master, [&](MasterEntry& m) { return fromStatus(m.impl->start()); });
+}
+
+pcclResult_t pcclMasterGetPort(pcclMaster_t master, uint16_t* port) {
+  return onMaster(master, [&](MasterEntry& m) -> pcclResult_t {
+    PCCL_CHECK_PTR(port);
+    *port = m.impl->port();
+    if (*port == 0) return fail(pcclInvalidUsage, "master not started");
+    return pcclSuccess;
+  });
+}
+
+pcclResult_t pcclMasterWaitForPeers(pcclMaster_t master, uint32_t accepted, uint32_t pending, uint32_t timeout_ms) {
+  return onMaster(master, [&](MasterEntry& m) -> pcclResult_t {
+    bool ok = m.impl->waitFor(
+        [&](const pccl::MasterStats& s) { return s.accepted >= accepted && s.pending >= pending; }, timeout_ms);
+    if (ok) return pcclSuccess;
+    pccl::MasterStats s = m.impl->stats();
+    return fail(pcclTimeout, "after " + std::to_string(timeout_ms) + " ms: " + std::to_string(s.accepted) +
+                                 " accepted (wanted " + std::to_string(accepted) + "), " + std::to_string(s.pending) +
+                                 " pending (wanted " + std::to_string(pending) + ")");
+  });
+}
+
+pcclResult_t pcclMasterGetStats(pcclMaster_t master, pcclMasterStats_t* stats) {
+  return onMaster(master, [&](MasterEntry& m) -> pcclResult_t {
+    PCCL_CHECK_PTR(stats);
+    if (stats->struct_size != sizeof(pcclMasterStats_t)) {
+      return fail(pcclInvalidArgument, "pcclMasterStats_t was not initialised with PCCL_MASTER_STATS_INIT");
+    }
+    const pccl::MasterStats s = m.impl->stats();
+    stats->accepted = s.accepted;
+    stats->pending = s.pending;
+    stats->building = s.building ? 1 : 0;
+    stats->epoch = s.epoch;
+    stats->connections = s.connections;
+    return pcclSuccess;
+  });
+}
+
+pcclResult_t pcclMasterStop(pcclMaster_t master) {
+  return onMaster(master, [&](MasterEntry& m) { return fromStatus(m.impl->stop()); });
+}
+
+pcclResult_t pcclMasterDestroy(pcclMaster_t master) {
+  return pccl::capi::guarded([&]() -> pcclResult_t {
+    if (master == nullptr) return pcclSuccess;
+    const uintptr_t key = pccl::capi::valueOf(master);
+    std::shared_ptr<MasterEntry> entry = pccl::capi::masters().remove(key);
+    if (!entry) return fail(pcclInvalidArgument, pccl::capi::badHandle(key, pccl::capi::HandleKind::kMaster));
+    // Stops serving now, even when calls on other threads still hold the master (the last of them
+    // frees it as it returns).
+    (void)entry->impl->stop();
+    entry.reset();
+    return pcclSuccess;
+  });
+}
+
+}  // extern "C"
