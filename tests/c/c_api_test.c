@@ -1,6 +1,7 @@
 /* The C API from a C99 program: every function of pccl.h. An embedded master, two peers (one on a
  * second thread), the connect -> update -> all-reduce -> shared-state sync -> destroy flow,
- * attributes, counters, an aborted and retried operation, version, and argument checking.
+ * attributes, counters, a wait with a time limit, an aborted and retried operation, version, and
+ * argument checking.
  * Exit 0 = pass. */
 #define _POSIX_C_SOURCE 200809L
 #include <pccl/pccl.h>
@@ -288,10 +289,15 @@ int main(void) {
     pcclResult_t r;
     opts.tag = 9;
     EXPECT(pcclAllReduceAsync(z, z, 4, pcclFloat32, pcclSum, &opts, a, &req) == pcclSuccess);
+    /* b never joins tag 9: a wait with a time limit gives up, and the request stays valid. */
+    EXPECT(pcclWaitFor(&req, 0, NULL) == pcclTimeout && req != NULL);
+    EXPECT(pcclWaitFor(&req, 10, NULL) == pcclTimeout && req != NULL);
+    EXPECT(strstr(pcclGetLastError(a), "tag 9 has not ended") != NULL);
+    EXPECT(pcclWaitFor(NULL, 10, NULL) == pcclInvalidArgument);
     EXPECT(pcclCommDestroy(b) == pcclSuccess);
     EXPECT(pcclCommDestroy(b) == pcclInvalidArgument); /* stale handle: an error, not a crash */
-    r = pcclWait(req, NULL);
-    EXPECT(r == pcclPeerLost);
+    r = pcclWaitFor(&req, 60000, NULL); /* now it ends: freed, *req = NULL */
+    EXPECT(r == pcclPeerLost && req == NULL);
     EXPECT(strlen(pcclGetLastError(a)) > 0);
     EXPECT(z[0] == 1 && z[3] == 4); /* the input is intact */
     EXPECT(pcclUpdateTopology(a) == pcclSuccess); /* ring of one after b left */
