@@ -30,7 +30,7 @@ from .communicator import Communicator, Request
 from .errors import (AuthFailedError, InternalError, InvalidArgumentError, InvalidUsageError, KickedError,
                      LibraryNotFoundError, MasterUnreachableError, MismatchError, PcclError, PcclSystemError,
                      PcclTimeoutError, PeerLostError, ProtocolError, TooFewPeersError, UnsupportedError,
-                     VersionMismatchError, error_class, error_string)
+                     VersionMismatchError, WaitTimeoutError, error_class, error_string)
 from .master import Master
 from .types import CommStats, ReduceInfo, SharedState, SyncInfo
 
@@ -72,5 +72,5 @@ __all__ = [
     "MasterUnreachableError", "MismatchError", "PcclError", "PcclSystemError", "PcclTimeoutError",
     "PeerLostError", "ProtocolError", "Quant", "RETRYABLE_ERRORS", "RedOp", "ReduceInfo", "Request", "Result",
     "SharedState", "SyncInfo", "SyncStrategy", "TooFewPeersError", "UnsupportedError", "VersionMismatchError",
-    "error_class", "error_string", "library_path", "version", "version_info", "__version__",
+    "WaitTimeoutError", "error_class", "error_string", "library_path", "version", "version_info", "__version__",
 ]

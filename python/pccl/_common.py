@@ -2,6 +2,7 @@
 keeps a handle from being destroyed while another thread is inside a call on it."""
 
 import ctypes
+import math
 import threading
 
 from ._lib import Quant, RedOp, SyncStrategy
@@ -99,6 +100,16 @@ def quant(value):
 def strategy(value):
     """'enforce_popular', 'receive_only', 'send_only' (or a SyncStrategy) -> SyncStrategy."""
     return _by_name(value, SyncStrategy, _STRATEGIES, "sync strategy")
+
+
+def timeout_ms(seconds):
+    """A timeout in seconds (int or float >= 0) -> whole milliseconds for the C API, rounded up (so a
+    positive timeout never becomes 0) and capped at the uint32_t maximum (about 49 days)."""
+    if isinstance(seconds, bool) or not isinstance(seconds, (int, float)) or not seconds >= 0:
+        raise InvalidArgumentError(detail="timeout must be None or a number of seconds >= 0, got %r" % (seconds,))
+    if math.isinf(seconds):
+        return U32_MAX
+    return min(U32_MAX, math.ceil(seconds * 1000))
 
 
 def int_in(value, lo, hi, what):

@@ -325,6 +325,7 @@ PROTOTYPES = {
     "pcclAllReduceAsync": (c_enum, [ctypes.c_void_p, ctypes.c_void_p, ctypes.c_size_t, c_enum, c_enum,
                                     P(ReduceOptions), comm_t, P(request_t)]),
     "pcclWait": (c_enum, [request_t, P(ReduceInfo)]),
+    "pcclWaitFor": (c_enum, [P(request_t), u32, P(ReduceInfo)]),
     "pcclTest": (c_enum, [request_t, P(ctypes.c_int)]),
     "pcclSyncSharedState": (c_enum, [comm_t, P(SharedStateC), c_enum, P(SyncInfo)]),
     "pcclCommDestroy": (c_enum, [comm_t]),

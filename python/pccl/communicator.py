@@ -10,7 +10,9 @@ from ._lib import (Attribute, BufferLocation, SyncStrategy, TensorInfo, comm_con
                    reduce_options_init, shared_state_init)
 from ._lib import ReduceInfo as _CReduceInfo
 from ._lib import SyncInfo as _CSyncInfo
-from .errors import InvalidArgumentError, InvalidUsageError, check, load_library
+from ._lib import Result
+from .errors import (InvalidArgumentError, InvalidUsageError, WaitTimeoutError, check, error_class, last_error,
+                     load_library, make_error)
 from .types import CommStats, ReduceInfo, SharedState, SyncInfo
 
 _CIPHERS = {0: "none", 1: "ChaCha20-Poly1305", 2: "AES-256-GCM"}
@@ -37,8 +39,9 @@ class Request:
     :meth:`Communicator.close` waits for those still outstanding, and a request that is garbage
     collected unwaited is waited on by its finalizer (so its buffers are never freed under pccl).
 
-    Thread-safety: :meth:`wait` once, from any thread; :meth:`test` from any thread (it answers False
-    while another thread is inside :meth:`wait`).
+    Thread-safety: :meth:`wait` from any thread, one thread at a time (a wait that raised
+    WaitTimeoutError may be repeated; any other outcome frees the request); :meth:`test` from any thread
+    (it answers False while another thread is inside :meth:`wait`).
     """
 
     def __init__(self, comm, handle, keep, tag, recv):
@@ -62,7 +65,7 @@ class Request:
 
     @property
     def done(self):
-        """True once :meth:`wait` has returned (or raised)."""
+        """True once :meth:`wait` has returned, or raised anything but WaitTimeoutError."""
         return self._handle is None
 
     def test(self):
@@ -80,23 +83,42 @@ class Request:
         finally:
             self._lock.release()
 
-    def wait(self):
+    def wait(self, timeout=None):
         """Blocks until the operation ends (at most the communicator's op_timeout_ms; the GIL is released
         meanwhile), frees the request and returns a :class:`ReduceInfo`. The result is in recv (or the
         in-place buffer) only now.
 
-        Raises the operation's error (PeerLostError, MismatchError, PcclTimeoutError, ...: see
-        :meth:`Communicator.all_reduce`), InvalidUsageError when already waited on."""
+        timeout: None (default) waits until the operation ends. Otherwise at most this many seconds
+        (int or float >= 0; 0 only looks): if the operation has not ended by then, raises
+        WaitTimeoutError and nothing else happens. The operation is not aborted, the request stays
+        valid, its buffers still belong to pccl: call wait() again (with or without a timeout) or test().
+
+        Raises WaitTimeoutError (gave up, see above), the operation's error (PeerLostError, MismatchError,
+        PcclTimeoutError when the operation itself ran past op_timeout_ms, ...: see
+        :meth:`Communicator.all_reduce`), InvalidUsageError when already waited on, InvalidArgumentError
+        for a bad timeout."""
+        limit_ms = None if timeout is None else _common.timeout_ms(timeout)
         with self._lock:
             if self._handle is None:
                 raise InvalidUsageError(detail="the request was already waited on")
-            handle, lib, comm = self._handle, self._comm._lib, self._comm
+            lib, comm = self._comm._lib, self._comm
             info = _CReduceInfo()
-            r = lib.pcclWait(handle, ctypes.byref(info))
+            if limit_ms is None:
+                r = lib.pcclWait(self._handle, ctypes.byref(info))
+            else:
+                handle = ctypes.c_void_p(self._handle)
+                r = lib.pcclWaitFor(ctypes.byref(handle), limit_ms, ctypes.byref(info))
+                if handle.value is not None:  # not freed: the wait gave up, the operation goes on
+                    detail = last_error(comm._guard.peek())
+                    raise (WaitTimeoutError if r == Result.TIMEOUT else error_class(r))(r, detail)
+            # The detail is this thread's, read before anything else calls into pccl; the communicator
+            # outlives its requests (close() waits for them).
+            detail = "" if r == Result.SUCCESS else last_error(comm._guard.peek())
             self._handle = None
             self._keep = None
             comm._forget(self)
-            check(r, comm._guard.peek())  # the communicator outlives its requests (close() waits for them)
+            if r != Result.SUCCESS:
+                raise make_error(r, detail)
             return _reduce_info(info)
 
     def _wait_quietly(self):

@@ -124,6 +124,15 @@ class PcclTimeoutError(PcclError, TimeoutError):
     retryable = True
 
 
+class WaitTimeoutError(PcclError, TimeoutError):
+    """``Request.wait(timeout=...)`` gave up (pcclWaitFor's pcclTimeout with the request still valid):
+    the operation has not ended and goes on; nothing was aborted. Wait again (or test) later; the
+    buffers still belong to pccl. Not retryable in the abort/retry sense, and not a PcclTimeoutError
+    (that one is the operation's own failure): catch TimeoutError to handle both."""
+
+    code = Result.TIMEOUT
+
+
 class MismatchError(PcclError):
     """pcclMismatch: peers disagree about a collective, or fetched shared-state bytes failed their
     digest check."""

@@ -137,6 +137,32 @@ class AllReduceTest(unittest.TestCase):
         self.assertEqual(request.wait().world_size, N_PEERS)
         self.assertTrue(np.all(x == N_PEERS))
 
+    def test_wait_with_timeout_leaves_the_request_usable(self):
+        first, others = self.comms[0], self.comms[1:]
+        x = np.ones(10, np.float32)
+        request = first.all_reduce_async(x, tag=160)  # cannot finish before the others call it
+        for timeout in (0, 0.02):
+            with self.assertRaises(pccl.WaitTimeoutError) as cm:
+                request.wait(timeout=timeout)
+            e = cm.exception
+            self.assertIsInstance(e, TimeoutError)
+            self.assertNotIsInstance(e, pccl.PcclTimeoutError)  # not the operation's own timeout
+            self.assertFalse(e.retryable)
+            self.assertEqual(e.code, pccl.Result.TIMEOUT)
+            self.assertIn("tag 160 has not ended", e.detail)
+            self.assertFalse(request.done)
+        for bad in (-1, "1", True, float("nan")):
+            with self.assertRaises(pccl.InvalidArgumentError):
+                request.wait(timeout=bad)
+        self.assertFalse(request.test())  # still valid: the operation was not aborted
+        _support.run_parallel([lambda c=c: c.all_reduce(np.ones(10, np.float32), tag=160) for c in others])
+        info = request.wait(timeout=_support.DEADLINE_S)
+        self.assertEqual(info.world_size, N_PEERS)
+        self.assertTrue(request.done)
+        self.assertTrue(np.all(x == N_PEERS))
+        with self.assertRaises(pccl.InvalidUsageError):
+            request.wait(timeout=1)
+
     def test_async_keeps_the_buffers_alive(self):
         import gc
         import weakref

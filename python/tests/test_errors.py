@@ -1,6 +1,7 @@
 """Errors become exceptions of the result code's class carrying pcclGetLastError's detail: argument
 checks before C, failures in C, authentication, an unreachable master, wrong call order, mismatches."""
 
+import ctypes
 import socket
 import threading
 import time
@@ -149,6 +150,43 @@ class CallOrderErrors(unittest.TestCase):
         self.master.stop()  # idempotent
         with self.assertRaises(pccl.MasterUnreachableError):
             self.comm.are_peers_pending()
+
+
+class ThreadErrors(unittest.TestCase):
+    """pcclGetLastError(comm) is per thread: threads failing on one communicator at once each see their own
+    detail, in the exception and when they read it later."""
+
+    def setUp(self):
+        self.master = _support.make_master()
+        self.comm = _support.make_comm(self.master)
+
+    def tearDown(self):
+        self.comm.close()
+        self.master.close()
+
+    def test_concurrent_failures_keep_their_own_detail(self):
+        lib = pccl._lib.loaded()
+        meet = threading.Barrier(2, timeout=_support.DEADLINE_S)
+        wrong = []
+
+        def fail_repeatedly(attr):
+            mine = "unknown attribute %d" % attr
+            value = ctypes.c_int64(0)
+            for _ in range(100):
+                with self.assertRaises(pccl.InvalidArgumentError) as cm:  # read at once by the binding
+                    self.comm.attribute(attr)
+                if mine not in cm.exception.detail:
+                    wrong.append(cm.exception.detail)
+                with self.comm._guard as h:  # the raw calls: both fail before either reads
+                    r = lib.pcclGetAttribute(h, attr, ctypes.byref(value))
+                    meet.wait()
+                    detail = pccl.errors.last_error(h)
+                    meet.wait()
+                if r != pccl.Result.INVALID_ARGUMENT or detail != mine:
+                    wrong.append(detail)
+
+        _support.run_parallel([lambda: fail_repeatedly(98), lambda: fail_repeatedly(99)])
+        self.assertEqual(wrong, [])
 
 
 class ArgumentErrors(unittest.TestCase):
