@@ -20,7 +20,8 @@
  *    call uses it any more.
  *  - Every blocking call has a deadline; none waits forever.
  *  - pccl never keeps a pointer the caller passed in after the call returns, except the buffers of
- *    an asynchronous all-reduce, which it owns until pcclWait returns.
+ *    an asynchronous all-reduce, which it owns until pcclWait (or a pcclWaitFor that frees the
+ *    request) returns.
  *
  * Return codes common to the calls of a joined communicator: pcclMasterUnreachable (the master is
  * gone or frozen: the communicator is dead, destroy it and create a new one), pcclKicked (the master
@@ -312,11 +313,12 @@ PCCL_API pcclResult_t pcclAllReduce(const void* sendbuf, void* recvbuf, size_t c
                                     pcclRedOp_t op, const pcclReduceOptions_t* opts, pcclComm_t comm,
                                     pcclReduceInfo_t* info);
 
-/* Starts the same operation and returns at once with *req, which the caller owns until pcclWait frees
- * it. The buffers belong to pccl until pcclWait returns: do not read, write or free them before.
+/* Starts the same operation and returns at once with *req, which the caller owns until pcclWait (or
+ * pcclWaitFor) frees it. The buffers belong to pccl until then: do not read, write or free them before.
  * Operations in flight together need distinct tags. Argument errors and a tag still in flight are
  * reported here (pcclInvalidArgument, pcclInvalidUsage; *req is then NULL); failures of the operation
- * itself are reported by pcclWait. Never blocks on the network. Thread-safety: as pcclAllReduce. */
+ * itself are reported by pcclWait / pcclWaitFor. Never blocks on the network. Thread-safety: as
+ * pcclAllReduce. */
 PCCL_API pcclResult_t pcclAllReduceAsync(const void* sendbuf, void* recvbuf, size_t count, pcclDataType_t dtype,
                                          pcclRedOp_t op, const pcclReduceOptions_t* opts, pcclComm_t comm,
                                          pcclRequest_t* req);
