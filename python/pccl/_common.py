@@ -119,8 +119,9 @@ def int_in(value, lo, hi, what):
 
 
 class HandleGuard:
-    """Owns a C handle: counts the calls in flight on it so that close() never frees it under another
-    thread (which the C API leaves undefined), and refuses calls after close."""
+    """Owns a C handle: counts the calls in flight on it so that close() refuses while another thread is
+    inside a call (the C API would let that call finish and free the handle only as it returns, so the
+    leave would happen later than close() suggests), and refuses calls after close."""
 
     def __init__(self, handle, kind):
         self._lock = threading.Lock()

@@ -162,7 +162,8 @@ class Communicator(_common.OwnedHandle):
     InvalidUsageError); all-reduces may run at once from several threads when their tags differ;
     attributes, :meth:`are_peers_pending` and :meth:`stats` work from any thread at any time.
     :meth:`close` raises InvalidUsageError while another thread is inside a call on the communicator
-    (the C API would be undefined). Every blocking call releases the GIL and has a deadline.
+    (the C API would leave only when that call returns). Every blocking call releases the GIL and has a
+    deadline.
     """
 
     def __init__(self, master_address, listen_address="0.0.0.0:0", peer_group=0, connections_per_peer=4,
