@@ -4,7 +4,8 @@
 
 namespace pccl::capi {
 
-pcclResult_t reduceArgsFrom(pcclDataType_t dtype, pcclRedOp_t op, const pcclReduceOptions_t* opts, ReduceArgs* out) {
+pcclResult_t reduceArgsFrom(const pcclDataType_t& dtype, const pcclRedOp_t& op, const pcclReduceOptions_t* opts,
+                            ReduceArgs* out) {
   if (!validEnum(dtype, 12)) return fail(pcclInvalidArgument, "unknown pcclDataType_t value");
   if (!validEnum(op, 5)) return fail(pcclInvalidArgument, "unknown pcclRedOp_t value");
   out->dtype = static_cast<pccl::DataType>(rawEnum(dtype));

@@ -34,8 +34,10 @@ struct ReduceArgs {
   pccl::ReduceOptions options;
 };
 
-// Checks dtype, op and *opts (NULL = defaults); fails with pcclInvalidArgument and a detail.
-pcclResult_t reduceArgsFrom(pcclDataType_t dtype, pcclRedOp_t op, const pcclReduceOptions_t* opts, ReduceArgs* out);
+// Checks dtype, op and *opts (NULL = defaults); fails with pcclInvalidArgument and a detail. The enums
+// are taken by reference: copying an out-of-range one would already be a load rawEnum() avoids.
+pcclResult_t reduceArgsFrom(const pcclDataType_t& dtype, const pcclRedOp_t& op, const pcclReduceOptions_t* opts,
+                            ReduceArgs* out);
 
 // Copies an all-reduce's result into *out (NULL: nothing).
 void reduceInfoTo(const pccl::ReduceInfo& in, pcclReduceInfo_t* out);
