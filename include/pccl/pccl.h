@@ -51,12 +51,15 @@ typedef enum {
   pcclPeerLost,          /* a peer died or left during the operation; call pcclUpdateTopology, retry */
   pcclTooFewPeers,       /* reserved: no call returns it today */
   pcclTimeout,           /* the call's deadline passed */
-  pcclMismatch,          /* peers disagree about a collective */
+  pcclMismatch,          /* peers call a collective differently (count, dtype, op, ...): a bug, not retryable */
   pcclKicked,            /* the master removed this peer (e.g. missed heartbeats while frozen) */
   pcclUnsupported,       /* not available in this build */
   pcclSystemError,       /* an operating-system or network error */
   pcclInternalError,     /* a bug in pccl: please report it */
-  pcclProtocolError      /* the remote sent malformed or unexpected data */
+  pcclProtocolError,     /* the remote sent malformed or unexpected data */
+  pcclTopologyChanged    /* the ring changed or is changing under the call (a peer is in
+                            pcclUpdateTopology, or this peer is an epoch behind): call
+                            pcclUpdateTopology, then retry */
 } pcclResult_t;
 
 typedef enum {
@@ -201,13 +204,14 @@ typedef struct {
   uint32_t struct_size;
   uint64_t allreduce_ops;         /* all-reduces that succeeded */
   uint64_t allreduce_aborts;      /* all-reduces that started and then failed on this peer (a peer lost,
-                                     a mismatch, a timeout, the master lost): the operations a trainer
-                                     has to retry. Calls refused at once (bad arguments) are not counted */
+                                     the topology changed, a mismatch, a timeout, the master lost): the
+                                     operations a trainer has to retry. Calls refused at once (bad
+                                     arguments) are not counted */
   uint64_t allreduce_retries;     /* all-reduces started with the tag of one that was aborted last time
                                      it ran here: the second and later attempts of the abort/retry loop */
   uint64_t sync_ops;              /* shared-state syncs that succeeded */
-  uint64_t sync_aborts;           /* shared-state syncs that failed with a code a retry can cure (peer
-                                     lost, mismatch, timeout, master lost); pcclInvalidArgument and
+  uint64_t sync_aborts;           /* shared-state syncs that failed once started (peer lost, topology
+                                     changed, mismatch, timeout, master lost); pcclInvalidArgument and
                                      pcclInvalidUsage are not counted */
   uint64_t topology_updates;      /* rings installed: pcclConnect and pcclUpdateTopology calls that succeeded */
   uint64_t tx_bytes;              /* bytes sent by this peer's all-reduces (ring payload, after quantization
@@ -301,8 +305,9 @@ PCCL_API pcclResult_t pcclGetStats(pcclComm_t comm, pcclCommStats_t* stats);
  * be NULL. Thread-safety: any thread; operations of one communicator may run at once from several
  * threads when their tags differ. Errors: pcclInvalidArgument (NULL or overlapping buffers, unknown
  * dtype/op/quant, quantization of an integer type, compress out of range), pcclInvalidUsage (not
- * connected; the tag is in flight; a sync runs; max_concurrent_ops reached), pcclPeerLost, pcclMismatch,
- * pcclTimeout, pcclUnsupported (device buffers without a GPU backend), pcclMasterUnreachable, pcclKicked. */
+ * connected; the tag is in flight; a sync runs; max_concurrent_ops reached), pcclPeerLost and
+ * pcclTopologyChanged (call pcclUpdateTopology, then retry), pcclMismatch (not retryable: the peers'
+ * calls differ, or their tags diverge), pcclTimeout, pcclUnsupported (device buffers without a GPU backend), pcclMasterUnreachable, pcclKicked. */
 PCCL_API pcclResult_t pcclAllReduce(const void* sendbuf, void* recvbuf, size_t count, pcclDataType_t dtype,
                                     pcclRedOp_t op, const pcclReduceOptions_t* opts, pcclComm_t comm,
                                     pcclReduceInfo_t* info);
@@ -338,7 +343,7 @@ PCCL_API pcclResult_t pcclTest(pcclRequest_t req, int* done);
  * state: NULL infos, bad names, unknown dtype or strategy; or this peer's tensor names, dtypes or counts
  * differ from the elected set: only this peer fails, the others go on), pcclInvalidUsage (not a member;
  * something else in flight; no peer offers content), pcclMismatch (fetched bytes failed their digest),
- * pcclPeerLost (call pcclUpdateTopology, then sync again), pcclTimeout, pcclMasterUnreachable, pcclKicked.
+ * pcclPeerLost and pcclTopologyChanged (call pcclUpdateTopology, then sync again), pcclTimeout, pcclMasterUnreachable, pcclKicked.
  * On failure state->revision is unchanged and fetched tensors may hold partial content. */
 PCCL_API pcclResult_t pcclSyncSharedState(pcclComm_t comm, pcclSharedState_t* state, pcclSyncStrategy_t strategy,
                                           pcclSyncInfo_t* info);

@@ -40,6 +40,7 @@ class Result(enum.IntEnum):
     SYSTEM_ERROR = 12
     INTERNAL_ERROR = 13
     PROTOCOL_ERROR = 14
+    TOPOLOGY_CHANGED = 15
 
 
 class DataType(enum.IntEnum):

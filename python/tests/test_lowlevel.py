@@ -152,6 +152,11 @@ class ExceptionTest(unittest.TestCase):
         self.assertTrue(issubclass(pccl.InvalidArgumentError, ValueError))
         self.assertTrue(pccl.PeerLostError.retryable and pccl.KickedError.fatal)
         self.assertFalse(pccl.InvalidArgumentError.retryable)
+        # A real disagreement is not cured by a retry; a race with a ring change is.
+        self.assertFalse(pccl.MismatchError.retryable)
+        self.assertTrue(pccl.TopologyChangedError.retryable)
+        self.assertEqual(set(pccl.RETRYABLE_ERRORS),
+                         {pccl.PeerLostError, pccl.TopologyChangedError, pccl.PcclTimeoutError})
 
     def test_pickles(self):
         import pickle

@@ -271,7 +271,7 @@ Status MasterServer::collectivesBlocked() const {
                                         "call pcclUpdateTopology first", membership_.epoch()));
   }
   if (st.vote_open != 0 || membership_.runPhase() != Membership::RunPhase::kStable) {
-    return Status::mismatch("a peer is in pcclUpdateTopology while others run a collective");
+    return Status::topologyChanged("a peer is in pcclUpdateTopology while others run a collective");
   }
   return Status::ok();
 }

@@ -13,9 +13,10 @@ namespace {
 constexpr const char* kLog = "master";
 using wire::shortId;
 
+// The call and configuration every member must agree on (the epoch is checked on its own: a
+// different epoch is a race with a ring change, not a disagreement).
 bool sameOp(const wire::OpAnnounce& a, const wire::OpAnnounce& b) {
   return a.count == b.count && a.dtype == b.dtype && a.op == b.op && a.quant == b.quant && a.compress == b.compress &&
-         a.epoch == b.epoch &&
          a.segment_bytes == b.segment_bytes;
 }
 
@@ -57,7 +58,7 @@ Effects OpCoordinator::announce(const wire::Uuid& peer, uint32_t group, const st
   }
   p.announced[peer] = a;
   if (a.epoch != epoch) {
-    abortPending(fx, key, Code::kMismatch,
+    abortPending(fx, key, Code::kTopologyChanged,
                  fmt::format("peer {} runs tag {} on the ring of epoch {}, but the ring is at epoch {}: call "
                              "pcclUpdateTopology",
                              shortId(peer), a.tag, a.epoch, epoch));
@@ -146,7 +147,7 @@ Effects OpCoordinator::voteStarted(const wire::Uuid& voter) {
   std::vector<Key> keys;
   for (const auto& [key, p] : pending_) keys.push_back(key);
   for (const Key& k : keys) {
-    abortPending(fx, k, Code::kMismatch,
+    abortPending(fx, k, Code::kTopologyChanged,
                  fmt::format("tag {}: peer {} called pcclUpdateTopology while others started this collective",
                              k.second, shortId(voter)));
   }

@@ -29,7 +29,7 @@ Effects SyncCoordinator::announce(const wire::Uuid& peer, uint32_t group, const 
   }
   p.announced[peer] = a;
   if (a.epoch != epoch) {
-    abortPending(fx, group, Code::kMismatch,
+    abortPending(fx, group, Code::kTopologyChanged,
                  fmt::format("peer {} syncs on the ring of epoch {}, but the ring is at epoch {}: call "
                              "pcclUpdateTopology",
                              shortId(peer), a.epoch, epoch));
@@ -139,7 +139,7 @@ Effects SyncCoordinator::voteStarted(const wire::Uuid& voter) {
   std::vector<uint32_t> groups;
   for (const auto& kv : pending_) groups.push_back(kv.first);
   for (uint32_t g : groups) {
-    abortPending(fx, g, Code::kMismatch,
+    abortPending(fx, g, Code::kTopologyChanged,
                  fmt::format("peer {} is in pcclUpdateTopology while others sync shared state", shortId(voter)));
   }
   return fx;
