@@ -103,3 +103,14 @@ TEST_CASE("op coordinator: races with a ring change are TopologyChanged, not Mis
   }
   CHECK(c.pendingCount() == 0);
 }
+
+TEST_CASE("op coordinator: a blocked run says why before it says that a peer is an epoch behind", "[ops]") {
+  // After a failed ring build the master is an epoch ahead of every peer; the build's failure is the news.
+  OpCoordinator c;
+  const Status stale = Status::peerLost("the ring build of epoch 4 failed: ring successor 03030303 at 10.0.0.3:29500: "
+                                        "Connection refused; every peer must call pcclUpdateTopology first");
+  auto aborted = sent<OpAbort>(announce(c, 1, ann(7, 100, kEpoch - 1), stale));
+  REQUIRE(aborted.size() == 1);
+  CHECK(aborted[0].second.code == static_cast<uint16_t>(Code::kPeerLost));
+  CHECK_THAT(aborted[0].second.reason, Catch::Contains("10.0.0.3:29500") && Catch::StartsWith("tag 7: "));
+}

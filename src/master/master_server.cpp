@@ -146,7 +146,9 @@ void MasterServer::registerHandlers(Session& s) {
     }
     bool aborted = false;
     apply(ops_.failed(sp->id, m.op_id, code, m.reason, &aborted));
-    if (aborted) membership_.markStale();
+    if (aborted) {
+      membership_.markStale(fmt::format("a transfer: tag {} failed at peer {} ({})", m.tag, shortId(sp->id), m.reason));
+    }
     return Status::ok();
   });
   s.dispatcher.on<wire::P2PReady>([this, sp, requireJoined](const wire::FrameHeader&, const wire::P2PReady& m) {
@@ -267,8 +269,8 @@ std::vector<wire::Uuid> MasterServer::groupMembers(const wire::Uuid& id) const {
 Status MasterServer::collectivesBlocked() const {
   const wire::MembershipStatus st = membership_.status();
   if (st.stale != 0) {
-    return Status::peerLost(fmt::format("the ring of epoch {} lost a member or a transfer; every peer must "
-                                        "call pcclUpdateTopology first", membership_.epoch()));
+    // A failed ring build leaves the master an epoch ahead of every peer: this, not the epoch, is the news.
+    return Status::peerLost(membership_.staleReason() + "; every peer must call pcclUpdateTopology first");
   }
   if (st.vote_open != 0 || membership_.runPhase() != Membership::RunPhase::kStable) {
     return Status::topologyChanged("a peer is in pcclUpdateTopology while others run a collective");

@@ -57,15 +57,17 @@ Effects OpCoordinator::announce(const wire::Uuid& peer, uint32_t group, const st
     return fx;
   }
   p.announced[peer] = a;
+  // Why no collective can run comes first: after a failed ring build every peer is an epoch behind
+  // the master, and the build's failure is what they need to hear.
+  if (!blocked.isOk()) {
+    abortPending(fx, key, blocked.code(), fmt::format("tag {}: {}", a.tag, blocked.message()));
+    return fx;
+  }
   if (a.epoch != epoch) {
     abortPending(fx, key, Code::kTopologyChanged,
                  fmt::format("peer {} runs tag {} on the ring of epoch {}, but the ring is at epoch {}: call "
                              "pcclUpdateTopology",
                              shortId(peer), a.tag, a.epoch, epoch));
-    return fx;
-  }
-  if (!blocked.isOk()) {
-    abortPending(fx, key, blocked.code(), fmt::format("tag {}: {}", a.tag, blocked.message()));
     return fx;
   }
   if (std::find(p.members.begin(), p.members.end(), peer) == p.members.end()) {
