@@ -103,3 +103,112 @@ TEST_CASE("agreement: a ring port nobody can reach is PeerLost on every peer, na
   CHECK(st[1].isOk());
   CHECK(bufs[0][99] == 2.0f);
 }
+
+// ---- tags that diverge ------------------------------------------------------------------------------
+
+namespace {
+
+MasterConfig windowMaster(uint32_t window_ms) {
+  MasterConfig m = fastMasterConfig();
+  m.announce_window_ms = window_ms;
+  return m;
+}
+
+std::string shortOf(const Communicator& c) { return formatPeerId(c.id()).substr(0, 8); }
+
+}  // namespace
+
+TEST_CASE("agreement: peers whose tags diverge all fail with Mismatch naming who is missing, long before "
+          "op_timeout_ms",
+          "[agreement]") {
+  LocalCluster c = startCluster(3, agreementConfig(), windowMaster(300));
+  REQUIRE(c.peers.size() == 3);
+  // Peers 0 and 1 call tag 10; peer 2 computes its tags from a counter that started at 0.
+  std::vector<Status> st(3);
+  c.onEach([&](size_t i) {
+    std::vector<float> buf(100, 1.0f);
+    st[i] = reduceOnes(*c.peers[i], buf, i == 2 ? 0 : 10);
+  });
+  const std::string late = shortOf(*c.peers[2]);
+  const std::string late_rank = "rank " + std::to_string(c.peers[2]->topology().group_rank);
+  for (size_t i = 0; i < 3; ++i) {
+    INFO("peer " << i << ": " << st[i].toString());
+    CHECK(st[i].code() == Code::kMismatch);  // not Timeout: op_timeout_ms (60 s) is far away
+    CHECK_THAT(st[i].message(), Catch::Contains("tags diverge") && Catch::Contains("announce_window_ms 300"));
+  }
+  CHECK_THAT(st[0].message(), Catch::Contains("tag 10 was called by") &&
+                                  Catch::Contains("not by peer " + late + " (" + late_rank + ", waiting in tag 0"));
+  CHECK_THAT(st[2].message(), Catch::Contains("tag 0 was called by peer " + late) &&
+                                  Catch::Contains(shortOf(*c.peers[0])) && Catch::Contains(shortOf(*c.peers[1])) &&
+                                  Catch::Contains("waiting in tag 10"));
+  // Nothing is left behind: calls that agree work at once.
+  c.onEach([&](size_t i) {
+    std::vector<float> buf(100, 1.0f);
+    st[i] = reduceOnes(*c.peers[i], buf, 10);
+  });
+  for (const Status& s : st) CHECK(s.isOk());
+}
+
+TEST_CASE("agreement: a peer that is slow to call is not failed by the divergence window", "[agreement]") {
+  LocalCluster c = startCluster(3, agreementConfig(), windowMaster(200));
+  REQUIRE(c.peers.size() == 3);
+  std::vector<Status> st(3);
+  std::vector<std::vector<float>> bufs(3, std::vector<float>(100, 1.0f));
+  c.onEach([&](size_t i) {
+    // The third peer is still "computing" for several windows: it waits in no tag, so nothing diverges.
+    if (i == 2) std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+    st[i] = reduceOnes(*c.peers[i], bufs[i], 5);
+  });
+  for (size_t i = 0; i < 3; ++i) {
+    INFO("peer " << i << ": " << st[i].toString());
+    CHECK(st[i].isOk());
+    CHECK(bufs[i][0] == 3.0f);
+  }
+}
+
+TEST_CASE("agreement: concurrent operations started in different orders are not divergence", "[agreement]") {
+  LocalCluster c = startCluster(2, agreementConfig(), windowMaster(10000));
+  REQUIRE(c.peers.size() == 2);
+  std::vector<Status> st(4);
+  std::vector<std::vector<float>> bufs(4, std::vector<float>(1000, 1.0f));
+  c.onEach([&](size_t i) {
+    const uint64_t first = i == 0 ? 1 : 2, second = i == 0 ? 2 : 1;  // peer 1 starts them the other way round
+    ReduceOptions o1, o2;
+    o1.tag = first;
+    o2.tag = second;
+    auto h1 = c.peers[i]->allReduceAsync(bufs[2 * i].data(), bufs[2 * i].data(), 1000, DataType::kFloat32,
+                                         RedOp::kSum, o1);
+    auto h2 = c.peers[i]->allReduceAsync(bufs[2 * i + 1].data(), bufs[2 * i + 1].data(), 1000, DataType::kFloat32,
+                                         RedOp::kSum, o2);
+    st[2 * i] = h1.isOk() ? h1->wait().status() : h1.status();
+    st[2 * i + 1] = h2.isOk() ? h2->wait().status() : h2.status();
+  });
+  for (size_t k = 0; k < 4; ++k) {
+    INFO(st[k].toString());
+    CHECK(st[k].isOk());
+    CHECK(bufs[k][999] == 2.0f);
+  }
+}
+
+TEST_CASE("agreement: pccl-master takes the window from PCCL_ANNOUNCE_WINDOW_MS and refuses a bad one",
+          "[agreement]") {
+  {
+    ChildProcess bad({PCCL_MASTER_BIN, "--listen", "127.0.0.1:0"}, {"PCCL_ANNOUNCE_WINDOW_MS=soon"}, true);
+    CHECK(bad.waitForLine("PCCL_ANNOUNCE_WINDOW_MS must be", 5000));
+    CHECK(bad.waitExit(5000) == 2);
+  }
+  {
+    ChildProcess help({PCCL_MASTER_BIN, "--help"}, {"PCCL_ANNOUNCE_WINDOW_MS=250"});
+    auto line = help.waitForLine("--announce-window-ms", 5000);
+    REQUIRE(line);
+    CHECK_THAT(*line, Catch::EndsWith("=250"));  // the variable is the option's default
+    CHECK(help.waitExit(5000) == 0);
+  }
+  {
+    ChildProcess flag({PCCL_MASTER_BIN, "--listen", "127.0.0.1:0", "--announce-window-ms", "0"},
+                      {"PCCL_ANNOUNCE_WINDOW_MS=250", "PCCL_LOG_LEVEL=error"});
+    CHECK(flag.waitForLine("listening on", 5000));  // the flag wins; 0 (off) is valid
+    flag.signal(SIGTERM);
+    CHECK(flag.waitExit(5000) == 0);
+  }
+}

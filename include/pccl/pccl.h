@@ -39,7 +39,7 @@ extern "C" {
 
 /* Version of the config structs' layout; bumped when fields are appended. A struct initialised by
  * another version's macro is refused with pcclInvalidArgument, never misread. */
-#define PCCL_CONFIG_VERSION 1
+#define PCCL_CONFIG_VERSION 2
 
 typedef enum {
   pcclSuccess = 0,
@@ -190,12 +190,17 @@ typedef struct {
   uint32_t max_pending_handshakes; /* connections still authenticating at once; more are closed; default 64 */
   uint32_t max_concurrent_ops;     /* collectives announced or running at once in the run; default 4096 */
   int encrypt;                     /* 1: every connection encrypted (needs a secret); default 0 */
+  uint32_t announce_window_ms;     /* a tag that members' calls diverge on (one waits in tag T while
+                                      another waits in tag U the first never called) fails with
+                                      pcclMismatch after this long, naming who is missing; members
+                                      that are merely slow are never failed by it; 0 = off; default
+                                      30000 (docs/algorithms.md §9) */
 } pcclMasterConfig_t;
 
 #define PCCL_MASTER_CONFIG_INIT                                                                    \
   {                                                                                                \
     (uint32_t) sizeof(pcclMasterConfig_t), PCCL_CONFIG_VERSION, NULL, NULL, 0u, 1000u, 10000u, 5000u, \
-        1024u, 64u, 4096u, 0                                                                       \
+        1024u, 64u, 4096u, 0, 30000u                                                               \
   }
 
 /* Counters of one communicator since pcclCommCreate, for monitoring (pcclGetStats). Initialise with

@@ -456,6 +456,7 @@ pcclResult_t pcclMasterCreate(const pcclMasterConfig_t* config, pcclMaster_t* ma
     c.max_pending_handshakes = config->max_pending_handshakes;
     c.max_concurrent_ops = config->max_concurrent_ops;
     c.encrypt = config->encrypt != 0;
+    c.announce_window_ms = config->announce_window_ms;
     auto created = pccl::Master::create(std::move(c));
     if (!created.isOk()) return fromStatus(created.status());
     auto* handle = new pcclMaster{std::move(created).value()};

@@ -26,7 +26,7 @@ MasterServer::MasterServer(asio::io_context& io, MasterConfig config, StatsSink 
       // Checks run 20 times per timeout, so detection overshoots the timeout by at most 5%.
       tick_period_(std::clamp<int64_t>(std::min<int64_t>(config_.heartbeat_interval_ms, config_.peer_timeout_ms / 20),
                                        10, 1000)),
-      ops_(config_.max_concurrent_ops),
+      ops_(config_.max_concurrent_ops, Millis(config_.announce_window_ms)),
       on_stats_(std::move(on_stats)) {}
 
 MasterServer::~MasterServer() = default;
@@ -319,6 +319,7 @@ void MasterServer::tick() {
       s.last_tx = now;
     }
   }
+  if (Effects fx = ops_.tick(now); !fx.empty()) apply(fx);  // tags that diverged for announce_window_ms
   for (auto& [conn, why] : to_close) {
     PCCL_LOG_INFO(kLog, "kicking {}: {}", conn->peerName(), why.message());
     // The Error tells a frozen peer why when it wakes; the linger bounds how long we wait to close.
