@@ -1,6 +1,6 @@
 // chaos_peer: one peer of the chaos test (tests/test_chaos.cpp). Joins, then loops in-place float32
 // sum all-reduces until SIGTERM, surviving whatever happens to the others: on PeerLost, Timeout or
-// Mismatch it calls updateTopology and goes on; when the master drops it (Kicked, e.g. after being
+// TopologyChanged it calls updateTopology and goes on; when the master drops it (Kicked, e.g. after being
 // frozen) or is unreachable it builds a new communicator and joins again.
 //
 // Every peer of epoch E contributes the same values to its k-th successful operation of that epoch
@@ -91,7 +91,7 @@ uint64_t fnv1a(const void* p, size_t n) {
 }
 
 bool recoverable(pccl::Code c) {
-  return c == pccl::Code::kPeerLost || c == pccl::Code::kTimeout || c == pccl::Code::kMismatch ||
+  return c == pccl::Code::kPeerLost || c == pccl::Code::kTimeout || c == pccl::Code::kTopologyChanged ||
          c == pccl::Code::kTooFewPeers;
 }
 

@@ -3,7 +3,7 @@
 # that joins late (--late-join) once worker 0 has logged outer step 1. Worker 0 waits before outer step 3
 # until the joiner is in the ring (--await-world 3 --await-step 3), so it joins at step 1 or 2, never
 # after. Worker 1 does not wait: it is usually already in the all-reduce of step 3 when worker 0 votes to
-# admit the joiner, so it meets the joiner's sync from the retry path of its all-reduce (Mismatch,
+# admit the joiner, so it meets the joiner's sync from the retry path of its all-reduce (TopologyChanged,
 # updateTopology, sync, the same all-reduce again); otherwise both admit it at the top of an outer step.
 # Asserts:
 #   (a) every worker that logged an outer step logged the same weight hash for it (a joiner's first line

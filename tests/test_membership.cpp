@@ -138,6 +138,19 @@ TEST_CASE("membership: P2PFailed and stale P2PReady", "[membership]") {
   Effects fx = m.p2pFailed(b.id, e, Code::kTimeout, "connect refused");
   CHECK(recipients(fx, wire::MsgType::kTopologyFailed).size() == 2);
   CHECK_THAT(first<wire::TopologyFailed>(fx).reason, Catch::Contains("connect refused"));
+  // Until a ring is built, the run is stale and says why (what collectives are refused with).
+  CHECK(m.status().stale == 1);
+  CHECK_THAT(m.staleReason(), Catch::Contains("ring build of epoch " + std::to_string(e) + " failed") &&
+                                  Catch::Contains(wire::shortId(b.id)) && Catch::Contains("connect refused"));
+  m.vote(a.id);
+  m.vote(b.id);
+  allReady(m);
+  CHECK(m.status().stale == 0);
+  CHECK(m.staleReason().empty());
+  m.markStale("a transfer: tag 3 failed");
+  CHECK_THAT(m.staleReason(), Catch::Contains("lost a transfer: tag 3 failed"));
+  m.remove(b.id, wire::LeaveReason::kTimeout, "no heartbeat for 1200 ms");
+  CHECK_THAT(m.staleReason(), Catch::Contains("lost peer " + wire::shortId(b.id)) && Catch::Contains("no heartbeat"));
 }
 
 TEST_CASE("membership: a departure completes a vote that only waited for it", "[membership]") {

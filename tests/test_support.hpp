@@ -196,9 +196,9 @@ struct LocalCluster {
 };
 
 // `n` peers built from `config` (master_address filled in). Returns an empty cluster on failure.
-inline LocalCluster startCluster(size_t n, CommConfig config) {
+inline LocalCluster startCluster(size_t n, CommConfig config, const MasterConfig& master = fastMasterConfig()) {
   LocalCluster c;
-  c.master = startMaster(fastMasterConfig());
+  c.master = startMaster(master);
   if (!c.master) return c;
   config.master_address = "127.0.0.1:" + std::to_string(c.master->port());
   for (size_t i = 0; i < n; ++i) c.peers.push_back(makeComm(config));

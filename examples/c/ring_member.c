@@ -156,7 +156,7 @@ int main(int argc, char** argv) {
         status = 1;
         break;
       }
-    } else if (r == pcclPeerLost || r == pcclMismatch || r == pcclTimeout) {
+    } else if (r == pcclPeerLost || r == pcclTopologyChanged || r == pcclTimeout) {
       report(name, "pcclAllReduce (will update the topology and retry)", r, comm);
       r = pcclUpdateTopology(comm);
       if (r == pcclSuccess) printRing(name, "ring", comm);

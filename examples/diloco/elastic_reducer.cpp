@@ -10,7 +10,7 @@ namespace {
 constexpr uint32_t kMaxAttempts = 20;
 
 bool isRecoverable(pccl::Code code) {
-  return code == pccl::Code::kPeerLost || code == pccl::Code::kMismatch || code == pccl::Code::kTimeout;
+  return code == pccl::Code::kPeerLost || code == pccl::Code::kTopologyChanged || code == pccl::Code::kTimeout;
 }
 
 }  // namespace

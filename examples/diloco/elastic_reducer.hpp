@@ -56,10 +56,10 @@ class ElasticReducer {
   pccl::Status syncMembership();
   // Admits joiners until at least `world` peers are in the ring, or the deadline.
   pccl::Status waitForWorld(uint32_t world, uint32_t timeout_ms);
-  // In place: data := average of every peer's data. On PeerLost/Mismatch/Timeout: updateTopology, sync
+  // In place: data := average of every peer's data. On PeerLost/TopologyChanged/Timeout: updateTopology, sync
   // (the epoch changed), retry. `data` must not be part of the shared state.
   pccl::Result<ReduceStats> allReduceAvg(float* data, size_t count, pccl::Quant quant);
-  // One sync of the shared state; on PeerLost/Mismatch/Timeout: updateTopology, then sync again.
+  // One sync of the shared state; on PeerLost/TopologyChanged/Timeout: updateTopology, then sync again.
   // Every member of the group must call it at the same point (the rule above calls it for you).
   pccl::Result<pccl::SyncInfo> syncState();
 

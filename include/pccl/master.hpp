@@ -22,6 +22,10 @@ struct MasterConfig {
   uint32_t max_peers = 1024;                 // a JoinRequest beyond this gets Error(InvalidUsage)
   uint32_t max_pending_handshakes = 64;      // connections still handshaking at once
   uint32_t max_concurrent_ops = 4096;        // collectives announced or running at once, whole run
+  // Tags that diverge fail after this long (Mismatch naming who is missing): a member that has not
+  // called tag T while it waits in a tag that a caller of T has not called (docs/algorithms.md §9).
+  // Slow members that are still computing are never failed by it. 0 = off (op_timeout_ms only).
+  uint32_t announce_window_ms = 30000;
   bool encrypt = false;                      // encrypt every connection (needs a secret; peers must match)
 };
 

@@ -45,7 +45,7 @@ extern "C" {
 
 /* Version of the config structs' layout; bumped when fields are appended. A struct initialised by
  * another version's macro is refused with pcclInvalidArgument, never misread. */
-#define PCCL_CONFIG_VERSION 1
+#define PCCL_CONFIG_VERSION 2
 
 typedef enum {
   pcclSuccess = 0,
@@ -57,12 +57,15 @@ typedef enum {
   pcclPeerLost,          /* a peer died or left during the operation; call pcclUpdateTopology, retry */
   pcclTooFewPeers,       /* reserved: no call returns it today */
   pcclTimeout,           /* the call's deadline passed */
-  pcclMismatch,          /* peers disagree about a collective */
+  pcclMismatch,          /* peers call a collective differently (count, dtype, op, ...): a bug, not retryable */
   pcclKicked,            /* the master removed this peer (e.g. missed heartbeats while frozen) */
   pcclUnsupported,       /* not available in this build */
   pcclSystemError,       /* an operating-system or network error */
   pcclInternalError,     /* a bug in pccl: please report it */
-  pcclProtocolError      /* the remote sent malformed or unexpected data */
+  pcclProtocolError,     /* the remote sent malformed or unexpected data */
+  pcclTopologyChanged    /* the ring changed or is changing under the call (a peer is in
+                            pcclUpdateTopology, or this peer is an epoch behind): call
+                            pcclUpdateTopology, then retry */
 } pcclResult_t;
 
 typedef enum {
@@ -193,12 +196,17 @@ typedef struct {
   uint32_t max_pending_handshakes; /* connections still authenticating at once; more are closed; default 64 */
   uint32_t max_concurrent_ops;     /* collectives announced or running at once in the run; default 4096 */
   int encrypt;                     /* 1: every connection encrypted (needs a secret); default 0 */
+  uint32_t announce_window_ms;     /* a tag that members' calls diverge on (one waits in tag T while
+                                      another waits in tag U the first never called) fails with
+                                      pcclMismatch after this long, naming who is missing; members
+                                      that are merely slow are never failed by it; 0 = off; default
+                                      30000 (docs/algorithms.md §9) */
 } pcclMasterConfig_t;
 
 #define PCCL_MASTER_CONFIG_INIT                                                                    \
   {                                                                                                \
     (uint32_t) sizeof(pcclMasterConfig_t), PCCL_CONFIG_VERSION, NULL, NULL, 0u, 1000u, 10000u, 5000u, \
-        1024u, 64u, 4096u, 0                                                                       \
+        1024u, 64u, 4096u, 0, 30000u                                                               \
   }
 
 /* Counters of one communicator since pcclCommCreate, for monitoring (pcclGetStats). Initialise with
@@ -207,13 +215,14 @@ typedef struct {
   uint32_t struct_size;
   uint64_t allreduce_ops;         /* all-reduces that succeeded */
   uint64_t allreduce_aborts;      /* all-reduces that started and then failed on this peer (a peer lost,
-                                     a mismatch, a timeout, the master lost): the operations a trainer
-                                     has to retry. Calls refused at once (bad arguments) are not counted */
+                                     the topology changed, a mismatch, a timeout, the master lost): the
+                                     operations a trainer has to retry. Calls refused at once (bad
+                                     arguments) are not counted */
   uint64_t allreduce_retries;     /* all-reduces started with the tag of one that was aborted last time
                                      it ran here: the second and later attempts of the abort/retry loop */
   uint64_t sync_ops;              /* shared-state syncs that succeeded */
-  uint64_t sync_aborts;           /* shared-state syncs that failed with a code a retry can cure (peer
-                                     lost, mismatch, timeout, master lost); pcclInvalidArgument and
+  uint64_t sync_aborts;           /* shared-state syncs that failed once started (peer lost, topology
+                                     changed, mismatch, timeout, master lost); pcclInvalidArgument and
                                      pcclInvalidUsage are not counted */
   uint64_t topology_updates;      /* rings installed: pcclConnect and pcclUpdateTopology calls that succeeded */
   uint64_t tx_bytes;              /* bytes sent by this peer's all-reduces (ring payload, after quantization
@@ -307,8 +316,9 @@ PCCL_API pcclResult_t pcclGetStats(pcclComm_t comm, pcclCommStats_t* stats);
  * be NULL. Thread-safety: any thread; operations of one communicator may run at once from several
  * threads when their tags differ. Errors: pcclInvalidArgument (NULL or overlapping buffers, unknown
  * dtype/op/quant, quantization of an integer type, compress out of range), pcclInvalidUsage (not
- * connected; the tag is in flight; a sync runs; max_concurrent_ops reached), pcclPeerLost, pcclMismatch,
- * pcclTimeout, pcclUnsupported (device buffers without a GPU backend), pcclMasterUnreachable, pcclKicked. */
+ * connected; the tag is in flight; a sync runs; max_concurrent_ops reached), pcclPeerLost and
+ * pcclTopologyChanged (call pcclUpdateTopology, then retry), pcclMismatch (not retryable: the peers'
+ * calls differ, or their tags diverge), pcclTimeout, pcclUnsupported (device buffers without a GPU backend), pcclMasterUnreachable, pcclKicked. */
 PCCL_API pcclResult_t pcclAllReduce(const void* sendbuf, void* recvbuf, size_t count, pcclDataType_t dtype,
                                     pcclRedOp_t op, const pcclReduceOptions_t* opts, pcclComm_t comm,
                                     pcclReduceInfo_t* info);
@@ -358,7 +368,7 @@ PCCL_API pcclResult_t pcclTest(pcclRequest_t req, int* done);
  * state: NULL infos, bad names, unknown dtype or strategy; or this peer's tensor names, dtypes or counts
  * differ from the elected set: only this peer fails, the others go on), pcclInvalidUsage (not a member;
  * something else in flight; no peer offers content), pcclMismatch (fetched bytes failed their digest),
- * pcclPeerLost (call pcclUpdateTopology, then sync again), pcclTimeout, pcclMasterUnreachable, pcclKicked.
+ * pcclPeerLost and pcclTopologyChanged (call pcclUpdateTopology, then sync again), pcclTimeout, pcclMasterUnreachable, pcclKicked.
  * On failure state->revision is unchanged and fetched tensors may hold partial content. */
 PCCL_API pcclResult_t pcclSyncSharedState(pcclComm_t comm, pcclSharedState_t* state, pcclSyncStrategy_t strategy,
                                           pcclSyncInfo_t* info);

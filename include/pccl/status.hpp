@@ -28,6 +28,9 @@ enum class Code : int {
   kSystemError,
   kInternalError,
   kProtocolError,  // the remote side sent malformed or unexpected bytes
+  // The ring changed or is changing under this call (a peer is in updateTopology, or this peer is an
+  // epoch behind): call updateTopology, then retry. Unlike kMismatch, a retry cures it.
+  kTopologyChanged,
 };
 
 PCCL_API const char* codeName(Code code);
@@ -52,6 +55,7 @@ class [[nodiscard]] PCCL_API Status {
   static Status systemError(std::string m) { return {Code::kSystemError, std::move(m)}; }
   static Status internal(std::string m) { return {Code::kInternalError, std::move(m)}; }
   static Status protocol(std::string m) { return {Code::kProtocolError, std::move(m)}; }
+  static Status topologyChanged(std::string m) { return {Code::kTopologyChanged, std::move(m)}; }
 
   bool isOk() const { return code_ == Code::kOk; }
   explicit operator bool() const { return isOk(); }

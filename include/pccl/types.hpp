@@ -71,7 +71,7 @@ struct CommStats {
   uint64_t allreduce_aborts = 0;   // all-reduces that started and then failed (to be retried)
   uint64_t allreduce_retries = 0;  // all-reduces started with the tag of one aborted last time it ran here
   uint64_t sync_ops = 0;           // shared-state syncs that succeeded
-  uint64_t sync_aborts = 0;        // shared-state syncs that failed for a reason a retry can cure
+  uint64_t sync_aborts = 0;        // shared-state syncs that failed once started (not bad arguments or usage)
   uint64_t topology_updates = 0;   // rings installed (connect() and updateTopology() that succeeded)
   uint64_t tx_bytes = 0;           // all-reduce ring payload and shared-state bytes sent (on the wire)
   uint64_t rx_bytes = 0;           // the same, received

@@ -9,7 +9,7 @@ the survivors recovering (PeerLostError -> update_topology() -> retry).
 Peer mode (--master HOST:PORT): one peer. It joins, then runs --steps steps; each step admits waiting
 peers (are_peers_pending -> update_topology), sums a float32 array across the group (every peer
 contributes arange(count) + 1, so the result must be world_size * (arange(count) + 1)) and checks it.
-A retryable error (peer lost, timeout, mismatch) leads to update_topology() and a retry of the same
+A retryable error (peer lost, topology changed, timeout) leads to update_topology() and a retry of the same
 step. At the end it prints the communicator's stats() counters.
 
     python3 allreduce.py --peers 3 --steps 20

@@ -13,7 +13,7 @@ Each peer:
      revision 0, receives the parameters of the peers that are ahead;
   2. per step: forward/backward on a local batch, flattens the gradients into one tensor (float32, or
      bfloat16 with --grad-dtype bfloat16), all_reduce(op="avg"), unflattens, optimizer step;
-     a retryable error (PeerLostError, MismatchError, PcclTimeoutError) -> update_topology(), sync,
+     a retryable error (PeerLostError, TopologyChangedError, PcclTimeoutError) -> update_topology(), sync,
      retry the same all-reduce;
   3. prints its loss now and then, and stats() at the end.
 

@@ -29,8 +29,8 @@ from ._lib import Attribute, BufferLocation, DataType, Quant, RedOp, Result, Syn
 from .communicator import Communicator, Request
 from .errors import (AuthFailedError, InternalError, InvalidArgumentError, InvalidUsageError, KickedError,
                      LibraryNotFoundError, MasterUnreachableError, MismatchError, PcclError, PcclSystemError,
-                     PcclTimeoutError, PeerLostError, ProtocolError, TooFewPeersError, UnsupportedError,
-                     VersionMismatchError, WaitTimeoutError, error_class, error_string)
+                     PcclTimeoutError, PeerLostError, ProtocolError, TooFewPeersError, TopologyChangedError,
+                     UnsupportedError, VersionMismatchError, WaitTimeoutError, error_class, error_string)
 from .master import Master
 from .types import CommStats, ReduceInfo, SharedState, SyncInfo
 
@@ -39,7 +39,7 @@ from .types import CommStats, ReduceInfo, SharedState, SyncInfo
 __version__ = "0.1.0"
 
 # The exceptions of the abort/retry loop: update_topology() on every peer, then retry.
-RETRYABLE_ERRORS = (PeerLostError, PcclTimeoutError, MismatchError)
+RETRYABLE_ERRORS = (PeerLostError, TopologyChangedError, PcclTimeoutError)
 
 
 def version_info():
@@ -71,6 +71,6 @@ __all__ = [
     "InvalidArgumentError", "InvalidUsageError", "KickedError", "LibraryNotFoundError", "Master",
     "MasterUnreachableError", "MismatchError", "PcclError", "PcclSystemError", "PcclTimeoutError",
     "PeerLostError", "ProtocolError", "Quant", "RETRYABLE_ERRORS", "RedOp", "ReduceInfo", "Request", "Result",
-    "SharedState", "SyncInfo", "SyncStrategy", "TooFewPeersError", "UnsupportedError", "VersionMismatchError",
-    "WaitTimeoutError", "error_class", "error_string", "library_path", "version", "version_info", "__version__",
+    "SharedState", "SyncInfo", "SyncStrategy", "TooFewPeersError", "TopologyChangedError", "UnsupportedError",
+    "VersionMismatchError", "WaitTimeoutError", "error_class", "error_string", "library_path", "version", "version_info", "__version__",
 ]

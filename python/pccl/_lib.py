@@ -13,10 +13,10 @@ import os
 import threading
 
 # The C API version this package was written against (include/pccl/version.h, PCCL_CONFIG_VERSION).
-# The struct layouts below are those of config version 1; a library of another major.minor version
+# The struct layouts below are those of config version 2; a library of another major.minor version
 # may lay them out differently, so load() refuses it.
 EXPECTED_VERSION = (0, 1)
-CONFIG_VERSION = 1
+CONFIG_VERSION = 2
 DEFAULT_SONAME = "libpccl.so.0.1"
 
 # ---- enums (pcclResult_t, pcclDataType_t, ...) ------------------------------------------------------
@@ -40,6 +40,7 @@ class Result(enum.IntEnum):
     SYSTEM_ERROR = 12
     INTERNAL_ERROR = 13
     PROTOCOL_ERROR = 14
+    TOPOLOGY_CHANGED = 15
 
 
 class DataType(enum.IntEnum):
@@ -221,6 +222,7 @@ class MasterConfig(ctypes.Structure):
         ("max_pending_handshakes", u32),
         ("max_concurrent_ops", u32),
         ("encrypt", ctypes.c_int),
+        ("announce_window_ms", u32),
     ]
 
 
@@ -291,7 +293,7 @@ def shared_state_init():
 def master_config_init():
     """PCCL_MASTER_CONFIG_INIT."""
     return MasterConfig(ctypes.sizeof(MasterConfig), CONFIG_VERSION, None, None, 0, 1000, 10000, 5000,
-                        1024, 64, 4096, 0)
+                        1024, 64, 4096, 0, 30000)
 
 
 def comm_stats_init():

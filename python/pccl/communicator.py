@@ -93,8 +93,8 @@ class Request:
         WaitTimeoutError and nothing else happens. The operation is not aborted, the request stays
         valid, its buffers still belong to pccl: call wait() again (with or without a timeout) or test().
 
-        Raises WaitTimeoutError (gave up, see above), the operation's error (PeerLostError, MismatchError,
-        PcclTimeoutError when the operation itself ran past op_timeout_ms, ...: see
+        Raises WaitTimeoutError (gave up, see above), the operation's error (PeerLostError,
+        TopologyChangedError, MismatchError, PcclTimeoutError when the operation itself ran past op_timeout_ms, ...: see
         :meth:`Communicator.all_reduce`), InvalidUsageError when already waited on, InvalidArgumentError
         for a bad timeout."""
         limit_ms = None if timeout is None else _common.timeout_ms(timeout)
@@ -308,7 +308,9 @@ class Communicator(_common.OwnedHandle):
         Raises InvalidArgumentError (checked here before calling C: non-contiguous, read-only, wrong or
         different dtypes or counts; from C: overlapping buffers, quantization of integers, compress out
         of range), InvalidUsageError (not connected; tag in flight; a sync runs), PeerLostError,
-        MismatchError, PcclTimeoutError, UnsupportedError, MasterUnreachableError, KickedError.
+        TopologyChangedError (a peer is in update_topology(), or this peer is an epoch behind),
+        MismatchError (peers call the tag differently, or their tags diverge: not retryable),
+        PcclTimeoutError, UnsupportedError, MasterUnreachableError, KickedError.
         Thread-safety: any thread; several at once when their tags differ."""
         sbuf, rbuf = reduce_buffers(send, recv)
         opts = self._options(tag, quant, compress, sbuf.location)
@@ -363,8 +365,9 @@ class Communicator(_common.OwnedHandle):
 
         Raises InvalidArgumentError (bad names, dtypes, non-contiguous buffers; or this peer's
         names/dtypes/counts differ from the elected set), InvalidUsageError (not a member, something
-        in flight, no peer offers content), MismatchError (fetched bytes failed their digest, or a peer
-        is in update_topology()), PeerLostError (call update_topology(), then sync again),
+        in flight, no peer offers content), MismatchError (fetched bytes failed their digest),
+        TopologyChangedError (a peer is in update_topology(), or this peer is an epoch behind: call
+        update_topology(), then sync again), PeerLostError (call update_topology(), then sync again),
         PcclTimeoutError, MasterUnreachableError, KickedError. On failure the revision is unchanged and
         fetched tensors may hold partial content."""
         if isinstance(state, SharedState):

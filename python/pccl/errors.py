@@ -27,6 +27,7 @@ _STATIC_NAMES = {
     Result.SYSTEM_ERROR: "system error",
     Result.INTERNAL_ERROR: "internal error",
     Result.PROTOCOL_ERROR: "protocol error",
+    Result.TOPOLOGY_CHANGED: "topology changed",
 }
 
 
@@ -45,8 +46,8 @@ class PcclError(Exception):
         code (int): the pcclResult_t value.
         name (str): pcclGetErrorString(code), e.g. ``"peer lost"``.
         detail (str): pcclGetLastError() right after the failure ("" when the library gave none).
-        retryable (bool): True for the codes of the abort/retry loop (peer lost, timeout, mismatch):
-            call ``update_topology()`` on every peer, then retry the operation.
+        retryable (bool): True for the codes of the abort/retry loop (peer lost, topology changed,
+            timeout): call ``update_topology()`` on every peer, then retry the operation.
         fatal (bool): True when the communicator is dead (master unreachable, kicked): close it and
             create a new one to rejoin.
     """
@@ -134,10 +135,18 @@ class WaitTimeoutError(PcclError, TimeoutError):
 
 
 class MismatchError(PcclError):
-    """pcclMismatch: peers disagree about a collective, or fetched shared-state bytes failed their
-    digest check."""
+    """pcclMismatch: peers call a collective differently (count, dtype, op, quant, compress,
+    segment_bytes, or tags that diverge), or fetched shared-state bytes failed their digest check.
+    A bug in the calls: retrying the same calls fails the same way, so it is not retryable."""
 
     code = Result.MISMATCH
+
+
+class TopologyChangedError(PcclError):
+    """pcclTopologyChanged: the ring changed or is changing under the call (a peer is in
+    update_topology(), or this peer is an epoch behind); call update_topology(), then retry."""
+
+    code = Result.TOPOLOGY_CHANGED
     retryable = True
 
 
@@ -187,7 +196,7 @@ class LibraryNotFoundError(PcclError, OSError):
 _BY_CODE = {cls.code: cls for cls in (
     InvalidArgumentError, InvalidUsageError, MasterUnreachableError, AuthFailedError, VersionMismatchError,
     PeerLostError, TooFewPeersError, PcclTimeoutError, MismatchError, KickedError, UnsupportedError,
-    PcclSystemError, InternalError, ProtocolError)}
+    PcclSystemError, InternalError, ProtocolError, TopologyChangedError)}
 
 
 def error_class(code):

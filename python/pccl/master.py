@@ -23,7 +23,8 @@ class Master(_common.OwnedHandle):
             must use the same secret.
         encrypt: True: every connection is encrypted (needs a secret; every peer must set it too).
         heartbeat_interval_ms, peer_timeout_ms, handshake_timeout_ms, max_peers,
-        max_pending_handshakes, max_concurrent_ops: the pcclMasterConfig_t fields (docs/c_api.md).
+        max_pending_handshakes, max_concurrent_ops, announce_window_ms: the pcclMasterConfig_t fields
+        (docs/c_api.md).
 
     Raises InvalidArgumentError (a bad setting, encrypt without a secret; ``.detail`` names it) and
     LibraryNotFoundError (libpccl not found).
@@ -34,7 +35,7 @@ class Master(_common.OwnedHandle):
 
     def __init__(self, listen="127.0.0.1:0", secret=None, encrypt=False, heartbeat_interval_ms=None,
                  peer_timeout_ms=None, handshake_timeout_ms=None, max_peers=None, max_pending_handshakes=None,
-                 max_concurrent_ops=None):
+                 max_concurrent_ops=None, announce_window_ms=None):
         self._guard = None
         lib = load_library()
         listen_b = _common.address(listen, "listen") if listen is not None else None
@@ -48,6 +49,7 @@ class Master(_common.OwnedHandle):
             "max_peers": _common.u32(max_peers, "max_peers"),
             "max_pending_handshakes": _common.u32(max_pending_handshakes, "max_pending_handshakes"),
             "max_concurrent_ops": _common.u32(max_concurrent_ops, "max_concurrent_ops"),
+            "announce_window_ms": _common.u32(announce_window_ms, "announce_window_ms"),
         })
         handle = ctypes.c_void_p()
         check(lib.pcclMasterCreate(ctypes.byref(cfg), ctypes.byref(handle)))  # pccl copied what cfg points to

@@ -50,6 +50,7 @@ int main(void) {
   OFF(pcclMasterConfig_t, peer_timeout_ms); OFF(pcclMasterConfig_t, handshake_timeout_ms);
   OFF(pcclMasterConfig_t, max_peers); OFF(pcclMasterConfig_t, max_pending_handshakes);
   OFF(pcclMasterConfig_t, max_concurrent_ops); OFF(pcclMasterConfig_t, encrypt);
+  OFF(pcclMasterConfig_t, announce_window_ms);
 
   SIZE(pcclCommStats_t);
   OFF(pcclCommStats_t, struct_size); OFF(pcclCommStats_t, allreduce_ops); OFF(pcclCommStats_t, allreduce_aborts);
@@ -71,9 +72,9 @@ int main(void) {
          ro.compress, (int)ro.location);
   printf("init.pcclSharedState_t %u %llu %zu %d\n", ss.struct_size, (unsigned long long)ss.revision, ss.count,
          ss.compress);
-  printf("init.pcclMasterConfig_t %u %u %zu %u %u %u %u %u %u %d\n", mc.struct_size, mc.config_version, mc.secret_len,
-         mc.heartbeat_interval_ms, mc.peer_timeout_ms, mc.handshake_timeout_ms, mc.max_peers,
-         mc.max_pending_handshakes, mc.max_concurrent_ops, mc.encrypt);
+  printf("init.pcclMasterConfig_t %u %u %zu %u %u %u %u %u %u %d %u\n", mc.struct_size, mc.config_version,
+         mc.secret_len, mc.heartbeat_interval_ms, mc.peer_timeout_ms, mc.handshake_timeout_ms, mc.max_peers,
+         mc.max_pending_handshakes, mc.max_concurrent_ops, mc.encrypt, mc.announce_window_ms);
   printf("init.pcclCommStats_t %u\n", cs.struct_size);
   printf("init.pcclMasterStats_t %u\n", ms.struct_size);
   printf("version %d\n", PCCL_VERSION_CODE);

@@ -81,7 +81,8 @@ class StructLayoutTest(unittest.TestCase):
         mc = _lib.master_config_init()
         self.assertEqual(" ".join(str(getattr(mc, f)) for f in (
             "struct_size", "config_version", "secret_len", "heartbeat_interval_ms", "peer_timeout_ms",
-            "handshake_timeout_ms", "max_peers", "max_pending_handshakes", "max_concurrent_ops", "encrypt")),
+            "handshake_timeout_ms", "max_peers", "max_pending_handshakes", "max_concurrent_ops", "encrypt",
+            "announce_window_ms")),
             self.c["init.pcclMasterConfig_t"])
         self.assertEqual(str(_lib.comm_stats_init().struct_size), self.c["init.pcclCommStats_t"])
         self.assertEqual(str(_lib.master_stats_init().struct_size), self.c["init.pcclMasterStats_t"])
@@ -152,6 +153,11 @@ class ExceptionTest(unittest.TestCase):
         self.assertTrue(issubclass(pccl.InvalidArgumentError, ValueError))
         self.assertTrue(pccl.PeerLostError.retryable and pccl.KickedError.fatal)
         self.assertFalse(pccl.InvalidArgumentError.retryable)
+        # A real disagreement is not cured by a retry; a race with a ring change is.
+        self.assertFalse(pccl.MismatchError.retryable)
+        self.assertTrue(pccl.TopologyChangedError.retryable)
+        self.assertEqual(set(pccl.RETRYABLE_ERRORS),
+                         {pccl.PeerLostError, pccl.TopologyChangedError, pccl.PcclTimeoutError})
 
     def test_pickles(self):
         import pickle

@@ -24,6 +24,19 @@ int main(int argc, char** argv) {
   app.add_flag("--encrypt", config.encrypt, "encrypt every connection (needs --secret-file; peers set encrypt too)");
   app.add_option("--max-peers", config.max_peers, "most peers admitted at once")->capture_default_str()
       ->check(CLI::Range(1u, 65536u));
+  if (const char* env = std::getenv("PCCL_ANNOUNCE_WINDOW_MS"); env != nullptr && *env != '\0') {
+    char* end = nullptr;
+    const unsigned long v = std::strtoul(env, &end, 10);
+    if (*end != '\0' || v > 86400000ul || env[0] == '-') {
+      std::fprintf(stderr, "pccl-master: PCCL_ANNOUNCE_WINDOW_MS must be 0..86400000, got '%s'\n", env);
+      return 2;
+    }
+    config.announce_window_ms = static_cast<uint32_t>(v);
+  }
+  app.add_option("--announce-window-ms", config.announce_window_ms,
+                 "fail a tag the peers' calls diverge on after this long, naming who is missing; 0 = off "
+                 "(default: PCCL_ANNOUNCE_WINDOW_MS, else 30000)")
+      ->capture_default_str()->check(CLI::Range(0u, 86400000u));
   std::string log_level;
   app.add_option("--log-level", log_level, "error|warn|info|debug|trace (default: PCCL_LOG_LEVEL, else info)")
       ->check([](const std::string& v) {

@@ -87,6 +87,7 @@ const char* pcclGetErrorString(pcclResult_t result) {
     case pcclSystemError: return "system error";
     case pcclInternalError: return "internal error";
     case pcclProtocolError: return "protocol error";
+    case pcclTopologyChanged: return "topology changed";
   }
   return "unknown pcclResult_t value";
 }

@@ -19,6 +19,7 @@ pccl::MasterConfig masterConfigFrom(const pcclMasterConfig_t& config) {
   c.secret = pccl::capi::secretOf(config.secret, config.secret_len);
   c.heartbeat_interval_ms = config.heartbeat_interval_ms;
   c.peer_timeout_ms = config.peer_timeout_ms;
+  c.announce_window_ms = config.announce_window_ms;
   c.handshake_timeout_ms = config.handshake_timeout_ms;
   c.max_peers = config.max_peers;
   c.max_pending_handshakes = config.max_pending_handshakes;

@@ -26,7 +26,7 @@ MasterServer::MasterServer(asio::io_context& io, MasterConfig config, StatsSink 
       // Checks run 20 times per timeout, so detection overshoots the timeout by at most 5%.
       tick_period_(std::clamp<int64_t>(std::min<int64_t>(config_.heartbeat_interval_ms, config_.peer_timeout_ms / 20),
                                        10, 1000)),
-      ops_(config_.max_concurrent_ops),
+      ops_(config_.max_concurrent_ops, Millis(config_.announce_window_ms)),
       on_stats_(std::move(on_stats)) {}
 
 MasterServer::~MasterServer() = default;
@@ -146,7 +146,9 @@ void MasterServer::registerHandlers(Session& s) {
     }
     bool aborted = false;
     apply(ops_.failed(sp->id, m.op_id, code, m.reason, &aborted));
-    if (aborted) membership_.markStale();
+    if (aborted) {
+      membership_.markStale(fmt::format("a transfer: tag {} failed at peer {} ({})", m.tag, shortId(sp->id), m.reason));
+    }
     return Status::ok();
   });
   s.dispatcher.on<wire::P2PReady>([this, sp, requireJoined](const wire::FrameHeader&, const wire::P2PReady& m) {
@@ -267,11 +269,11 @@ std::vector<wire::Uuid> MasterServer::groupMembers(const wire::Uuid& id) const {
 Status MasterServer::collectivesBlocked() const {
   const wire::MembershipStatus st = membership_.status();
   if (st.stale != 0) {
-    return Status::peerLost(fmt::format("the ring of epoch {} lost a member or a transfer; every peer must "
-                                        "call pcclUpdateTopology first", membership_.epoch()));
+    // A failed ring build leaves the master an epoch ahead of every peer: this, not the epoch, is the news.
+    return Status::peerLost(membership_.staleReason() + "; every peer must call pcclUpdateTopology first");
   }
   if (st.vote_open != 0 || membership_.runPhase() != Membership::RunPhase::kStable) {
-    return Status::mismatch("a peer is in pcclUpdateTopology while others run a collective");
+    return Status::topologyChanged("a peer is in pcclUpdateTopology while others run a collective");
   }
   return Status::ok();
 }
@@ -317,6 +319,7 @@ void MasterServer::tick() {
       s.last_tx = now;
     }
   }
+  if (Effects fx = ops_.tick(now); !fx.empty()) apply(fx);  // tags that diverged for announce_window_ms
   for (auto& [conn, why] : to_close) {
     PCCL_LOG_INFO(kLog, "kicking {}: {}", conn->peerName(), why.message());
     // The Error tells a frozen peer why when it wakes; the linger bounds how long we wait to close.

@@ -91,6 +91,7 @@ Effects Membership::p2pReady(const wire::Uuid& id, uint64_t epoch) {
   }
   phase_ = RunPhase::kStable;
   stale_ = false;
+  stale_reason_.clear();
   PCCL_LOG_INFO(kLog, "epoch={}: ring of {} peers is up", epoch_, ring_.size());
   wire::TopologyReady ready;
   ready.epoch = epoch_;
@@ -116,6 +117,8 @@ Effects Membership::remove(const wire::Uuid& id, wire::LeaveReason reason, const
                 detail.empty() ? "" : ": ", detail, acceptedCount(), pendingCount());
   if (was_accepted) {
     stale_ = true;
+    stale_reason_ = fmt::format("the ring of epoch {} lost peer {} ({}{}{})", epoch_, shortId(id), reasonName(reason),
+                                detail.empty() ? "" : ": ", detail);
     wire::PeerLeft left;
     left.peer_id = id;
     left.reason = static_cast<uint8_t>(reason);
@@ -128,6 +131,11 @@ Effects Membership::remove(const wire::Uuid& id, wire::LeaveReason reason, const
   }
   maybeStartBuild(fx);
   return fx;
+}
+
+void Membership::markStale(const std::string& why) {
+  stale_ = true;
+  stale_reason_ = fmt::format("the ring of epoch {} lost {}", epoch_, why);
 }
 
 void Membership::maybeStartBuild(Effects& fx) {
@@ -173,6 +181,7 @@ void Membership::failBuild(Effects& fx, Code code, const std::string& reason) {
   PCCL_LOG_WARN(kLog, "epoch={}: ring build failed: {}", epoch_, reason);
   phase_ = RunPhase::kStable;
   stale_ = true;
+  stale_reason_ = fmt::format("the ring build of epoch {} failed: {}", epoch_, reason);
   for (auto& kv : peers_) {
     kv.second.voted = false;
     kv.second.ready = false;

@@ -42,8 +42,9 @@ class Membership {
   Effects remove(const wire::Uuid& id, wire::LeaveReason reason, const std::string& detail);
 
   // The current ring can no longer be used (a collective was aborted mid-transfer): the next
-  // arePeersPending() answers true so that every peer calls updateTopology().
-  void markStale() { stale_ = true; }
+  // arePeersPending() answers true so that every peer calls updateTopology(). `why` completes
+  // "the ring of epoch E lost ...".
+  void markStale(const std::string& why);
 
   uint64_t epoch() const { return epoch_; }
   RunPhase runPhase() const { return phase_; }
@@ -54,6 +55,9 @@ class Membership {
   size_t size() const { return peers_.size(); }
   const std::vector<wire::MemberInfo>& ring() const { return ring_; }
   wire::MembershipStatus status() const;
+  // While stale: why no collective can run until the next ring is built (the latest cause: a member
+  // removed, a ring build that failed and why, a transfer aborted). Empty when not stale.
+  const std::string& staleReason() const { return stale_reason_; }
 
  private:
   struct Record {
@@ -75,6 +79,7 @@ class Membership {
   uint64_t epoch_ = 0;
   RunPhase phase_ = RunPhase::kStable;
   bool stale_ = false;
+  std::string stale_reason_;
 };
 
 

@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "codec/dtype.hpp"
+#include "master/tag_divergence.hpp"
 #include "util/log.hpp"
 
 namespace pccl::master {
@@ -13,9 +14,10 @@ namespace {
 constexpr const char* kLog = "master";
 using wire::shortId;
 
+// The call and configuration every member must agree on (the epoch is checked on its own: a
+// different epoch is a race with a ring change, not a disagreement).
 bool sameOp(const wire::OpAnnounce& a, const wire::OpAnnounce& b) {
   return a.count == b.count && a.dtype == b.dtype && a.op == b.op && a.quant == b.quant && a.compress == b.compress &&
-         a.epoch == b.epoch &&
          a.segment_bytes == b.segment_bytes;
 }
 
@@ -47,8 +49,9 @@ Effects OpCoordinator::announce(const wire::Uuid& peer, uint32_t group, const st
       fx.push_back(Outgoing{peer, wire::encodeFrame(abort, epoch)});
       return fx;
     }
-    it = pending_.emplace(key, Pending{members, {}}).first;
+    it = pending_.emplace(key, Pending{members, {}, std::nullopt, {}}).first;
   }
+  changed_.insert(group);
   Pending& p = it->second;
   if (p.announced.count(peer) != 0) {
     abortPending(fx, key, Code::kInvalidUsage,
@@ -56,15 +59,17 @@ Effects OpCoordinator::announce(const wire::Uuid& peer, uint32_t group, const st
     return fx;
   }
   p.announced[peer] = a;
+  // Why no collective can run comes first: after a failed ring build every peer is an epoch behind
+  // the master, and the build's failure is what they need to hear.
+  if (!blocked.isOk()) {
+    abortPending(fx, key, blocked.code(), fmt::format("tag {}: {}", a.tag, blocked.message()));
+    return fx;
+  }
   if (a.epoch != epoch) {
-    abortPending(fx, key, Code::kMismatch,
+    abortPending(fx, key, Code::kTopologyChanged,
                  fmt::format("peer {} runs tag {} on the ring of epoch {}, but the ring is at epoch {}: call "
                              "pcclUpdateTopology",
                              shortId(peer), a.tag, a.epoch, epoch));
-    return fx;
-  }
-  if (!blocked.isOk()) {
-    abortPending(fx, key, blocked.code(), fmt::format("tag {}: {}", a.tag, blocked.message()));
     return fx;
   }
   if (std::find(p.members.begin(), p.members.end(), peer) == p.members.end()) {
@@ -86,6 +91,7 @@ Effects OpCoordinator::announce(const wire::Uuid& peer, uint32_t group, const st
   const uint64_t op_id = ++next_op_id_;
   running_[op_id] = Running{a.tag, p.members, {}};
   pending_.erase(it);
+  changed_.insert(group);
   PCCL_LOG_DEBUG(kLog, "epoch={} tag={}: op {} ({}) starts on {} peers", epoch, a.tag, op_id, describe(a), running_[op_id].members.size());
   sendTo(fx, running_[op_id].members, wire::encodeFrame(wire::OpStart{a.tag, op_id}, epoch));
   return fx;
@@ -146,16 +152,65 @@ Effects OpCoordinator::voteStarted(const wire::Uuid& voter) {
   std::vector<Key> keys;
   for (const auto& [key, p] : pending_) keys.push_back(key);
   for (const Key& k : keys) {
-    abortPending(fx, k, Code::kMismatch,
+    abortPending(fx, k, Code::kTopologyChanged,
                  fmt::format("tag {}: peer {} called pcclUpdateTopology while others started this collective",
                              k.second, shortId(voter)));
   }
   return fx;
 }
 
+Effects OpCoordinator::tick(TimePoint now) {
+  Effects fx;
+  if (window_.count() == 0) {
+    changed_.clear();
+    return fx;
+  }
+  const std::set<uint32_t> changed = std::move(changed_);
+  changed_.clear();
+  for (uint32_t g : changed) checkCrossings(g, now);
+  std::vector<Key> expired;
+  for (const auto& [key, p] : pending_) {
+    if (p.crossed_since && now - *p.crossed_since >= window_) expired.push_back(key);
+  }
+  for (const Key& k : expired) {
+    auto it = pending_.find(k);
+    if (it == pending_.end()) continue;
+    const auto waited = std::chrono::duration_cast<Millis>(now - *it->second.crossed_since).count();
+    abortPending(fx, k, Code::kMismatch,
+                 fmt::format("tags diverge: {}, for {} ms (announce_window_ms {}); every peer of the group must "
+                             "call the same tags (compute them alike on every peer)",
+                             it->second.crossed_why, waited, window_.count()));
+  }
+  return fx;
+}
+
+void OpCoordinator::checkCrossings(uint32_t group, TimePoint now) {
+  std::map<uint64_t, std::set<wire::Uuid>> announced;
+  const std::vector<wire::Uuid>* members = nullptr;
+  for (const auto& [key, p] : pending_) {
+    if (key.first != group) continue;
+    members = &p.members;  // the same for every pending tag of a group: a ring change clears them all
+    for (const auto& kv : p.announced) announced[key.second].insert(kv.first);
+  }
+  if (members == nullptr) return;
+  std::map<uint64_t, CrossedTag> crossed;
+  for (CrossedTag& t : findCrossedTags(announced, *members)) crossed.emplace(t.tag, std::move(t));
+  for (auto& [key, p] : pending_) {
+    if (key.first != group) continue;
+    auto c = crossed.find(key.second);
+    if (c == crossed.end()) {
+      p.crossed_since.reset();
+      continue;
+    }
+    if (!p.crossed_since) p.crossed_since = now;
+    p.crossed_why = describeCrossedTag(c->second, announced[key.second], p.members);
+  }
+}
+
 void OpCoordinator::abortPending(Effects& fx, const Key& key, Code code, const std::string& reason) {
   auto it = pending_.find(key);
   if (it == pending_.end()) return;
+  changed_.insert(key.first);
   PCCL_LOG_WARN(kLog, "tag={}: collective aborted before it started: {}", key.second, reason);
   wire::OpAbort ab{key.second, 0, static_cast<uint16_t>(code), reason};
   // Everyone who announced must hear it; members who announce later start a fresh round.

@@ -2,18 +2,22 @@
 // epoch); when all have, the master starts the operation under a fresh op_id, or aborts it with a
 // message saying who differs and how. An operation completes only when every participant reports
 // done (so either all peers succeed or all fail), and fails everywhere when one participant fails
-// or leaves. Pure logic, like Membership. Thread: MasterServer's event loop.
+// or leaves. Tags that diverge (members waiting in different tags: tag_divergence.hpp) fail after
+// `announce_window`. Pure logic, like Membership: time comes in through tick(). Thread:
+// MasterServer's event loop.
 #ifndef PCCL_MASTER_OP_COORDINATOR_HPP_
 #define PCCL_MASTER_OP_COORDINATOR_HPP_
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <set>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "master/membership.hpp"
+#include "util/clock.hpp"
 #include "wire/messages.hpp"
 
 namespace pccl::master {
@@ -21,8 +25,10 @@ namespace pccl::master {
 class OpCoordinator {
  public:
   // At most `max_ops` operations announced or running at once (MasterConfig::max_concurrent_ops): an
-  // announcement beyond it is refused (InvalidUsage) before anything is stored.
-  explicit OpCoordinator(size_t max_ops = 4096) : max_ops_(max_ops) {}
+  // announcement beyond it is refused (InvalidUsage) before anything is stored. `announce_window`
+  // (MasterConfig::announce_window_ms): how long a tag may stay crossed before it fails; 0 = never.
+  explicit OpCoordinator(size_t max_ops = 4096, Millis announce_window = Millis(30000))
+      : max_ops_(max_ops), window_(announce_window) {}
 
   // `members`: the peers of the announcer's group in the current ring; `blocked`: why no collective
   // can run now (a vote is open, a ring is being built, a member left), or OK.
@@ -38,6 +44,10 @@ class OpCoordinator {
   Effects peerGone(const wire::Uuid& peer, const std::string& why);
   // A vote started: pending announcements cannot be matched any more.
   Effects voteStarted(const wire::Uuid& voter);
+  // The master's periodic check, `now` from its clock: notes when pending tags became crossed, and
+  // fails (Mismatch, naming the missing peers and the tags they wait in) every tag crossed for
+  // `announce_window` or longer, on every member that announced it.
+  Effects tick(TimePoint now);
 
   size_t pendingCount() const { return pending_.size(); }
   size_t runningCount() const { return running_.size(); }
@@ -46,6 +56,8 @@ class OpCoordinator {
   struct Pending {
     std::vector<wire::Uuid> members;
     std::map<wire::Uuid, wire::OpAnnounce> announced;
+    std::optional<TimePoint> crossed_since;  // first tick that found it crossed; reset when it is not
+    std::string crossed_why;                 // describeCrossedTag() at the last check
   };
   struct Running {
     uint64_t tag = 0;
@@ -56,12 +68,15 @@ class OpCoordinator {
 
   void abortPending(Effects& fx, const Key& key, Code code, const std::string& reason);
   void abortRunning(Effects& fx, uint64_t op_id, Code code, const std::string& reason);
+  void checkCrossings(uint32_t group, TimePoint now);
   static std::string describe(const wire::OpAnnounce& a);
 
   std::map<Key, Pending> pending_;
   std::map<uint64_t, Running> running_;
   uint64_t next_op_id_ = 0;
   size_t max_ops_;
+  Millis window_;
+  std::set<uint32_t> changed_;  // groups whose pending tags changed since the last tick
 };
 
 }  // namespace pccl::master

@@ -28,15 +28,15 @@ Effects SyncCoordinator::announce(const wire::Uuid& peer, uint32_t group, const 
     return fx;
   }
   p.announced[peer] = a;
+  if (!blocked.isOk()) {  // first: after a failed ring build every peer is an epoch behind the master
+    abortPending(fx, group, blocked.code(), "shared-state sync: " + blocked.message());
+    return fx;
+  }
   if (a.epoch != epoch) {
-    abortPending(fx, group, Code::kMismatch,
+    abortPending(fx, group, Code::kTopologyChanged,
                  fmt::format("peer {} syncs on the ring of epoch {}, but the ring is at epoch {}: call "
                              "pcclUpdateTopology",
                              shortId(peer), a.epoch, epoch));
-    return fx;
-  }
-  if (!blocked.isOk()) {
-    abortPending(fx, group, blocked.code(), "shared-state sync: " + blocked.message());
     return fx;
   }
   if (!contains(p.members, peer)) {
@@ -139,7 +139,7 @@ Effects SyncCoordinator::voteStarted(const wire::Uuid& voter) {
   std::vector<uint32_t> groups;
   for (const auto& kv : pending_) groups.push_back(kv.first);
   for (uint32_t g : groups) {
-    abortPending(fx, g, Code::kMismatch,
+    abortPending(fx, g, Code::kTopologyChanged,
                  fmt::format("peer {} is in pcclUpdateTopology while others sync shared state", shortId(voter)));
   }
   return fx;

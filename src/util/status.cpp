@@ -21,6 +21,7 @@ const char* codeName(Code code) {
     case Code::kSystemError: return "SystemError";
     case Code::kInternalError: return "InternalError";
     case Code::kProtocolError: return "ProtocolError";
+    case Code::kTopologyChanged: return "TopologyChanged";
   }
   return "Unknown";
 }

@@ -65,7 +65,7 @@ using Uuid = std::array<uint8_t, 16>;
 // A pccl::Code received in a message (Error, TopologyFailed, P2PFailed, OpAbort, OpFailed), or
 // `fallback` when the value is 0 or not a code this build knows.
 inline Code codeFromWire(uint16_t code, Code fallback) {
-  return code != 0 && code <= static_cast<uint16_t>(Code::kProtocolError) ? static_cast<Code>(code) : fallback;
+  return code != 0 && code <= static_cast<uint16_t>(Code::kTopologyChanged) ? static_cast<Code>(code) : fallback;
 }
 
 // First 8 hex digits of a peer id, for logs and messages.

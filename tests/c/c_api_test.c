@@ -115,7 +115,7 @@ int main(void) {
   /* Every code has a name; an unknown value too. */
   {
     int code;
-    for (code = pcclSuccess; code <= pcclProtocolError; ++code) {
+    for (code = pcclSuccess; code <= pcclTopologyChanged; ++code) {
       const char* name = pcclGetErrorString((pcclResult_t)code);
       EXPECT(name != NULL && strlen(name) > 0 && strcmp(name, "unknown pcclResult_t value") != 0);
     }

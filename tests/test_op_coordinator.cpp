@@ -1,0 +1,229 @@
+// The master's agreement on collectives (master/op_coordinator.hpp, master/tag_divergence.hpp) on its
+// own: announcements in, OpStart/OpAbort out, no sockets, and a fake clock for the divergence window.
+#include <catch2/catch.hpp>
+
+#include "master/op_coordinator.hpp"
+#include "master/tag_divergence.hpp"
+#include "wire/frame.hpp"
+
+using namespace pccl;
+using namespace pccl::wire;
+using pccl::master::CrossedTag;
+using pccl::master::Effects;
+using pccl::master::findCrossedTags;
+using pccl::master::OpCoordinator;
+
+namespace {
+
+Uuid idOf(uint8_t v) {
+  Uuid u{};
+  u.fill(v);
+  return u;
+}
+
+const std::vector<Uuid> kThree = {idOf(1), idOf(2), idOf(3)};
+constexpr uint64_t kEpoch = 4;
+
+OpAnnounce ann(uint64_t tag, uint64_t count = 100, uint64_t epoch = kEpoch) {
+  OpAnnounce a;
+  a.tag = tag;
+  a.count = count;
+  a.dtype = 10;  // float32
+  a.op = 0;      // sum
+  a.epoch = epoch;
+  a.segment_bytes = 1 << 20;
+  return a;
+}
+
+// The decoded messages of type Msg in fx, with their recipients.
+template <typename Msg>
+std::vector<std::pair<Uuid, Msg>> sent(const Effects& fx) {
+  std::vector<std::pair<Uuid, Msg>> out;
+  for (const auto& o : fx) {
+    auto h = decodeHeader(o.frame.data(), o.frame.size(), kMaxControlPayload);
+    REQUIRE(h.isOk());
+    if (h->type != static_cast<uint16_t>(Msg::kType)) continue;
+    auto m = decodePayload<Msg>(o.frame.data() + kHeaderSize, h->length);
+    REQUIRE(m.isOk());
+    out.emplace_back(o.to, *m);
+  }
+  return out;
+}
+
+Effects announce(OpCoordinator& c, uint8_t peer, const OpAnnounce& a, const Status& blocked = Status::ok()) {
+  return c.announce(idOf(peer), 0, kThree, kEpoch, blocked, a);
+}
+
+}  // namespace
+
+TEST_CASE("op coordinator: equal announcements start the operation on every member", "[ops]") {
+  OpCoordinator c;
+  CHECK(announce(c, 1, ann(7)).empty());
+  CHECK(announce(c, 3, ann(7)).empty());
+  auto started = sent<OpStart>(announce(c, 2, ann(7)));
+  REQUIRE(started.size() == 3);
+  CHECK(started[0].second.tag == 7);
+  CHECK(started[0].second.op_id != 0);
+  CHECK(c.pendingCount() == 0);
+  CHECK(c.runningCount() == 1);
+}
+
+TEST_CASE("op coordinator: different calls are Mismatch, naming both peers and values", "[ops]") {
+  OpCoordinator c;
+  CHECK(announce(c, 1, ann(7)).empty());
+  CHECK(announce(c, 2, ann(7)).empty());
+  auto aborted = sent<OpAbort>(announce(c, 3, ann(7, 101)));
+  REQUIRE(aborted.size() == 3);
+  for (const auto& [to, m] : aborted) {
+    CHECK(m.code == static_cast<uint16_t>(Code::kMismatch));
+    CHECK(m.op_id == 0);
+    CHECK_THAT(m.reason, Catch::Contains("count=101") && Catch::Contains(shortId(idOf(3))));
+  }
+  CHECK(c.pendingCount() == 0);
+}
+
+TEST_CASE("op coordinator: races with a ring change are TopologyChanged, not Mismatch", "[ops]") {
+  OpCoordinator c;
+  SECTION("a peer an epoch behind") {
+    CHECK(announce(c, 1, ann(7)).empty());
+    auto aborted = sent<OpAbort>(announce(c, 2, ann(7, 100, kEpoch - 1)));
+    REQUIRE(aborted.size() == 2);  // everyone who announced
+    CHECK(aborted[0].second.code == static_cast<uint16_t>(Code::kTopologyChanged));
+    CHECK_THAT(aborted[0].second.reason, Catch::Contains("epoch 3") && Catch::Contains("pcclUpdateTopology"));
+  }
+  SECTION("a vote starts while others announced") {
+    CHECK(announce(c, 1, ann(7)).empty());
+    CHECK(announce(c, 2, ann(8)).empty());
+    auto aborted = sent<OpAbort>(c.voteStarted(idOf(3)));
+    REQUIRE(aborted.size() == 2);
+    for (const auto& [to, m] : aborted) CHECK(m.code == static_cast<uint16_t>(Code::kTopologyChanged));
+  }
+  SECTION("the master says why no collective can run: its code is passed on") {
+    auto aborted = sent<OpAbort>(announce(c, 1, ann(7), Status::topologyChanged("a vote is open")));
+    REQUIRE(aborted.size() == 1);
+    CHECK(aborted[0].second.code == static_cast<uint16_t>(Code::kTopologyChanged));
+    CHECK_THAT(aborted[0].second.reason, Catch::Contains("a vote is open"));
+  }
+  CHECK(c.pendingCount() == 0);
+}
+
+TEST_CASE("op coordinator: a blocked run says why before it says that a peer is an epoch behind", "[ops]") {
+  // After a failed ring build the master is an epoch ahead of every peer; the build's failure is the news.
+  OpCoordinator c;
+  const Status stale = Status::peerLost("the ring build of epoch 4 failed: ring successor 03030303 at 10.0.0.3:29500: "
+                                        "Connection refused; every peer must call pcclUpdateTopology first");
+  auto aborted = sent<OpAbort>(announce(c, 1, ann(7, 100, kEpoch - 1), stale));
+  REQUIRE(aborted.size() == 1);
+  CHECK(aborted[0].second.code == static_cast<uint16_t>(Code::kPeerLost));
+  CHECK_THAT(aborted[0].second.reason, Catch::Contains("10.0.0.3:29500") && Catch::StartsWith("tag 7: "));
+}
+
+// ---- tags that diverge ------------------------------------------------------------------------------
+
+TEST_CASE("tag divergence: members waiting in different tags cross, a member in no tag never does", "[ops]") {
+  const Uuid a = idOf(1), b = idOf(2), c = idOf(3);
+  SECTION("a waits in 10 for b, b waits in 0 for a") {
+    auto crossed = findCrossedTags({{0, {b}}, {10, {a}}}, kThree);
+    REQUIRE(crossed.size() == 2);
+    const CrossedTag& t10 = crossed[1];
+    CHECK(t10.tag == 10);
+    REQUIRE(t10.missing.size() == 2);  // b and c
+    CHECK(t10.missing[0].peer == b);
+    CHECK(t10.missing[0].waiting);
+    CHECK(t10.missing[0].waits_in == 0);
+    CHECK(t10.missing[0].not_called_by == a);
+    CHECK(t10.missing[1].peer == c);
+    CHECK_FALSE(t10.missing[1].waiting);  // c waits in no tag: only slow
+    const std::string why = pccl::master::describeCrossedTag(t10, {a}, kThree);
+    CHECK(why == "tag 10 was called by peer " + shortId(a) + " (rank 0) but not by peer " + shortId(b) +
+                     " (rank 1, waiting in tag 0, which " + shortId(a) + " did not call) and peer " + shortId(c) +
+                     " (rank 2)");
+  }
+  SECTION("a straggler that is still computing crosses nothing") {
+    CHECK(findCrossedTags({{5, {a, b}}}, kThree).empty());
+  }
+  SECTION("asynchronous calls in the same order never cross, however far apart") {
+    CHECK(findCrossedTags({{1, {a, b}}, {2, {a, b}}, {3, {a}}}, kThree).empty());
+  }
+  SECTION("the same calls in another order cross until each member has called both") {
+    CHECK(findCrossedTags({{1, {a}}, {2, {b}}}, {a, b}).size() == 2);
+    CHECK(findCrossedTags({{1, {a}}, {2, {a, b}}}, {a, b}).empty());
+  }
+}
+
+TEST_CASE("op coordinator: a crossed tag fails with Mismatch after the window, naming who is missing", "[ops]") {
+  const Millis window(30000);
+  OpCoordinator c(4096, window);
+  const TimePoint t0 = TimePoint() + std::chrono::hours(1);  // a fake clock: only differences matter
+  // Peers 1 and 2 call tag 10; peer 3 (a late joiner's counter) calls tag 0.
+  CHECK(announce(c, 1, ann(10)).empty());
+  CHECK(announce(c, 2, ann(10)).empty());
+  CHECK(announce(c, 3, ann(0)).empty());
+  CHECK(c.tick(t0).empty());                       // the crossing is noticed: the window starts
+  CHECK(c.tick(t0 + window - Millis(1)).empty());  // not yet
+  Effects fx = c.tick(t0 + window);
+  auto aborted = sent<OpAbort>(fx);
+  REQUIRE(aborted.size() == 3);  // every announcer of both tags
+  for (const auto& [to, m] : aborted) {
+    INFO(m.reason);
+    CHECK(m.code == static_cast<uint16_t>(Code::kMismatch));
+    CHECK(m.op_id == 0);
+    CHECK_THAT(m.reason, Catch::StartsWith("tags diverge: tag " + std::to_string(m.tag)) &&
+                             Catch::Contains("announce_window_ms 30000") && Catch::Contains("for 30000 ms"));
+    if (to == idOf(3)) {
+      CHECK(m.tag == 0);
+      CHECK_THAT(m.reason, Catch::Contains("peer " + shortId(idOf(1)) + " (rank 0, waiting in tag 10") &&
+                               Catch::Contains("peer " + shortId(idOf(2)) + " (rank 1, waiting in tag 10"));
+    } else {
+      CHECK(m.tag == 10);
+      CHECK_THAT(m.reason, Catch::Contains("but not by peer " + shortId(idOf(3)) + " (rank 2, waiting in tag 0"));
+    }
+  }
+  CHECK(c.pendingCount() == 0);
+  CHECK(c.tick(t0 + 2 * window).empty());
+}
+
+TEST_CASE("op coordinator: a slow member is never failed by the window, and a crossing that resolves resets it",
+          "[ops]") {
+  const Millis window(1000);
+  OpCoordinator c(4096, window);
+  const TimePoint t0 = TimePoint() + std::chrono::hours(1);
+  SECTION("a straggler still computing") {
+    CHECK(announce(c, 1, ann(5)).empty());
+    CHECK(announce(c, 2, ann(5)).empty());
+    for (int i = 0; i < 10; ++i) CHECK(c.tick(t0 + i * window).empty());
+    CHECK(sent<OpStart>(announce(c, 3, ann(5))).size() == 3);  // it arrives: the operation starts
+  }
+  SECTION("asynchronous calls in different orders") {
+    CHECK(announce(c, 1, ann(1)).empty());
+    CHECK(announce(c, 2, ann(2)).empty());
+    CHECK(c.tick(t0).empty());  // crossed: 1 has 1, 2 has 2
+    CHECK(announce(c, 1, ann(2)).empty());
+    CHECK(announce(c, 3, ann(2)).size() == 3);     // tag 2 starts; tag 1 now waits only for slow members
+    CHECK(c.tick(t0 + window / 2).empty());        // no longer crossed: the window is reset
+    CHECK(c.tick(t0 + 10 * window).empty());
+    CHECK(announce(c, 2, ann(1)).empty());
+    CHECK(sent<OpStart>(announce(c, 3, ann(1))).size() == 3);
+  }
+  SECTION("window 0 turns the check off") {
+    OpCoordinator off(4096, Millis(0));
+    CHECK(off.announce(idOf(1), 0, kThree, kEpoch, Status::ok(), ann(10)).empty());
+    CHECK(off.announce(idOf(3), 0, kThree, kEpoch, Status::ok(), ann(0)).empty());
+    CHECK(off.tick(t0).empty());
+    CHECK(off.tick(t0 + std::chrono::hours(24)).empty());
+    CHECK(off.pendingCount() == 2);
+  }
+}
+
+TEST_CASE("op coordinator: divergence is judged per group", "[ops]") {
+  const Millis window(1000);
+  OpCoordinator c(4096, window);
+  const TimePoint t0 = TimePoint() + std::chrono::hours(1);
+  const std::vector<Uuid> g0 = {idOf(1), idOf(2)}, g1 = {idOf(3), idOf(4)};
+  // Group 0 waits in tag 1, group 1 in tag 2: different groups never wait for each other.
+  CHECK(c.announce(idOf(1), 0, g0, kEpoch, Status::ok(), ann(1)).empty());
+  CHECK(c.announce(idOf(3), 1, g1, kEpoch, Status::ok(), ann(2)).empty());
+  CHECK(c.tick(t0).empty());
+  CHECK(c.tick(t0 + 5 * window).empty());
+  CHECK(c.pendingCount() == 2);
+}
