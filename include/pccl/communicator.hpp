@@ -14,6 +14,10 @@
 
 namespace pccl {
 
+namespace detail {
+struct CommAccess;  // internal (src/api/comm_impl.hpp): the tests' way to a communicator's internals
+}  // namespace detail
+
 struct CommConfig {
   std::string master_address;                // "HOST:PORT" of the master (required)
   std::string listen_address = "0.0.0.0:0";  // where ring neighbours connect to us; port 0 = any
@@ -75,7 +79,7 @@ class PCCL_API ReduceHandle {
 class PCCL_API Communicator {
  public:
   static Result<std::unique_ptr<Communicator>> create(CommConfig config);
-  ~Communicator();  // leaves gracefully if still a member
+  ~Communicator();  // leaves gracefully if still a member; every all-reduce not yet done fails (InvalidUsage)
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
@@ -107,6 +111,7 @@ class PCCL_API Communicator {
 
  private:
   class Impl;
+  friend struct detail::CommAccess;
   explicit Communicator(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

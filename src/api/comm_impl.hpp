@@ -64,6 +64,11 @@ class Communicator::Impl {
     return last_error_;
   }
 
+  // ---- tests only (detail::CommAccess) -----------------------------------------------------------
+  void postForTest(std::function<void()> fn) { asio::post(io_, std::move(fn)); }  // may block the io thread
+  // Runs on the destroying thread once the io thread has been told to stop, before it is joined.
+  void setStopHookForTest(std::function<void()> fn) { test_on_stop_ = std::move(fn); }
+
  private:
   static constexpr const char* kLog = "peer";
   static constexpr Millis kLeaveTimeout{2000};  // how long leave() waits for the master's acknowledgement
@@ -85,7 +90,8 @@ class Communicator::Impl {
   template <typename V>
   static const Status& statusOf(const Result<V>& r) { return r.status(); }
 
-  void setState(peer::PeerState to);  // requires mu_
+  Status leaveWith(const Status& why);  // leave(); collectives still in flight fail with `why`
+  void setState(peer::PeerState to);   // requires mu_
   void teardown();                    // abandons a connect() that timed out
 
   // io thread: the master session.
@@ -130,7 +136,15 @@ class Communicator::Impl {
   StatsRecorder stats_;  // thread-safe
   mutable std::mutex err_mu_;
   std::string last_error_;
+  std::function<void()> test_on_stop_;
 };
+
+namespace detail {
+// Tests reach a communicator's Impl through this (a friend of Communicator).
+struct CommAccess {
+  static Communicator::Impl& impl(Communicator& c) { return *c.impl_; }
+};
+}  // namespace detail
 
 }  // namespace pccl
 

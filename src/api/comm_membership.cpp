@@ -105,29 +105,31 @@ Result<bool> Communicator::Impl::arePeersPending() {
   return st.pending > 0 || st.vote_open != 0 || st.stale != 0;
 }
 
-Status Communicator::Impl::leave() {
+Status Communicator::Impl::leave() { return leaveWith(Status::invalidUsage("the communicator left the run")); }
+
+// Collectives still in flight fail with `why`.
+Status Communicator::Impl::leaveWith(const Status& why) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (state_ == PeerState::kLeft || state_ == PeerState::kIdle || state_ == PeerState::kFailed) {
       return Status::ok();
     }
   }
-  std::promise<void> left;
-  auto fut = left.get_future();
-  asio::post(io_, [this, &left] {
-    colls_->failAll(Status::invalidUsage("the communicator left the run"));
+  // Shared with the io thread, which may get to it only after the wait below gave up.
+  auto left = std::make_shared<std::promise<void>>();
+  auto acknowledged = left->get_future();
+  asio::post(io_, [this, left, why] {
+    colls_->failAll(why);
     pool_->reset(Status::ok());
-    if (!link_) return left.set_value();
-    link_->leave(epoch(), [&left] { left.set_value(); });
+    if (!link_) return left->set_value();
+    link_->leave(epoch(), [left] { left->set_value(); });
   });
-  fut.wait_for(kLeaveTimeout);
-  // The io thread may still hold `left` if the wait timed out: make sure it has let go of it.
-  std::promise<void> fence;
-  asio::post(io_, [this, &fence] {
+  acknowledged.wait_for(kLeaveTimeout);
+  // Acknowledged or not, the session is over: the io thread closes the link when it gets there
+  // (a busy io thread must not hold this call, nor the destructor, past its deadline).
+  asio::post(io_, [this] {
     if (link_) link_->close();
-    fence.set_value();
   });
-  fence.get_future().wait();
   std::lock_guard<std::mutex> lk(mu_);
   if (state_ != PeerState::kFailed) setState(PeerState::kLeft);
   return Status::ok();

@@ -2,8 +2,6 @@
 // life: creation, the io thread, destruction, and the attributes any thread may read.
 #include "pccl/communicator.hpp"
 
-#include <future>
-
 #include "api/comm_impl.hpp"
 #include "util/log.hpp"
 
@@ -33,23 +31,27 @@ Communicator::Impl::Impl(CommConfig config, net::HostPort master, net::HostPort 
   listener_ = std::make_shared<net::Listener>(io_, lc);
 }
 
+// Destruction ends every request, whatever the io thread is doing: a graceful leave first (bounded
+// by kLeaveTimeout), then the io thread is stopped and joined, and its objects are shut down here —
+// once it has been joined no other thread touches them. What was still queued for it (an all-reduce
+// handed over but not yet submitted, a step of leave()) runs here too, after the collectives were
+// closed, so every ReduceHandle completes (with an error) before any member it reports to is gone.
 Communicator::Impl::~Impl() {
   if (!thread_.joinable()) return;  // init() failed before the io thread started
-  (void)leave();
-  std::promise<void> done;
-  asio::post(io_, [this, &done] {
-    listener_->close();
-    colls_->failAll(Status::invalidUsage("the communicator was destroyed"));
-    sync_->shutdown(Status::invalidUsage("the communicator was destroyed"));
-    colls_->setLink(nullptr);
-    link_.reset();
-    pool_.reset();  // closes the ring's connections, which report to colls_
-    colls_.reset();
-    done.set_value();
-  });
-  done.get_future().wait_for(kLeaveTimeout);
+  const Status why = Status::invalidUsage("the communicator was destroyed");
+  (void)leaveWith(why);
   io_.stop();
-  if (thread_.joinable()) thread_.join();
+  if (test_on_stop_) test_on_stop_();
+  thread_.join();
+  listener_->close();
+  colls_->linkLost(why);  // fails every operation in flight, and every submission from now on
+  sync_->shutdown(why);
+  io_.restart();
+  io_.poll();  // what was queued: submissions fail at once; leave()'s steps run
+  link_.reset();
+  pool_.reset();  // closes the ring's connections, which report to colls_
+  io_.poll();     // the completions of what was just closed
+  colls_.reset();
 }
 
 Status Communicator::Impl::init() {
