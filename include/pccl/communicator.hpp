@@ -64,7 +64,8 @@ class PCCL_API ReduceHandle {
   struct State;
   ReduceHandle() = default;
   explicit ReduceHandle(std::shared_ptr<State> state) : state_(std::move(state)) {}
-  // Blocks until the operation is done (it always ends: its deadline is op_timeout_ms).
+  // Blocks until the operation is done (it always ends: its deadline is op_timeout_ms, and destroying
+  // the communicator fails it). May be called after the communicator is gone.
   Result<ReduceInfo> wait() const;
   bool test() const;  // true once done; wait() then returns at once
   bool valid() const { return state_ != nullptr; }
