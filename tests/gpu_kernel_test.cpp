@@ -5,7 +5,7 @@
 //
 // PATH (or $PCCL_GPU_BACKEND) names the module; without either, libpccl-gpu-hip.so and then
 // libpccl-gpu-cuda.so are tried beside this binary's build tree and on the loader's path.
-// Every (quant, dtype, op) the CPU codec supports is run on counts 1, 4095, 4096, 4097, 3*4096+17 and
+// Every (quant, dtype, op) the CPU codec supports, and integer avg's partial sums, is run on counts 1, 4095, 4096, 4097, 3*4096+17 and
 // 1<<20, with int8 blocks of random values, +-0, subnormals, constants, all-negative values, NaN,
 // +-Inf and ranges that overflow. Exit codes: 0 all passed, 1 a check failed or the module could not be
 // used, 77 skipped (the backend sees no GPU), 2 bad usage.
@@ -26,6 +26,7 @@
 #include "codec/dtype.hpp"
 #include "codec/gpu/loader.hpp"
 #include "codec/half.hpp"
+#include "codec/partial_sum.hpp"
 #include "codec/quant.hpp"
 #include "codec/reduce.hpp"
 #include "kernels/quant_math.hpp"
@@ -405,10 +406,41 @@ void checkQuant(Device& d, Tally& t, Quant q, const Case& c, const Bytes& a, con
   }
 }
 
+// Integer avg's partial sums over `peers`: widen, add (in place, as the ring does) and finish, over a
+// wire of arbitrary sums (so carries and the 128-bit division see every bit pattern).
+void checkPartials(Device& d, Tally& t, const Case& c, const Bytes& a, const Bytes& b, uint32_t peers) {
+  const int dt = static_cast<int>(c.dtype);
+  const size_t wide = codec::partialSumSize(c.dtype, peers);
+  const std::string name = c.name() + " peers " + std::to_string(peers);
+  Bytes want(c.count * wide), got(want.size());
+  codec::widenToPartials(c.dtype, peers, a.data(), c.count, want.data());
+  bool ran = d.upload(0, a) &&
+             d.ok(d.api->widen_partials(dt, peers, d.buf[0], c.count, d.buf[3], d.stream), "widen_partials") &&
+             d.download(3, got);
+  if (ran) expectSame(t, "widen_partials " + name, want, got, c.dtype, wide);
+  const Bytes sums = makeInput(DType::kUint8, c.count * wide, c.variant, 3);
+  codec::addToPartials(c.dtype, peers, sums.data(), b.data(), c.count, want.data());
+  ran = ran && d.upload(3, sums) && d.upload(1, b) &&
+        d.ok(d.api->add_partials(dt, peers, d.buf[3], d.buf[1], c.count, d.buf[3], d.stream), "add_partials") &&
+        d.download(3, got);
+  if (ran) expectSame(t, "add_partials " + name, want, got, c.dtype, wide);
+  Bytes out(c.count * codec::dtypeSize(c.dtype)), out_got(out.size());
+  codec::finishPartials(c.dtype, peers, sums.data(), b.data(), c.count, out.data());
+  ran = ran && d.upload(3, sums) &&
+        d.ok(d.api->finish_partials(dt, peers, d.buf[3], d.buf[1], c.count, d.buf[2], d.stream), "finish_partials") &&
+        d.download(2, out_got);
+  if (ran) expectSame(t, "finish_partials " + name, out, out_got, c.dtype, codec::dtypeSize(c.dtype));
+  if (!ran) expectRc(t, "partial sums " + name + ": " + d.error, false);
+}
+
 void runCase(Device& d, Tally& t, const Case& c) {
   const Bytes a = makeInput(c.dtype, c.count, c.variant, 1);
   const Bytes b = makeInput(c.dtype, c.count, c.variant + 5, 2);
   checkReduce(d, t, c, a, b);
+  if (!codec::isFloating(c.dtype)) {
+    // Every sum width: 2, 4 and 8 bytes for 8-bit elements, 4 and 8 for 16-bit ones; odd divisors.
+    for (uint32_t peers : {3u, 300u, 70001u, (1u << 24) + 3}) checkPartials(d, t, c, a, b, peers);
+  }
   for (Quant q : {Quant::kNone, Quant::kFp16, Quant::kBf16, Quant::kInt8}) {
     if (codec::checkQuant(q, c.dtype, RedOp::kSum).isOk()) checkQuant(d, t, q, c, a, b);
   }
@@ -435,6 +467,11 @@ void checkAbi(Device& d, Tally& t) {
            api.encode(9, 10, d.buf[0], 8, d.buf[3], d.stream) != PCCL_GPU_OK && api.last_error()[0] != '\0');
   expectRc(t, "reduce refuses an unknown dtype", api.reduce(99, 0, d.buf[0], d.buf[1], 8, 1, d.stream) != PCCL_GPU_OK);
   expectRc(t, "reduce refuses an unknown op", api.reduce(10, 42, d.buf[0], d.buf[1], 8, 1, d.stream) != PCCL_GPU_OK);
+  expectRc(t, "finish_partials refuses a floating dtype and zero peers",
+           api.finish_partials(10, 2, d.buf[3], d.buf[1], 8, d.buf[2], d.stream) != PCCL_GPU_OK &&
+               api.finish_partials(0, 0, d.buf[3], d.buf[1], 8, d.buf[2], d.stream) != PCCL_GPU_OK);
+  expectRc(t, "widen_partials refuses an unknown dtype",
+           api.widen_partials(99, 2, d.buf[0], 8, d.buf[3], d.stream) != PCCL_GPU_OK);
   expectRc(t, "empty calls succeed",
            api.encode(3, 10, d.buf[0], 0, d.buf[3], d.stream) == PCCL_GPU_OK &&
                api.decode(3, 10, d.buf[3], 0, d.buf[2], d.stream) == PCCL_GPU_OK &&
@@ -495,7 +532,8 @@ int main(int argc, char** argv) {
     std::printf("pccl-gpu-test: skipped: the %s backend sees no GPU (%s)\n", d.api->name, d.api->last_error());
     return kSkipped;
   }
-  const size_t caps[4] = {kMaxCount * 8, kMaxCount * 8, kMaxCount * 8, kMaxCount * 8 + kWireSlack};
+  // The wire holds up to 16 bytes per element (int64/uint64 partial sums).
+  const size_t caps[4] = {kMaxCount * 8, kMaxCount * 8, kMaxCount * 8, kMaxCount * 16 + kWireSlack};
   bool ready = d.ok(rc, "device_count") && d.ok(d.api->set_device(0), "set_device") &&
                d.ok(d.api->stream_create(&d.stream), "stream_create");
   for (int s = 0; ready && s < 4; ++s) ready = d.ok(d.api->device_alloc(&d.buf[s], caps[s]), "device_alloc");

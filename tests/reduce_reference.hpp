@@ -96,6 +96,38 @@ inline std::vector<uint8_t> makeInput(DataType t, RedOp op, size_t count, uint32
   return buf;
 }
 
+__extension__ typedef __int128 Int128;  // the test's exact arithmetic (every sum of 64-bit values fits)
+
+// Element k of the inputs as an exact integer.
+inline Int128 exactValue(DataType t, const std::vector<uint8_t>& buf, size_t k) {
+  const uint64_t bits = loadBits(t, buf.data(), k);
+  return isSigned(t) ? static_cast<Int128>(static_cast<int64_t>(bits)) : static_cast<Int128>(bits);
+}
+
+// Integer avg: the exact sum over the peers divided by their number, rounded toward zero (the ring's
+// partial sums never wrap), as the element's bits.
+inline uint64_t exactAverage(DataType t, const std::vector<std::vector<uint8_t>>& inputs, size_t k) {
+  Int128 sum = 0;
+  for (const auto& in : inputs) sum += exactValue(t, in, k);
+  return static_cast<uint64_t>(sum / static_cast<Int128>(inputs.size()));  // C++ division truncates toward zero
+}
+
+// Rank `rank`'s input for integer avg at the edges: element k follows pattern k % 8, so that every
+// element is an extreme of the dtype, a mix of extremes, or a case where rounding matters.
+inline std::vector<uint8_t> integerEdgeInput(DataType t, uint32_t rank, size_t count) {
+  const unsigned bits = static_cast<unsigned>(8 * sizeOf(t));
+  const Int128 lo = isSigned(t) ? -(Int128{1} << (bits - 1)) : 0;
+  const Int128 hi = isSigned(t) ? (Int128{1} << (bits - 1)) - 1 : (Int128{1} << bits) - 1;
+  const Int128 r = rank;
+  std::vector<uint8_t> buf(count * sizeOf(t));
+  for (size_t k = 0; k < count; ++k) {
+    const Int128 patterns[8] = {hi, lo, rank % 2 == 0 ? hi : lo, rank == 0 ? lo : hi, rank == 0 ? hi : lo,
+                                hi - r, lo + r, rank == 0 ? (isSigned(t) ? Int128{-1} : Int128{1}) : Int128{0}};
+    storeBits(t, buf.data(), k, static_cast<uint64_t>(patterns[k % 8]));
+  }
+  return buf;
+}
+
 // Number of elements of `got` that are not what the ring must produce from `inputs`.
 inline size_t countWrong(DataType t, RedOp op, const std::vector<std::vector<uint8_t>>& inputs,
                          const std::vector<uint8_t>& got, size_t count, std::string* first_error) {
@@ -143,14 +175,7 @@ inline size_t countWrong(DataType t, RedOp op, const std::vector<std::vector<uin
         }
       }
       acc &= mask;
-      if (op == RedOp::kAvg) {
-        // The wrapped sum in the element type, divided in 64 bits (truncating), as the kernel does.
-        std::vector<uint8_t> tmp(8);
-        storeBits(t, tmp.data(), 0, acc);
-        const uint64_t sum = loadBits(t, tmp.data(), 0);
-        acc = isSigned(t) ? static_cast<uint64_t>(static_cast<int64_t>(sum) / static_cast<int64_t>(n)) : sum / n;
-        acc &= mask;
-      }
+      if (op == RedOp::kAvg) acc = exactAverage(t, inputs, k) & mask;
       const uint64_t v = loadBits(t, got.data(), k) & mask;
       ok = v == acc;
       if (!ok) detail = "element " + std::to_string(k) + ": got " + std::to_string(v) + ", want " + std::to_string(acc);

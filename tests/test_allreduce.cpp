@@ -95,7 +95,68 @@ void runSweep(size_t world, const std::vector<size_t>& counts) {
   CHECK(checked == cases.size());
 }
 
+constexpr DataType kIntegerTypes[] = {DataType::kInt8,  DataType::kUint8,  DataType::kInt16, DataType::kUint16,
+                                      DataType::kInt32, DataType::kUint32, DataType::kInt64, DataType::kUint64};
+
+// Every integer dtype's avg over `world` peers with inputs at the edges, in and out of place, with and
+// without zstd: exact (the sum over all peers divided once, toward zero) and bit-identical everywhere.
+void runIntegerAvgEdges(size_t world) {
+  LocalCluster cluster = startCluster(world, smallSegments());
+  REQUIRE(cluster.peers.size() == world);
+  struct Run {
+    DataType dtype;
+    bool in_place;
+    int compress;
+  };
+  std::vector<Run> runs;
+  for (DataType t : kIntegerTypes) {
+    for (bool in_place : {false, true}) {
+      for (int compress : {0, 1}) runs.push_back(Run{t, in_place, compress});
+    }
+  }
+  constexpr size_t kCount = 1003;
+  std::vector<std::vector<std::vector<uint8_t>>> results(runs.size(), std::vector<std::vector<uint8_t>>(world));
+  std::vector<std::vector<std::string>> errors(world);
+  cluster.onEach([&](size_t rank) {
+    for (size_t i = 0; i < runs.size(); ++i) {
+      std::vector<uint8_t> in = integerEdgeInput(runs[i].dtype, static_cast<uint32_t>(rank), kCount);
+      std::vector<uint8_t> out(in.size(), 0xEE);
+      ReduceOptions o;
+      o.tag = i;
+      o.compress = runs[i].compress;
+      uint8_t* dst = runs[i].in_place ? in.data() : out.data();
+      auto r = cluster.peers[rank]->allReduce(in.data(), dst, kCount, runs[i].dtype, RedOp::kAvg, o);
+      if (!r.isOk()) errors[rank].push_back(std::string(typeName(runs[i].dtype)) + ": " + r.status().toString());
+      results[i][rank] = runs[i].in_place ? in : out;
+    }
+  });
+  for (size_t rank = 0; rank < world; ++rank) {
+    CHECK(errors[rank].empty());
+    for (const auto& e : errors[rank]) WARN(e);
+  }
+  for (size_t i = 0; i < runs.size(); ++i) {
+    INFO(typeName(runs[i].dtype) << " avg over " << world << " peers" << (runs[i].in_place ? " in place" : "")
+                                 << " compress=" << runs[i].compress);
+    std::vector<std::vector<uint8_t>> inputs;
+    for (size_t r = 0; r < world; ++r) inputs.push_back(integerEdgeInput(runs[i].dtype, static_cast<uint32_t>(r), kCount));
+    std::string first;
+    CHECK(countWrong(runs[i].dtype, RedOp::kAvg, inputs, results[i][0], kCount, &first) == 0);
+    if (!first.empty()) WARN(first);
+    for (size_t r = 1; r < world; ++r) CHECK(results[i][r] == results[i][0]);
+  }
+}
+
 }  // namespace
+
+TEST_CASE("allreduce: integer avg is exact at the edges of every integer dtype, 2 peers", "[allreduce]") {
+  runIntegerAvgEdges(2);
+}
+TEST_CASE("allreduce: integer avg is exact at the edges of every integer dtype, 3 peers", "[allreduce]") {
+  runIntegerAvgEdges(3);
+}
+TEST_CASE("allreduce: integer avg is exact at the edges of every integer dtype, 7 peers", "[allreduce]") {
+  runIntegerAvgEdges(7);
+}
 
 TEST_CASE("allreduce: 1 peer, every dtype and op, counts 0/1/odd/large", "[allreduce]") {
   runSweep(1, {0, 1, 1001, 20011});

@@ -12,6 +12,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "reduce_reference.hpp"
 #include "test_support.hpp"
 
 using namespace pccl;
@@ -119,6 +120,42 @@ TEST_CASE("device all-reduce: 3 peers, device buffers give the host path's bytes
     CHECK(r.isOk());
   });
   for (size_t k = 0; k < 1000; ++k) REQUIRE(ints[2][k] == static_cast<float>(3000 + 3 * k));
+}
+
+// Integer avg's partial sums through the device path (widen, add and finish as device jobs): exact
+// at the edges of the dtype, and the same bytes whether peers pass host or device buffers.
+TEST_CASE("device all-reduce: integer avg at the edges is exact on device buffers and in mixed rings",
+          "[device][allreduce]") {
+  REQUIRE(kBackendSet);
+  LocalCluster cluster = startCluster(3, config());
+  REQUIRE(cluster.peers.size() == 3);
+  constexpr size_t kCount = 9001;
+  uint64_t tag = 2000;
+  for (DataType t : {DataType::kInt8, DataType::kUint16, DataType::kInt32, DataType::kInt64, DataType::kUint64}) {
+    for (int compress : {0, 1}) {
+      for (int layout = 0; layout < 3; ++layout) {  // all host, all device, rank 1 on the host
+        INFO(typeName(t) << " compress " << compress << " layout " << layout);
+        std::vector<std::vector<uint8_t>> inputs(3), results(3);
+        cluster.onEach([&](size_t rank) {
+          inputs[rank] = integerEdgeInput(t, static_cast<uint32_t>(rank), kCount);
+          results[rank] = inputs[rank];  // in place
+          ReduceOptions o;
+          o.tag = tag;
+          o.compress = compress;
+          const bool device = layout == 1 || (layout == 2 && rank != 1);
+          o.location = device ? BufferLocation::kDevice : BufferLocation::kHost;
+          auto r = cluster.peers[rank]->allReduce(results[rank].data(), results[rank].data(), kCount, t, RedOp::kAvg, o);
+          CHECK(r.isOk());
+        });
+        ++tag;
+        std::string first;
+        CHECK(countWrong(t, RedOp::kAvg, inputs, results[0], kCount, &first) == 0);
+        if (!first.empty()) WARN(first);
+        CHECK(results[1] == results[0]);
+        CHECK(results[2] == results[0]);
+      }
+    }
+  }
 }
 
 TEST_CASE("device all-reduce: alone in the ring, out of place copies on the device", "[device][allreduce]") {

@@ -1,6 +1,7 @@
 // The pure functions that cut a buffer for the ring: chunks, segments, the phase schedule.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <set>
 #include <vector>
 
@@ -51,6 +52,34 @@ TEST_CASE("partition: segment size is bounded by the configured maximum and a 64
   CHECK(segmentElems(1000, 4, 4, 256) == 64);                        // a small maximum wins over the floor
   CHECK(segmentElems(10, 4, 8, 4) == 1);                             // never zero
   CHECK(segmentElems(0, 3, 2, 1 << 20) >= 1);
+}
+
+// The examples docs/protocol.md §5.4 gives for its rule: an implementation written from the spec
+// must cut exactly these segments.
+TEST_CASE("partition: the segment rule and examples of protocol.md") {
+  const size_t s = segmentElems(1000000, 4, 4, 1 << 20);
+  CHECK(s == 16384);  // ceil(250000 / 16) = 15625 is below the 64 KiB floor
+  const Span chunk = chunkOf(1000000, 4, 0);
+  CHECK(chunk.count == 250000);
+  CHECK(segmentCount(chunk.count, s) == 16);
+  CHECK(segmentOf(chunk.count, s, 15).count == 4240);
+  const size_t big = segmentElems(size_t{1} << 26, 4, 4, 1 << 20);
+  CHECK(big == 262144);  // ceil(2^24 / 16) = 2^20 is above the 1 MiB cap
+  CHECK(segmentCount(chunkOf(size_t{1} << 26, 4, 0).count, big) == 64);
+  // The formula itself, over a grid of inputs.
+  for (size_t count : {0, 1, 1000, 65537, 1 << 20, 12345678}) {
+    for (uint32_t world : {1u, 2u, 3u, 7u}) {
+      for (size_t elem : {1, 2, 4, 8}) {
+        for (size_t max_bytes : {4, 256, 1000, 65536, 1 << 20}) {
+          const size_t chunk_max = (count + world - 1) / world;
+          const size_t lo = std::max<size_t>(1, std::min<size_t>(65536, max_bytes) / elem);
+          const size_t hi = std::max<size_t>(1, max_bytes / elem);
+          const size_t want = std::min(std::max((chunk_max + 15) / 16, lo), hi);
+          CHECK(segmentElems(count, world, elem, max_bytes) == want);
+        }
+      }
+    }
+  }
 }
 
 TEST_CASE("partition: the ring schedule sends what the predecessor receives and forwards what it got") {

@@ -15,6 +15,10 @@
 
 namespace pccl {
 
+namespace detail {
+struct CommAccess;  // internal (src/api/comm_impl.hpp): the tests' way to a communicator's internals
+}  // namespace detail
+
 struct CommConfig {
   std::string master_address;                // "HOST:PORT" of the master (required)
   std::string listen_address = "0.0.0.0:0";  // where ring neighbours connect to us; port 0 = any
@@ -61,7 +65,8 @@ class PCCL_API ReduceHandle {
   struct State;
   ReduceHandle() = default;
   explicit ReduceHandle(std::shared_ptr<State> state) : state_(std::move(state)) {}
-  // Blocks until the operation is done (it always ends: its deadline is op_timeout_ms).
+  // Blocks until the operation is done (it always ends: its deadline is op_timeout_ms, and destroying
+  // the communicator fails it). May be called after the communicator is gone.
   Result<ReduceInfo> wait() const;
   // Blocks until the operation is done or `timeout` passes; true once done (wait() then returns at
   // once). Giving up does not abort the operation: its buffers still belong to pccl.
@@ -79,7 +84,7 @@ class PCCL_API ReduceHandle {
 class PCCL_API Communicator {
  public:
   static Result<std::unique_ptr<Communicator>> create(CommConfig config);
-  ~Communicator();  // leaves gracefully if still a member
+  ~Communicator();  // leaves gracefully if still a member; every all-reduce not yet done fails (InvalidUsage)
   Communicator(const Communicator&) = delete;
   Communicator& operator=(const Communicator&) = delete;
 
@@ -111,6 +116,7 @@ class PCCL_API Communicator {
 
  private:
   class Impl;
+  friend struct detail::CommAccess;
   explicit Communicator(std::unique_ptr<Impl> impl);
   std::unique_ptr<Impl> impl_;
 };

@@ -15,8 +15,9 @@ namespace pccl {
 Result<ReduceInfo> ReduceHandle::wait() const {
   if (!state_) return Status::invalidUsage("wait() on an empty ReduceHandle");
   std::unique_lock<std::mutex> lk(state_->mu);
-  // No deadline here on purpose: the io thread ends every operation by its op_timeout_ms deadline,
-  // and returning earlier would hand back buffers that pccl may still write.
+  // No deadline here on purpose: the io thread ends every operation by its op_timeout_ms deadline (and
+  // the communicator's destruction ends the rest), and returning earlier would hand back buffers that
+  // pccl may still write.
   state_->cv.wait(lk, [&] { return state_->done; });
   if (!state_->status.isOk()) return state_->status;
   return state_->info;

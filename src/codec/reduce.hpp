@@ -1,6 +1,7 @@
 // The reduction kernels of the ring: acc[i] = acc[i] (op) in[i] for every dtype and operator.
-//   - Integers wrap on overflow (two's complement) for sum and prod; avg divides the final sum by
-//     the world size, truncating toward zero.
+//   - Integers wrap on overflow (two's complement) for sum and prod; avg with a divisor divides the
+//     (wrapped) sum, truncating toward zero. The ring's integer avg does not use that: it carries exact
+//     partial sums in a wider type (codec/partial_sum.hpp).
 //   - float16/bfloat16 are widened to float32, combined, and rounded once (to nearest even) per call,
 //     i.e. once per ring hop.
 //   - avg behaves as sum on every hop but the last; the last hop passes divisor = world size.

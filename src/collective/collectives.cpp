@@ -253,12 +253,16 @@ Status Collectives::deviceCopy(codec::gpu::Engine& e, void* dst, const void* src
 }
 
 void Collectives::failAll(const Status& why) {
+  // Failing the first running operation closes the ring, which reports back through channelClosed:
+  // the operations still running then fail with `why` as well, not with the ring's loss.
+  failing_all_ = why;
   std::vector<uint64_t> tags;
   for (const auto& kv : by_tag_) tags.push_back(kv.first);
   for (uint64_t tag : tags) {
     auto it = by_tag_.find(tag);
     if (it != by_tag_.end()) failOp(*it->second, why, false);
   }
+  failing_all_ = Status::ok();
 }
 
 void Collectives::linkLost(const Status& why) {
@@ -319,10 +323,14 @@ void Collectives::channelClosed(net::DataChannel& ch, const Status& why) {
   for (const auto& kv : by_id_) {
     if (kv.second->state == State::kRunning) running.push_back(kv.first);
   }
+  const bool ours_failing = !failing_all_.isOk();  // failAll() closed the ring: its reason, and the master knows
   for (uint64_t id : running) {
     Op* op = byId(id);
     if (op != nullptr && op->state == State::kRunning) {
-      failOp(*op, Status::peerLost(fmt::format("ring connection lost: {}", ring_broken_.message())), true);
+      failOp(*op,
+             ours_failing ? failing_all_
+                          : Status::peerLost(fmt::format("ring connection lost: {}", ring_broken_.message())),
+             !ours_failing);
     }
   }
 }

@@ -127,6 +127,7 @@ class Collectives : public net::DataSink {
   Channels successor_;
   Channels predecessor_;
   Status ring_broken_;  // why the current ring can no longer carry data
+  Status failing_all_;  // while failAll() runs: its reason (OK otherwise)
   std::map<uint64_t, std::unique_ptr<Op>> by_tag_;
   std::map<uint64_t, Op*> by_id_;
   uint64_t max_started_ = 0;  // highest op id the master told us about (start or abort)

@@ -21,8 +21,11 @@ size_t segmentCount(size_t chunk_count, size_t segment_elems);
 Span segmentOf(size_t chunk_count, size_t segment_elems, size_t index);
 
 // Elements per segment for an operation of `count` elements of `elem_size` bytes over `world` ranks:
-// enough segments per chunk (up to 64) to stripe over many connections and pipeline hops, each at
-// least min(16 KiB, max_segment_bytes) and at most max_segment_bytes. Every peer computes the same.
+// 16 segments per chunk (to stripe over many connections and pipeline hops) where that keeps each at
+// least min(64 KiB, max_segment_bytes) and at most max_segment_bytes:
+//   min(max(ceil(ceil(count / world) / 16), lo), hi), lo = max(1, min(64 KiB, max) / elem_size),
+//   hi = max(1, max / elem_size). The wire spec (docs/protocol.md §5.4) states the same rule; every
+// peer computes the same.
 size_t segmentElems(size_t count, uint32_t world, size_t elem_size, size_t max_segment_bytes);
 
 // The ring schedule for `rank` of `world` (world >= 2): 2(world-1) phases. Phases 0..world-2 are the

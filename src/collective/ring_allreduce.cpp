@@ -27,8 +27,19 @@ struct RingAllReduce::DeviceStep {
 namespace {
 constexpr size_t kSlotAlign = 64;
 
+// Bytes (before zstd) of a segment of `count` elements sent or received at `phase`: integer avg's
+// reduce-scatter carries partial sums, everything else the operation's wire format.
+size_t phaseBytes(const RingOpSpec& spec, uint32_t phase, size_t count) {
+  if (spec.partialSums() && isReducePhase(spec.world, phase)) {
+    return count * codec::partialSumSize(spec.dtype, spec.world);
+  }
+  return codec::wireBytes(spec.quant, spec.dtype, count);
+}
+
 size_t slotCapacity(const RingOpSpec& spec) {
-  const size_t raw = codec::wireBytes(spec.quant, spec.dtype, spec.segment_elems);
+  const size_t reduce = phaseBytes(spec, 0, spec.segment_elems);
+  const size_t gather = phaseBytes(spec, phaseCount(spec.world) - 1, spec.segment_elems);
+  const size_t raw = reduce > gather ? reduce : gather;
   return (raw + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
 }
 
@@ -86,7 +97,7 @@ void RingAllReduce::start() {
     if (spec_.coded()) {
       const Span c = chunk(first);
       const Span seg = segmentOf(c.count, spec_.segment_elems, s);
-      Status st = encodeSlot(slotIndex(first, s), spec_.input + (c.offset + seg.offset) * elem_, seg.count, nullptr);
+      Status st = encodeInput(slotIndex(first, s), spec_.input + (c.offset + seg.offset) * elem_, seg.count);
       if (!st.isOk()) return fail(st);
     }
     sendSegment(0, s);
@@ -97,12 +108,23 @@ void RingAllReduce::start() {
 // Encodes count elements at src into the slot (then zstd, when that makes it smaller). The owner of
 // a chunk passes adopt_into: the value it keeps is the decoded one, like everybody else's.
 Status RingAllReduce::encodeSlot(size_t index, const uint8_t* src, size_t count, uint8_t* adopt_into) {
-  uint8_t* dst = slot(index);
-  const size_t raw = codec::wireBytes(spec_.quant, spec_.dtype, count);
-  codec::encode(spec_.quant, spec_.dtype, src, count, dst);
+  codec::encode(spec_.quant, spec_.dtype, src, count, slot(index));
   if (adopt_into != nullptr && spec_.quant != codec::Quant::kNone) {
-    codec::decode(spec_.quant, spec_.dtype, dst, count, adopt_into);
+    codec::decode(spec_.quant, spec_.dtype, slot(index), count, adopt_into);
   }
+  return compressSlot(index, codec::wireBytes(spec_.quant, spec_.dtype, count));
+}
+
+// Phase 0: our input segment into its slot, in the reduce-scatter's format.
+Status RingAllReduce::encodeInput(size_t index, const uint8_t* src, size_t count) {
+  if (!spec_.partialSums()) return encodeSlot(index, src, count, nullptr);
+  codec::widenToPartials(spec_.dtype, spec_.world, src, count, slot(index));
+  return compressSlot(index, count * codec::partialSumSize(spec_.dtype, spec_.world));
+}
+
+// The slot holds `raw` wire bytes: with compression, zstd them in place when that makes them smaller.
+Status RingAllReduce::compressSlot(size_t index, size_t raw) {
+  uint8_t* dst = slot(index);
   slot_len_[index] = static_cast<uint32_t>(raw);
   slot_flags_[index] = 0;
   if (spec_.compress > 0) {
@@ -116,6 +138,17 @@ Status RingAllReduce::encodeSlot(size_t index, const uint8_t* src, size_t count,
     }
   }
   return Status::ok();
+}
+
+// Integer avg: our input added to the partial sums that arrived (`raw`) and passed on; the owner's
+// last hop divides once and passes on the elements.
+Status RingAllReduce::reducePartials(size_t index, const uint8_t* raw, size_t at, size_t count, bool last) {
+  if (last) {
+    codec::finishPartials(spec_.dtype, spec_.world, raw, spec_.input + at, count, spec_.output + at);
+    return encodeSlot(index, spec_.output + at, count, nullptr);
+  }
+  codec::addToPartials(spec_.dtype, spec_.world, raw, spec_.input + at, count, slot(index));
+  return compressSlot(index, count * codec::partialSumSize(spec_.dtype, spec_.world));
 }
 
 // The connection with the least data waiting to be acknowledged (our queue plus the kernel's), so a
@@ -173,7 +206,7 @@ Result<uint8_t*> RingAllReduce::placement(const wire::DataHeader& h, uint32_t by
   }
   const size_t segment = h.offset / spec_.segment_elems;
   const Span s = segmentOf(c.count, spec_.segment_elems, segment);
-  const size_t raw = codec::wireBytes(spec_.quant, spec_.dtype, s.count);
+  const size_t raw = phaseBytes(spec_, h.phase, s.count);
   if ((h.flags & wire::kDataCompressed) != 0) {
     if (spec_.compress == 0) {
       return Status::protocol(fmt::format("op {} phase {}: compressed segment in an operation without compression",
@@ -231,7 +264,7 @@ Status RingAllReduce::deliveredCoded(const wire::DataHeader& h, uint32_t bytes) 
   const Span s = segmentOf(c.count, spec_.segment_elems, segment);
   const size_t index = slotIndex(ci, segment);
   const size_t at = (c.offset + s.offset) * elem_;
-  const size_t raw_bytes = codec::wireBytes(spec_.quant, spec_.dtype, s.count);
+  const size_t raw_bytes = phaseBytes(spec_, p, s.count);
   bytes_received_ += bytes;
   ++recv_done_;
   if (spec_.device != nullptr) {
@@ -266,7 +299,10 @@ Status RingAllReduce::deliveredCoded(const wire::DataHeader& h, uint32_t bytes) 
   }
   PCCL_RETURN_IF_ERROR(codec::validateWire(spec_.quant, spec_.dtype, raw, s.count)
                            .withContext(fmt::format("op {} phase {} segment at {}", spec_.op_id, p, h.offset)));
-  if (isReducePhase(spec_.world, p)) {
+  if (isReducePhase(spec_.world, p) && spec_.partialSums()) {
+    PCCL_RETURN_IF_ERROR(reducePartials(index, raw, at, s.count, isLastReducePhase(spec_.world, p)));
+    sendSegment(p + 1, segment);
+  } else if (isReducePhase(spec_.world, p)) {
     // Our input combined with the decoded partial result, in full precision; then re-encoded for the
     // next hop. The owner's last hop finalises avg and adopts what the others will decode.
     const bool last = isLastReducePhase(spec_.world, p);
@@ -315,61 +351,35 @@ Status RingAllReduce::runDeviceStep(const RingOpSpec& spec, size_t slot_cap, con
   const pcclGpuBackend_t& api = ctx.api;
   uint8_t* hslot = spec.wire + step.index * slot_cap;
   uint8_t* dslot = spec.device_wire + step.index * slot_cap;
-  const size_t raw = codec::wireBytes(spec.quant, spec.dtype, step.count);
-  const int q = static_cast<int>(spec.quant);
-  const int dt = static_cast<int>(spec.dtype);
-  const bool plain = spec.quant == codec::Quant::kNone;
-  const uint8_t* in = spec.input + step.at;
-  uint8_t* out = spec.output + step.at;
   const auto where = [&] { return fmt::format("op {} phase {} segment {}", spec.op_id, step.phase, step.segment); };
   if (step.kind != DeviceStep::kEncodeInput) {
+    const size_t in_raw = phaseBytes(spec, step.phase, step.count);
     const uint8_t* src = hslot;
     if ((step.rx_flags & wire::kDataCompressed) != 0) {
-      PCCL_ASSIGN_OR_RETURN(uint8_t* tmp, ctx.scratch(raw));
-      PCCL_RETURN_IF_ERROR(ctx.compressor->decompress(hslot, step.rx_bytes, tmp, raw).withContext(where()));
+      PCCL_ASSIGN_OR_RETURN(uint8_t* tmp, ctx.scratch(in_raw));
+      PCCL_RETURN_IF_ERROR(ctx.compressor->decompress(hslot, step.rx_bytes, tmp, in_raw).withContext(where()));
       src = tmp;
     }
     PCCL_RETURN_IF_ERROR(codec::validateWire(spec.quant, spec.dtype, src, step.count).withContext(where()));
     // A plain all-gather segment is final as it is: straight into the output.
-    uint8_t* up = plain && step.kind == DeviceStep::kGather ? out : dslot;
-    PCCL_RETURN_IF_ERROR(ctx.check(api.memcpy_async(up, src, raw, PCCL_GPU_COPY_H2D, ctx.stream), "upload"));
+    const bool plain = spec.quant == codec::Quant::kNone;
+    uint8_t* up = plain && step.kind == DeviceStep::kGather ? spec.output + step.at : dslot;
+    PCCL_RETURN_IF_ERROR(ctx.check(api.memcpy_async(up, src, in_raw, PCCL_GPU_COPY_H2D, ctx.stream), "upload"));
   }
-  const uint8_t* down = dslot;  // what leaves for the next hop
-  switch (step.kind) {
-    case DeviceStep::kEncodeInput:
-      if (plain) {
-        down = in;
-      } else {
-        PCCL_RETURN_IF_ERROR(ctx.check(api.encode(q, dt, in, step.count, dslot, ctx.stream), "encode"));
-      }
-      break;
-    case DeviceStep::kReduce:
-      PCCL_RETURN_IF_ERROR(ctx.check(api.decode_reduce(q, dt, static_cast<int>(spec.op), dslot, step.count, in, out,
-                                                       step.divisor, ctx.stream),
-                                     "decode_reduce"));
-      if (plain) {
-        down = out;
-      } else {
-        PCCL_RETURN_IF_ERROR(ctx.check(api.encode(q, dt, out, step.count, dslot, ctx.stream), "encode"));
-        if (step.adopt) {
-          PCCL_RETURN_IF_ERROR(ctx.check(api.decode(q, dt, dslot, step.count, out, ctx.stream), "decode"));
-        }
-      }
-      break;
-    case DeviceStep::kGather:
-      if (!plain) PCCL_RETURN_IF_ERROR(ctx.check(api.decode(q, dt, dslot, step.count, out, ctx.stream), "decode"));
-      break;
-  }
-  if (step.kind != DeviceStep::kGather) {
-    PCCL_RETURN_IF_ERROR(ctx.check(api.memcpy_async(hslot, down, raw, PCCL_GPU_COPY_D2H, ctx.stream), "download"));
+  const uint8_t* down = nullptr;  // what leaves for the next hop
+  PCCL_RETURN_IF_ERROR(runDeviceKernels(spec, step, ctx, dslot, &down));
+  const uint32_t out_phase = step.kind == DeviceStep::kEncodeInput ? 0 : step.phase + 1;
+  const size_t out_raw = down != nullptr ? phaseBytes(spec, out_phase, step.count) : 0;
+  if (down != nullptr) {
+    PCCL_RETURN_IF_ERROR(ctx.check(api.memcpy_async(hslot, down, out_raw, PCCL_GPU_COPY_D2H, ctx.stream), "download"));
   }
   PCCL_RETURN_IF_ERROR(ctx.check(api.stream_synchronize(ctx.stream), "stream_synchronize").withContext(where()));
-  *len = static_cast<uint32_t>(raw);
+  *len = static_cast<uint32_t>(out_raw);
   *flags = 0;
-  if (step.kind != DeviceStep::kGather && spec.compress > 0) {
-    const size_t cap = codec::Compressor::bound(raw);
+  if (down != nullptr && spec.compress > 0) {
+    const size_t cap = codec::Compressor::bound(out_raw);
     PCCL_ASSIGN_OR_RETURN(uint8_t* tmp, ctx.scratch(cap));
-    PCCL_ASSIGN_OR_RETURN(size_t z, ctx.compressor->compress(hslot, raw, tmp, cap, spec.compress));
+    PCCL_ASSIGN_OR_RETURN(size_t z, ctx.compressor->compress(hslot, out_raw, tmp, cap, spec.compress));
     if (z != 0) {
       std::memcpy(hslot, tmp, z);
       *len = static_cast<uint32_t>(z);
@@ -377,6 +387,54 @@ Status RingAllReduce::runDeviceStep(const RingOpSpec& spec, size_t slot_cap, con
     }
   }
   return Status::ok();
+}
+
+// The kernels of one step, queued on the job's stream; *down := what to download for the next hop
+// (nullptr: nothing leaves, an all-gather segment).
+Status RingAllReduce::runDeviceKernels(const RingOpSpec& spec, const DeviceStep& step, codec::gpu::JobContext& ctx,
+                                       uint8_t* dslot, const uint8_t** down) {
+  const pcclGpuBackend_t& api = ctx.api;
+  const int q = static_cast<int>(spec.quant);
+  const int dt = static_cast<int>(spec.dtype);
+  const bool plain = spec.quant == codec::Quant::kNone;
+  const uint8_t* in = spec.input + step.at;
+  uint8_t* out = spec.output + step.at;
+  const size_t n = step.count;
+  *down = dslot;
+  switch (step.kind) {
+    case DeviceStep::kEncodeInput:
+      if (spec.partialSums()) {
+        return ctx.check(api.widen_partials(dt, spec.world, in, n, dslot, ctx.stream), "widen_partials");
+      }
+      if (plain) {
+        *down = in;
+        return Status::ok();
+      }
+      return ctx.check(api.encode(q, dt, in, n, dslot, ctx.stream), "encode");
+    case DeviceStep::kReduce:
+      if (spec.partialSums() && step.adopt) {  // the owner's last hop: divide once, send the elements
+        *down = out;
+        return ctx.check(api.finish_partials(dt, spec.world, dslot, in, n, out, ctx.stream), "finish_partials");
+      }
+      if (spec.partialSums()) {
+        return ctx.check(api.add_partials(dt, spec.world, dslot, in, n, dslot, ctx.stream), "add_partials");
+      }
+      PCCL_RETURN_IF_ERROR(ctx.check(
+          api.decode_reduce(q, dt, static_cast<int>(spec.op), dslot, n, in, out, step.divisor, ctx.stream),
+          "decode_reduce"));
+      if (plain) {
+        *down = out;
+        return Status::ok();
+      }
+      PCCL_RETURN_IF_ERROR(ctx.check(api.encode(q, dt, out, n, dslot, ctx.stream), "encode"));
+      if (step.adopt) return ctx.check(api.decode(q, dt, dslot, n, out, ctx.stream), "decode");
+      return Status::ok();
+    case DeviceStep::kGather:
+      *down = nullptr;
+      if (!plain) return ctx.check(api.decode(q, dt, dslot, n, out, ctx.stream), "decode");
+      return Status::ok();
+  }
+  return Status::internal("unknown device step");
 }
 
 void RingAllReduce::deviceDone(const DeviceStep& step, const Status& st, uint32_t len, uint32_t flags) {

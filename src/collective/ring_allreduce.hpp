@@ -15,6 +15,9 @@
 // our input, in full precision) into the output, re-encoded into the same slot and sent from there;
 // all-gather segments are forwarded from their slot as received. The owner of a chunk encodes the
 // final value once and adopts the decoded value itself, so every peer decodes the same bytes.
+// Integer avg is coded too: its reduce-scatter carries exact partial sums, 8 or 16 bytes per element, and the owner
+// divides once (codec/partial_sum.hpp), and its all-gather
+// carries the elements.
 // Device buffers (spec.device): input and output live on the GPU; the slots are pinned host memory
 // mirrored by spec.device_wire on the GPU. Each segment's codec work becomes a job on the engine's
 // worker (upload the received bytes, decode/combine/encode on the GPU, download the new wire bytes,
@@ -34,6 +37,7 @@
 #include "codec/compress.hpp"
 #include "codec/dtype.hpp"
 #include "codec/gpu/engine.hpp"
+#include "codec/partial_sum.hpp"
 #include "collective/partition.hpp"
 #include "net/data_channel.hpp"
 #include "pccl/status.hpp"
@@ -57,7 +61,11 @@ struct RingOpSpec {
   codec::gpu::Engine* device = nullptr;       // input/output are device memory of this engine
   uint8_t* device_wire = nullptr;             // device: wireRegionBytes(spec) bytes on the GPU
   std::function<void(std::function<void()>)> post;  // device: runs a job's completion on the io thread
-  bool coded() const { return quant != codec::Quant::kNone || compress > 0 || device != nullptr; }
+  // Integer avg: the reduce-scatter carries exact partial sums (codec/partial_sum.hpp).
+  bool partialSums() const { return codec::hasPartialSums(dtype, op); }
+  bool coded() const {
+    return quant != codec::Quant::kNone || compress > 0 || device != nullptr || partialSums();
+  }
 };
 
 // Bytes of the slot region a coded operation needs (0 when not coded).
@@ -96,6 +104,9 @@ class RingAllReduce : public std::enable_shared_from_this<RingAllReduce> {
   size_t slotIndex(uint32_t chunk_index, size_t segment) const { return first_seg_[chunk_index] + segment; }
   uint8_t* slot(size_t index) const { return spec_.wire + index * slot_cap_; }
   Status encodeSlot(size_t index, const uint8_t* src, size_t count, uint8_t* adopt_into);
+  Status encodeInput(size_t index, const uint8_t* src, size_t count);
+  Status compressSlot(size_t index, size_t raw);
+  Status reducePartials(size_t index, const uint8_t* raw, size_t at, size_t count, bool last);
   Status deliveredCoded(const wire::DataHeader& h, uint32_t bytes);
   // Device buffers.
   struct DeviceStep;
@@ -108,6 +119,8 @@ class RingAllReduce : public std::enable_shared_from_this<RingAllReduce> {
   void submitDevice(const DeviceStep& step);
   static Status runDeviceStep(const RingOpSpec& spec, size_t slot_cap, const DeviceStep& step,
                               codec::gpu::JobContext& ctx, uint32_t* len, uint32_t* flags);
+  static Status runDeviceKernels(const RingOpSpec& spec, const DeviceStep& step, codec::gpu::JobContext& ctx,
+                                 uint8_t* dslot, const uint8_t** down);
   void deviceDone(const DeviceStep& step, const Status& st, uint32_t len, uint32_t flags);
   void quiesce();
 

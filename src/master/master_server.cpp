@@ -168,6 +168,8 @@ void MasterServer::registerHandlers(Session& s) {
     serial_by_id_.erase(id);
     sp->joined = false;  // the close handler must not report a second departure
     removePeer(id, wire::LeaveReason::kGraceful, "");
+    // Closing runs onClosed at once, which drops this session; it frees the session (and this
+    // handler) only after the handler has returned (releaseLater).
     sp->conn->close(Status::ok());
     return Status::ok();
   });
@@ -211,11 +213,25 @@ Status MasterServer::onJoin(Session& s, const wire::JoinRequest& m) {
   return Status::ok();
 }
 
+// A connection closes from inside its own session's handlers (Leave, a failed send in apply(), an
+// Error sent at once): the session leaves every table now, but its memory (the dispatcher whose
+// handler may be running) is freed by a posted task, after the handler has returned.
+void MasterServer::releaseLater(std::unique_ptr<Session> s) {
+  if (stopping_) return;  // shutdown() runs outside every handler: free it now
+  std::shared_ptr<Session> dead(std::move(s));
+  asio::post(io_, [dead] {});
+}
+
 void MasterServer::onClosed(uint64_t serial, const Status& reason) {
   auto it = sessions_.find(serial);
   if (it == sessions_.end()) return;
   std::unique_ptr<Session> s = std::move(it->second);
   sessions_.erase(it);
+  forget(s.get(), reason);
+  releaseLater(std::move(s));
+}
+
+void MasterServer::forget(const Session* s, const Status& reason) {
   if (stopping_ || !s->joined) {
     if (!stopping_) publishStats();
     if (!reason.isOk() && !stopping_) {

@@ -45,6 +45,8 @@ class MasterServer {
   void registerHandlers(Session& s);
   Status onJoin(Session& s, const wire::JoinRequest& m);
   void onClosed(uint64_t serial, const Status& reason);
+  void forget(const Session* s, const Status& reason);  // removes a closed session's peer
+  void releaseLater(std::unique_ptr<Session> s);
   void apply(const Effects& fx);
   void tick();
   void publishStats();

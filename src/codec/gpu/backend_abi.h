@@ -29,7 +29,7 @@
 extern "C" {
 #endif
 
-#define PCCL_GPU_ABI_VERSION 1u
+#define PCCL_GPU_ABI_VERSION 2u /* 2: the partial-sum functions of integer avg */
 
 enum {
   PCCL_GPU_OK = 0,
@@ -76,6 +76,19 @@ typedef struct pcclGpuBackend_t {
   /* acc[i] := acc[i] (op) in[i], divided by divisor (>= 1). */
   int (*reduce)(int dtype, int op, void* acc, const void* in, size_t count, uint32_t divisor,
                 pcclGpuStream_t stream);
+
+  /* Integer avg's exact partial sums over `peers` peers (codec/partial_sum.hpp, docs/protocol.md
+   * §5.4), integer dtypes only: the wire holds codec::partialSumSize(dtype, peers) bytes per element
+   * and is aligned to that size (8 for 16-byte sums). The exact bytes and values of
+   * codec::widenToPartials / addToPartials / finishPartials. */
+  /* wire := in[0..count) as partial sums. */
+  int (*widen_partials)(int dtype, uint32_t peers, const void* in, size_t count, void* wire, pcclGpuStream_t stream);
+  /* dst := wire + in, as partial sums; dst may be wire. */
+  int (*add_partials)(int dtype, uint32_t peers, const void* wire, const void* in, size_t count, void* dst,
+                      pcclGpuStream_t stream);
+  /* out := (wire + in) / peers (peers >= 1), rounded toward zero, in dtype. */
+  int (*finish_partials)(int dtype, uint32_t peers, const void* wire, const void* in, size_t count, void* out,
+                         pcclGpuStream_t stream);
 
   const char* (*last_error)(void);
 } pcclGpuBackend_t;

@@ -1,7 +1,7 @@
 // The GPU kernels of the codec: the same element math as the CPU loops (kernels/*.hpp,
 // codec/half.hpp, device_math.hpp), laid out for a GPU.
-//   elementwise   grid-stride loop over one functor: reduce, uncompressed decode_reduce, and the
-//                 fp16/bf16 conversions
+//   elementwise   grid-stride loop over one functor: reduce, uncompressed decode_reduce, the
+//                 fp16/bf16 conversions, and integer avg's partial sums
 //   int8Encode    one thread block per int8 block of kInt8Block elements: each thread loads 16
 //                 elements (four runs of four), a shared-memory reduction finds min/max/Inf/NaN,
 //                 thread 0 writes the header, every thread writes its codes
@@ -15,6 +15,7 @@
 
 #include "codec/gpu/device_math.hpp"
 #include "codec/half.hpp"
+#include "kernels/partial_sum.hpp"
 #include "kernels/quant_math.hpp"
 
 namespace pccl::gpu {
@@ -74,6 +75,38 @@ struct DecodeHalf {
     if constexpr (F::kUsesInput) other = E::load(in[i]);
     dst[i] = E::store(F::apply(decoded, other, divisor));
   }
+};
+
+// ---- integer avg's partial sums (kernels/partial_sum.hpp) ---------------------------------------------
+
+// wire[i] := in[i] as a partial sum of type S.
+template <typename T, typename S>
+struct WidenPartials {
+  using P = kernels::Partial<T, S>;
+  const T* in;
+  S* wire;
+  __device__ void operator()(size_t i) const { wire[i] = P::widen(in[i]); }
+};
+
+// dst[i] := wire[i] + in[i] (dst may be wire).
+template <typename T, typename S>
+struct AddPartials {
+  using P = kernels::Partial<T, S>;
+  const S* wire;
+  const T* in;
+  S* dst;
+  __device__ void operator()(size_t i) const { dst[i] = P::add(wire[i], in[i]); }
+};
+
+// out[i] := (wire[i] + in[i]) / peers, toward zero.
+template <typename T, typename S>
+struct FinishPartials {
+  using P = kernels::Partial<T, S>;
+  const S* wire;
+  const T* in;
+  T* out;
+  uint32_t peers;
+  __device__ void operator()(size_t i) const { out[i] = P::finish(wire[i], in[i], peers); }
 };
 
 // ---- int8 helpers -----------------------------------------------------------------------------------

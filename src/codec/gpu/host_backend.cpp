@@ -9,6 +9,7 @@
 
 #include "codec/dtype.hpp"
 #include "codec/gpu/backend_abi.h"
+#include "codec/partial_sum.hpp"
 #include "codec/quant.hpp"
 #include "codec/reduce.hpp"
 
@@ -90,12 +91,34 @@ int reduce(int dtype, int op, void* acc, const void* in, size_t count, uint32_t 
   pccl::codec::reduceInto(static_cast<DType>(dtype), static_cast<RedOp>(op), acc, in, count, divisor);
   return PCCL_GPU_OK;
 }
+bool isInteger(int dtype) {
+  return pccl::codec::isValidDType(static_cast<uint8_t>(dtype)) && !pccl::codec::isFloating(static_cast<DType>(dtype));
+}
+int widenPartials(int dtype, uint32_t peers, const void* in, size_t count, void* wire, pcclGpuStream_t) {
+  if (!isInteger(dtype) || peers == 0) return fail("partial sums need an integer dtype and peers >= 1");
+  pccl::codec::widenToPartials(static_cast<DType>(dtype), peers, in, count, static_cast<uint8_t*>(wire));
+  return PCCL_GPU_OK;
+}
+int addPartials(int dtype, uint32_t peers, const void* wire, const void* in, size_t count, void* dst,
+                pcclGpuStream_t) {
+  if (!isInteger(dtype) || peers == 0) return fail("partial sums need an integer dtype and peers >= 1");
+  pccl::codec::addToPartials(static_cast<DType>(dtype), peers, static_cast<const uint8_t*>(wire), in, count,
+                             static_cast<uint8_t*>(dst));
+  return PCCL_GPU_OK;
+}
+int finishPartials(int dtype, uint32_t peers, const void* wire, const void* in, size_t count, void* out,
+                   pcclGpuStream_t) {
+  if (!isInteger(dtype) || peers == 0) return fail("partial sums need an integer dtype and peers >= 1");
+  pccl::codec::finishPartials(static_cast<DType>(dtype), peers, static_cast<const uint8_t*>(wire), in, count, out);
+  return PCCL_GPU_OK;
+}
 const char* lastError() { return t_error; }
 
 const pcclGpuBackend_t kHostBackend = {
     PCCL_GPU_ABI_VERSION, "host", deviceCount, pointerDevice, setDevice, streamCreate, streamDestroy,
     streamSynchronize,    alloc,  release,     alloc,         release,   copy,         encode,
-    decode,               decodeReduce,        reduce,        lastError,
+    decode,               decodeReduce,        reduce,        widenPartials, addPartials,  finishPartials,
+    lastError,
 };
 
 }  // namespace

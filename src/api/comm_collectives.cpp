@@ -1,0 +1,115 @@
+// Communicator::Impl, collectives: the checks and bookkeeping of allReduceAsync and syncSharedState
+// on the calling thread, and the hand-off of an all-reduce to the io thread (collective::Collectives),
+// whose completion comes back through the ReduceHandle.
+#include <fmt/format.h>
+
+#include <cstring>
+
+#include "api/comm_impl.hpp"
+#include "api/reduce_handle.hpp"
+#include "codec/dtype.hpp"
+
+namespace pccl {
+
+using peer::PeerState;
+
+Result<ReduceHandle> Communicator::Impl::allReduceAsync(const void* send, void* recv, size_t count, DataType dtype,
+                                                        RedOp op, const ReduceOptions& o) {
+  PCCL_RETURN_IF_ERROR(record(checkReduceArgs(send, recv, count, dtype, op, o)));
+  collective::ReduceRequest req;
+  req.submitted = Clock::now();
+  req.tag = o.tag;
+  req.count = count;
+  req.dtype = static_cast<codec::DType>(dtype);
+  req.op = static_cast<codec::RedOp>(op);
+  req.quant = static_cast<codec::Quant>(o.quant);
+  req.compress = o.compress;
+  req.segment_bytes = config_.segment_bytes;
+  req.timeout = Millis(config_.op_timeout_ms);
+  req.output = static_cast<uint8_t*>(recv);
+  req.input = static_cast<const uint8_t*>(send);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!fatal_.isOk()) return record(fatal_);
+    if (state_ != PeerState::kMember) {
+      return record(Status::invalidUsage(
+          fmt::format("allReduce needs a connected member with a ring; this peer is {}", peer::peerStateName(state_))));
+    }
+    if (syncing_) return record(Status::invalidUsage("allReduce while a shared-state sync runs on this peer"));
+    if (inflight_.size() >= config_.max_concurrent_ops) {
+      return record(Status::invalidUsage(fmt::format(
+          "{} all-reduces are in flight on this peer, its limit (max_concurrent_ops): wait for one first",
+          inflight_.size())));
+    }
+    if (inflight_.count(o.tag) != 0) {
+      return record(Status::invalidUsage(fmt::format(
+          "tag {} is still in flight on this peer: concurrent collectives need distinct tags", o.tag)));
+    }
+    inflight_.insert(o.tag);
+  }
+  const size_t bytes = count * codec::dtypeSize(req.dtype);
+  if (o.location == BufferLocation::kDevice && count > 0) {
+    Status st = device_.prepare(send, recv, bytes, req);
+    if (!st.isOk()) {
+      std::lock_guard<std::mutex> lk(mu_);
+      inflight_.erase(o.tag);
+      return record(st);
+    }
+  } else if (send == recv && count > 0) {
+    // In place: the ring reads a saved copy of the input, so a failure can put it back.
+    req.saved = buffers_.acquire(bytes);
+    std::memcpy(req.saved.data.get(), recv, bytes);
+    req.input = req.saved.data.get();
+  }
+  auto state = std::make_shared<ReduceHandle::State>();
+  const uint64_t tag = o.tag;
+  stats_.reduceStarted(tag);
+  auto done = [this, state, tag, bytes](const collective::ReduceOutcome& out) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      inflight_.erase(tag);
+    }
+    stats_.reduceEnded(tag, out.status, out.tx_bytes, out.rx_bytes, out.seconds, bytes);
+    if (!out.status.isOk()) (void)record(out.status);
+    std::lock_guard<std::mutex> lk(state->mu);
+    state->done = true;
+    state->status = out.status;
+    state->info = ReduceInfo{out.tx_bytes, out.rx_bytes, out.world_size, out.seconds};
+    state->cv.notify_all();
+  };
+  auto shared_req = std::make_shared<collective::ReduceRequest>(std::move(req));
+  asio::post(io_, [this, shared_req, done] { colls_->submit(std::move(*shared_req), done); });
+  return ReduceHandle(state);
+}
+
+Result<SyncInfo> Communicator::Impl::syncSharedState(SharedState& state, SyncStrategy strategy) {
+  SyncContext ctx;
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!fatal_.isOk()) return record(fatal_);
+    if (state_ != PeerState::kMember) {
+      return record(Status::invalidUsage(fmt::format(
+          "syncSharedState needs a connected member with a ring; this peer is {}", peer::peerStateName(state_))));
+    }
+    if (!inflight_.empty() || syncing_) {
+      return record(Status::invalidUsage(fmt::format(
+          "syncSharedState while {} collective(s){} are in flight on this peer: wait for them first",
+          inflight_.size(), syncing_ ? " and another sync" : "")));
+    }
+    syncing_ = true;
+    ctx.epoch = topology_.epoch;
+    ctx.self = id_;
+    ctx.ring = topology_.ring;
+  }
+  ctx.connections = config_.connections_per_peer;
+  ctx.same_host_connections = config_.same_host_connections;
+  ctx.timeout = Millis(config_.op_timeout_ms);
+  ctx.handshake_timeout = Millis(config_.handshake_timeout_ms);
+  auto r = sync_->run(state, strategy, ctx);
+  stats_.syncEnded(r.status(), r.isOk() ? r->tx_bytes : 0, r.isOk() ? r->rx_bytes : 0);
+  std::lock_guard<std::mutex> lk(mu_);
+  syncing_ = false;
+  return record(std::move(r));
+}
+
+}  // namespace pccl

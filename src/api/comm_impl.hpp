@@ -1,0 +1,151 @@
+// pccl::Communicator::Impl: one peer's state and its io thread. User threads call in and wait on
+// events with deadlines; everything that touches a socket runs on the io thread the communicator owns
+// (MasterLink, RingPool, the p2p listener, Collectives, the shared-state server).
+//
+// Where each part lives:
+//   communicator.cpp     the public facade, creation, the io thread and destruction, attributes
+//   comm_membership.cpp  connect / updateTopology / arePeersPending / leave, and the io thread's side
+//                        of the master session (join, topology builds, loss of the master)
+//   comm_collectives.cpp allReduceAsync and syncSharedState: checks, bookkeeping, hand-off to the io thread
+#ifndef PCCL_API_COMM_IMPL_HPP_
+#define PCCL_API_COMM_IMPL_HPP_
+
+#include <fmt/format.h>
+
+#include <condition_variable>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <thread>
+
+#include "api/comm_config.hpp"
+#include "api/comm_stats.hpp"
+#include "api/device_buffers.hpp"
+#include "api/shared_state.hpp"
+#include "collective/buffer_pool.hpp"
+#include "collective/collectives.hpp"
+#include "net/auth.hpp"
+#include "net/listener.hpp"
+#include "peer/master_link.hpp"
+#include "peer/peer_state.hpp"
+#include "peer/ring_pool.hpp"
+#include "pccl/communicator.hpp"
+
+namespace pccl {
+
+class Communicator::Impl {
+ public:
+  Impl(CommConfig config, net::HostPort master, net::HostPort listen);
+  ~Impl();
+  Status init();
+
+  // ---- membership (comm_membership.cpp) ----------------------------------------------------------
+  Status connect();
+  Status updateTopology();
+  Result<bool> arePeersPending();
+  Status leave();
+
+  // ---- collectives (comm_collectives.cpp) --------------------------------------------------------
+  Result<ReduceHandle> allReduceAsync(const void* send, void* recv, size_t count, DataType dtype, RedOp op,
+                                      const ReduceOptions& o);
+  Result<SyncInfo> syncSharedState(SharedState& state, SyncStrategy strategy);
+
+  // ---- attributes (communicator.cpp) -------------------------------------------------------------
+  Topology topology() const;
+  PeerId id() const;
+  uint16_t listenPort() const { return listener_->port(); }
+  const char* cipher() const;
+  CommStats stats() const { return stats_.stats(); }
+  std::string lastError() const {
+    std::lock_guard<std::mutex> lk(err_mu_);
+    return last_error_;
+  }
+
+  // ---- tests only (detail::CommAccess) -----------------------------------------------------------
+  void postForTest(std::function<void()> fn) { asio::post(io_, std::move(fn)); }  // may block the io thread
+  // Runs on the destroying thread once the io thread has been told to stop, before it is joined.
+  void setStopHookForTest(std::function<void()> fn) { test_on_stop_ = std::move(fn); }
+
+ private:
+  static constexpr const char* kLog = "peer";
+  static constexpr Millis kLeaveTimeout{2000};  // how long leave() waits for the master's acknowledgement
+
+  // Requires mu_ (or the value is only read on the io thread).
+  uint64_t epoch() const { return topology_.epoch; }
+
+  template <typename T>
+  T record(T result) {  // remembers the detail of a failure for lastError(); requires mu_ not necessarily held
+    const Status& s = statusOf(result);
+    if (!s.isOk()) {
+      std::string text = s.toString();
+      std::unique_lock<std::mutex> lk(err_mu_);
+      last_error_ = std::move(text);
+    }
+    return result;
+  }
+  static const Status& statusOf(const Status& s) { return s; }
+  template <typename V>
+  static const Status& statusOf(const Result<V>& r) { return r.status(); }
+
+  Status leaveWith(const Status& why);  // leave(); collectives still in flight fail with `why`
+  void setState(peer::PeerState to);   // requires mu_
+  void teardown();                    // abandons a connect() that timed out
+
+  // io thread: the master session.
+  void ioStartSession();
+  void registerSessionHandlers();
+  void sendJoin(const Status& opened);
+  Status onJoined(const wire::JoinAccepted& m);
+  Status onTopology(const wire::TopologyUpdate& m);
+  Status onReady(const wire::TopologyReady& m);
+  Status onFailed(const wire::TopologyFailed& m);
+  void onLost(const Status& s);
+
+  CommConfig config_;
+  net::HostPort master_addr_;
+  std::shared_ptr<const net::AuthKey> key_;
+  asio::io_context io_;
+  std::thread thread_;
+  std::shared_ptr<net::Listener> listener_;
+  std::unique_ptr<peer::MasterLink> link_;  // io thread
+  std::unique_ptr<peer::RingPool> pool_;    // io thread
+  collective::BufferPool buffers_;          // thread-safe
+  DeviceBuffers device_;                    // thread-safe; outlives colls_ (which holds its blocks)
+  std::unique_ptr<collective::Collectives> colls_;  // io thread
+  std::unique_ptr<SharedStateSync> sync_;   // run() on the calling thread, the rest on the io thread
+  Topology building_;                       // io thread: the topology being built
+
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  peer::PeerState state_ = peer::PeerState::kIdle;
+  Status fatal_;          // sticky: master unreachable or kicked
+  Status connect_error_;  // why the last connect attempt failed before joining
+  Status last_build_;     // outcome of the last ring build
+  uint64_t builds_done_ = 0;
+  Topology topology_;
+  uint64_t next_query_ = 0;
+  std::map<uint64_t, wire::MembershipStatus> answers_;  // QueryStatus replies not yet collected
+  std::set<uint64_t> waiting_;
+  std::set<uint64_t> inflight_;  // tags of collectives not yet done
+  bool syncing_ = false;         // a syncSharedState() call is under way
+  PeerId id_{};
+
+  StatsRecorder stats_;  // thread-safe
+  mutable std::mutex err_mu_;
+  std::string last_error_;
+  std::function<void()> test_on_stop_;
+};
+
+namespace detail {
+// Tests reach a communicator's Impl through this (a friend of Communicator).
+struct CommAccess {
+  static Communicator::Impl& impl(Communicator& c) { return *c.impl_; }
+};
+}  // namespace detail
+
+}  // namespace pccl
+
+#endif  // PCCL_API_COMM_IMPL_HPP_

@@ -1,0 +1,317 @@
+// Communicator::Impl, membership: the calls that join, vote, query and leave (user threads, waiting
+// with deadlines), and the io thread's side of the master session (JoinAccepted, topology builds,
+// the loss of the master). The state machine is docs/architecture.md §4.
+#include <fmt/format.h>
+
+#include <future>
+
+#include "api/comm_impl.hpp"
+#include "pccl/version.h"
+#include "util/log.hpp"
+
+namespace pccl {
+
+using peer::PeerState;
+
+namespace {
+constexpr const char* kClientVersion = "pccl " PCCL_VERSION_STRING;
+}  // namespace
+
+// ---- user-facing calls --------------------------------------------------------------------------
+
+Status Communicator::Impl::connect() {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (!fatal_.isOk()) return record(fatal_);
+  if (state_ != PeerState::kIdle) {
+    return record(Status::invalidUsage(fmt::format("connect() called while {}", peer::peerStateName(state_))));
+  }
+  setState(PeerState::kConnecting);
+  connect_error_ = Status::ok();
+  const uint64_t builds0 = builds_done_;
+  asio::post(io_, [this] { ioStartSession(); });
+  const TimePoint deadline = deadlineAfterMs(config_.connect_timeout_ms);
+  bool done = cv_.wait_until(lk, deadline, [&] {
+    return state_ == PeerState::kFailed || (state_ == PeerState::kIdle && !connect_error_.isOk()) ||
+           builds_done_ > builds0;
+  });
+  if (state_ == PeerState::kFailed) return record(fatal_);
+  if (state_ == PeerState::kIdle) return record(connect_error_);
+  if (done) return record(last_build_);
+  std::string where = peer::peerStateName(state_);
+  lk.unlock();
+  teardown();
+  return record(Status::timeout(fmt::format(
+      "not admitted into the ring within {} ms (still {}); accepted peers admit pending ones by all calling "
+      "pcclUpdateTopology",
+      config_.connect_timeout_ms, where)));
+}
+
+Status Communicator::Impl::updateTopology() {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (!fatal_.isOk()) return record(fatal_);
+  if (state_ != PeerState::kMember) {
+    return record(Status::invalidUsage(
+        fmt::format("updateTopology() needs a connected member; this peer is {}", peer::peerStateName(state_))));
+  }
+  if (!inflight_.empty() || syncing_) {
+    return record(Status::invalidUsage(fmt::format(
+        "updateTopology() while {} collective(s){} are in flight: wait for them first", inflight_.size(),
+        syncing_ ? " and a shared-state sync" : "")));
+  }
+  setState(PeerState::kVoting);
+  const uint64_t builds0 = builds_done_;
+  asio::post(io_, [this] {
+    if (link_) link_->send(wire::VoteUpdate{}, epoch());
+  });
+  const TimePoint deadline = deadlineAfterMs(config_.connect_timeout_ms);
+  bool done = cv_.wait_until(lk, deadline, [&] { return state_ == PeerState::kFailed || builds_done_ > builds0; });
+  if (state_ == PeerState::kFailed) return record(fatal_);
+  if (done) return record(last_build_);
+  lk.unlock();
+  asio::post(io_, [this] {
+    if (link_) link_->send(wire::WithdrawVote{}, epoch());
+    std::lock_guard<std::mutex> g(mu_);
+    if (state_ == PeerState::kVoting) setState(PeerState::kMember);
+    cv_.notify_all();
+  });
+  return record(Status::timeout(fmt::format(
+      "topology update not agreed within {} ms: every accepted peer must call pcclUpdateTopology",
+      config_.connect_timeout_ms)));
+}
+
+// One round trip to the master, so the answer reflects its state at the time of the call.
+Result<bool> Communicator::Impl::arePeersPending() {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (!fatal_.isOk()) return record(fatal_);
+  if (!peer::isJoined(state_)) {
+    return record(Status::invalidUsage(fmt::format("not connected (state {})", peer::peerStateName(state_))));
+  }
+  const uint64_t id = ++next_query_;
+  waiting_.insert(id);
+  asio::post(io_, [this, id] {
+    if (link_) link_->send(wire::QueryStatus{id}, epoch());
+  });
+  bool answered = cv_.wait_for(lk, Millis(config_.peer_timeout_ms), [&] {
+    return !fatal_.isOk() || answers_.count(id) != 0;
+  });
+  waiting_.erase(id);
+  if (!fatal_.isOk()) return record(fatal_);
+  if (!answered) {
+    return record(Status::masterUnreachable(
+        fmt::format("master did not answer a status query within {} ms", config_.peer_timeout_ms)));
+  }
+  wire::MembershipStatus st = answers_[id];
+  answers_.erase(id);
+  return st.pending > 0 || st.vote_open != 0 || st.stale != 0;
+}
+
+Status Communicator::Impl::leave() { return leaveWith(Status::invalidUsage("the communicator left the run")); }
+
+// Collectives still in flight fail with `why`.
+Status Communicator::Impl::leaveWith(const Status& why) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (state_ == PeerState::kLeft || state_ == PeerState::kIdle || state_ == PeerState::kFailed) {
+      return Status::ok();
+    }
+  }
+  // Shared with the io thread, which may get to it only after the wait below gave up.
+  auto left = std::make_shared<std::promise<void>>();
+  auto acknowledged = left->get_future();
+  asio::post(io_, [this, left, why] {
+    colls_->failAll(why);
+    pool_->reset(Status::ok());
+    if (!link_) return left->set_value();
+    link_->leave(epoch(), [left] { left->set_value(); });
+  });
+  acknowledged.wait_for(kLeaveTimeout);
+  // Acknowledged or not, the session is over: the io thread closes the link when it gets there
+  // (a busy io thread must not hold this call, nor the destructor, past its deadline).
+  asio::post(io_, [this] {
+    if (link_) link_->close();
+  });
+  std::lock_guard<std::mutex> lk(mu_);
+  if (state_ != PeerState::kFailed) setState(PeerState::kLeft);
+  return Status::ok();
+}
+
+void Communicator::Impl::setState(PeerState to) {  // requires mu_
+  if (!peer::isLegalTransition(state_, to)) {
+    PCCL_LOG_ERROR(kLog, "illegal state transition {} -> {} (ignored)", peer::peerStateName(state_),
+                   peer::peerStateName(to));
+    return;
+  }
+  PCCL_LOG_DEBUG(kLog, "{} -> {}", peer::peerStateName(state_), peer::peerStateName(to));
+  state_ = to;
+  cv_.notify_all();
+}
+
+// Abandons a connect() that timed out: back to kIdle so connect() may be called again.
+void Communicator::Impl::teardown() {
+  std::promise<void> done;
+  asio::post(io_, [this, &done] {
+    colls_->failAll(Status::timeout("connect() gave up"));
+    pool_->reset(Status::ok());
+    if (link_) link_->close();
+    std::lock_guard<std::mutex> lk(mu_);
+    if (state_ != PeerState::kFailed) {
+      state_ = PeerState::kIdle;  // deliberate reset from any joined state
+      connect_error_ = Status::ok();
+      cv_.notify_all();
+    }
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
+// ---- io thread: the master session ----------------------------------------------------------------
+
+void Communicator::Impl::ioStartSession() {
+  link_ = std::make_unique<peer::MasterLink>(io_, key_, Millis(config_.handshake_timeout_ms));
+  colls_->setLink(link_.get());
+  registerSessionHandlers();
+  link_->open(
+      master_addr_, [this](const Status& s) { sendJoin(s); }, [this](const Status& s) { onLost(s); });
+}
+
+void Communicator::Impl::registerSessionHandlers() {
+  wire::Dispatcher& d = link_->dispatcher();
+  d.on<wire::OpStart>([this](const wire::FrameHeader&, const wire::OpStart& m) {
+    colls_->onStart(m);
+    return Status::ok();
+  });
+  d.on<wire::OpAbort>([this](const wire::FrameHeader&, const wire::OpAbort& m) {
+    colls_->onAbort(m);
+    return Status::ok();
+  });
+  d.on<wire::OpComplete>([this](const wire::FrameHeader&, const wire::OpComplete& m) {
+    colls_->onComplete(m);
+    return Status::ok();
+  });
+  d.on<wire::SyncPlan>([this](const wire::FrameHeader&, const wire::SyncPlan& m) {
+    sync_->onPlan(m);
+    return Status::ok();
+  });
+  d.on<wire::SyncComplete>([this](const wire::FrameHeader&, const wire::SyncComplete& m) {
+    sync_->onComplete(m);
+    return Status::ok();
+  });
+  d.on<wire::JoinAccepted>([this](const wire::FrameHeader&, const wire::JoinAccepted& m) { return onJoined(m); });
+  d.on<wire::TopologyUpdate>([this](const wire::FrameHeader&, const wire::TopologyUpdate& m) { return onTopology(m); });
+  d.on<wire::TopologyReady>([this](const wire::FrameHeader&, const wire::TopologyReady& m) { return onReady(m); });
+  d.on<wire::TopologyFailed>([this](const wire::FrameHeader&, const wire::TopologyFailed& m) { return onFailed(m); });
+  d.on<wire::MembershipStatus>([this](const wire::FrameHeader&, const wire::MembershipStatus& m) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (m.request_id == 0 || m.request_id > next_query_) return Status::protocol("unsolicited MembershipStatus");
+    if (waiting_.count(m.request_id) != 0) answers_[m.request_id] = m;
+    cv_.notify_all();
+    return Status::ok();
+  });
+  d.on<wire::PeerLeft>([this](const wire::FrameHeader&, const wire::PeerLeft& m) {
+    PCCL_LOG_INFO(kLog, "peer={} epoch={}: peer {} left the run{}{}", wire::shortId(id_), epoch(), wire::shortId(m.peer_id), m.detail.empty() ? "" : ": ", m.detail);
+    return Status::ok();
+  });
+}
+
+// The control connection is open (or could not be): ask to join.
+void Communicator::Impl::sendJoin(const Status& opened) {
+  if (!opened.isOk()) {
+    std::lock_guard<std::mutex> lk(mu_);
+    connect_error_ = opened;
+    if (state_ == PeerState::kConnecting) setState(PeerState::kIdle);
+    return;
+  }
+  wire::JoinRequest join;
+  join.p2p_port = listener_->port();
+  join.advertise_host = config_.advertise_host;
+  join.group = config_.peer_group;
+  join.connections = config_.connections_per_peer;
+  join.host_connections =
+      config_.same_host_connections != 0 ? config_.same_host_connections : config_.connections_per_peer;
+  join.client_version = kClientVersion;
+  link_->send(join, 0);
+}
+
+Status Communicator::Impl::onJoined(const wire::JoinAccepted& m) {
+  Millis interval(std::min(config_.heartbeat_interval_ms, m.heartbeat_interval_ms));
+  Millis timeout(std::max<uint64_t>(config_.peer_timeout_ms, 2ull * m.heartbeat_interval_ms));
+  link_->startHeartbeats(interval, timeout);
+  std::lock_guard<std::mutex> lk(mu_);
+  if (state_ != PeerState::kConnecting) return Status::protocol("JoinAccepted while not joining");
+  id_ = m.peer_id;
+  colls_->setName("peer=" + wire::shortId(id_));
+  stats_.setPeer(wire::shortId(id_));
+  PCCL_LOG_INFO(kLog, "peer={}: joined, pending admission", wire::shortId(id_));
+  setState(PeerState::kPending);
+  return Status::ok();
+}
+
+Status Communicator::Impl::onTopology(const wire::TopologyUpdate& m) {
+  bool found = false;
+  for (const auto& mi : m.ring) found = found || mi.id == id_;
+  if (!found) return Status::protocol(fmt::format("TopologyUpdate for epoch {} does not include us", m.epoch));
+  building_ = topologyFrom(m.ring, id_, m.epoch);
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    setState(PeerState::kBuildingRing);
+  }
+  colls_->clearRing();
+  peer::RingPlan plan = peer::planRing(m.ring, id_, m.epoch);
+  building_.successor_connections = plan.successor_connections;
+  building_.predecessor_connections = plan.predecessor_connections;
+  pool_->build(plan, [this](uint64_t epoch, const Status& s) {
+    if (!link_) return;
+    if (s.isOk()) {
+      link_->send(wire::P2PReady{epoch}, epoch);
+    } else {
+      PCCL_LOG_WARN(kLog, "peer={} epoch={}: ring build failed: {}", wire::shortId(id_), epoch, s.toString());
+      link_->send(wire::P2PFailed{epoch, static_cast<uint16_t>(s.code()), s.message()}, epoch);
+    }
+  });
+  return Status::ok();
+}
+
+Status Communicator::Impl::onReady(const wire::TopologyReady& m) {
+  if (m.epoch != building_.epoch) return Status::ok();
+  colls_->setRing(building_.epoch, building_.group_rank, building_.group_world_size, pool_->outbound(),
+                  pool_->inbound());
+  std::lock_guard<std::mutex> lk(mu_);
+  topology_ = building_;
+  last_build_ = Status::ok();
+  ++builds_done_;
+  stats_.ringInstalled(topology_.epoch);
+  PCCL_LOG_INFO(kLog, "peer={} epoch={}: ring ready: rank {} of {} (group rank {} of {})", wire::shortId(id_),
+                topology_.epoch, topology_.rank, topology_.world_size, topology_.group_rank,
+                topology_.group_world_size);
+  setState(PeerState::kMember);
+  return Status::ok();
+}
+
+Status Communicator::Impl::onFailed(const wire::TopologyFailed& m) {
+  colls_->clearRing();
+  pool_->reset(Status::ok());
+  std::lock_guard<std::mutex> lk(mu_);
+  last_build_ = Status(wire::codeFromWire(m.code, Code::kPeerLost),
+                       fmt::format("topology update to epoch {} failed: {}", m.epoch, m.reason));
+  ++builds_done_;
+  setState(PeerState::kMember);
+  return Status::ok();
+}
+
+void Communicator::Impl::onLost(const Status& s) {
+  colls_->linkLost(s);
+  pool_->reset(Status::ok());
+  std::lock_guard<std::mutex> lk(mu_);
+  if (state_ == PeerState::kConnecting) {
+    connect_error_ = s;
+    setState(PeerState::kIdle);
+    return;
+  }
+  if (state_ == PeerState::kLeft || state_ == PeerState::kIdle || state_ == PeerState::kFailed) return;
+  PCCL_LOG_WARN(kLog, "peer={} epoch={}: {}", wire::shortId(id_), topology_.epoch, s.toString());
+  sync_->linkLost(s);
+  fatal_ = s;
+  setState(PeerState::kFailed);
+}
+
+}  // namespace pccl
