@@ -57,9 +57,14 @@ ManualHandshake handshakeByHand(uint16_t port, const std::string& secret, const 
   REQUIRE(hr.isOk());
   m.server_nonce = hr->nonce;
   net::AuthKey key(secret);
-  m.proof = replayed_proof ? *replayed_proof
-                           : key.proof(net::AuthKey::Side::kClient, static_cast<uint8_t>(role), m.client_nonce,
-                                       m.server_nonce);
+  net::Transcript t;
+  t.client_role = static_cast<uint8_t>(role);
+  t.client_flags = secret.empty() ? 0 : 1;
+  t.server_flags = hr->flags;
+  t.client_nonce = m.client_nonce;
+  t.server_nonce = m.server_nonce;
+  t.server_kx = hr->kx;
+  m.proof = replayed_proof ? *replayed_proof : key.proof(net::AuthKey::Side::kClient, t);
   wire::AuthProof ap;
   ap.mac = m.proof;
   REQUIRE(m.sock.sendBytes(wire::encodeFrame(ap, 0)));
@@ -158,6 +163,27 @@ TEST_CASE("security: protocol version mismatch is reported with both versions", 
     CHECK(e->code == static_cast<uint16_t>(Code::kVersionMismatch));
     CHECK_THAT(e->message, Catch::Contains("version " + std::to_string(wire::kProtocolVersion + 1)) &&
                                Catch::Contains("version " + std::to_string(wire::kProtocolVersion)));
+    CHECK(s.waitClosed(2000));
+  }
+  SECTION("a version-2 peer (before the ephemeral key exchange) talking to this master") {
+    auto master = startMaster(fastMasterConfig());
+    RawSocket s = RawSocket::connectTo(master->port());
+    wire::FrameHeader h;
+    h.version = 2;
+    h.type = static_cast<uint16_t>(wire::MsgType::kHello);
+    h.length = 34;  // version 2's Hello: role, flags, nonce
+    const wire::HeaderBytes hb = wire::encodeHeader(h);
+    std::vector<uint8_t> old(hb.begin(), hb.end());
+    old.resize(old.size() + 34, 0);
+    old[wire::kHeaderSize] = static_cast<uint8_t>(wire::Role::kPeerToMaster);
+    REQUIRE(s.sendBytes(old));
+    auto reply = s.recvFrame(2000);
+    REQUIRE(reply);
+    REQUIRE(reply->header.type == static_cast<uint16_t>(wire::MsgType::kError));
+    auto e = wire::decodePayload<wire::Error>(reply->payload.data(), reply->payload.size());
+    REQUIRE(e.isOk());
+    CHECK(e->code == static_cast<uint16_t>(Code::kVersionMismatch));
+    CHECK_THAT(e->message, Catch::Contains("version 2") && Catch::Contains("version 3"));
     CHECK(s.waitClosed(2000));
   }
   SECTION("this client talking to a master of another version") {

@@ -116,12 +116,14 @@ Hello sample(Tag<Hello>) {
   m.role = static_cast<uint8_t>(Role::kPeerToPeer);
   m.flags = static_cast<uint8_t>(HelloFlags::kHasSecret);
   m.nonce = pattern<32>(1);
+  m.kx = pattern<32>(41);
   return m;
 }
 HelloReply sample(Tag<HelloReply>) {
   HelloReply m;
   m.flags = 1;
   m.nonce = pattern<32>(2);
+  m.kx = pattern<32>(42);
   return m;
 }
 AuthProof sample(Tag<AuthProof>) {
@@ -330,16 +332,16 @@ TEST_CASE("wire: header byte layout is 20 little-endian bytes starting with PCCL
   h.epoch = 0x0102030405060708ull;
   h.length = 0x0A0B0C0Du;
   const HeaderBytes b = encodeHeader(h);
-  const HeaderBytes expected = {'P',  'C',  'C',  'L',  0x02, 0x00, 0x34, 0x12, 0x08, 0x07,
+  const HeaderBytes expected = {'P',  'C',  'C',  'L',  0x03, 0x00, 0x34, 0x12, 0x08, 0x07,
                                 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x0D, 0x0C, 0x0B, 0x0A};
   CHECK(b == expected);
   CHECK(kHeaderSize == 20);
-  CHECK(kProtocolVersion == 2);
+  CHECK(kProtocolVersion == 3);
 
   auto d = decodeHeader(b.data(), b.size(), 0xFFFFFFFFu);
   REQUIRE(d.isOk());
   CHECK(d->magic == kMagic);
-  CHECK(d->version == 2);
+  CHECK(d->version == 3);
   CHECK(d->type == 0x1234);
   CHECK(d->epoch == 0x0102030405060708ull);
   CHECK(d->length == 0x0A0B0C0Du);
@@ -353,7 +355,7 @@ TEST_CASE("wire: P2PHello frame byte layout") {
   const std::vector<uint8_t> frame = encodeFrame(m, 0x0000000000000105ull);
   const std::vector<uint8_t> expected = {
       // header
-      'P', 'C', 'C', 'L', 0x02, 0x00, 0x30, 0x00,              // magic, version 2, type 48
+      'P', 'C', 'C', 'L', 0x03, 0x00, 0x30, 0x00,              // magic, version 3, type 48
       0x05, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,          // epoch 0x105
       0x1C, 0x00, 0x00, 0x00,                                  // length 28
       // payload: sender_id
@@ -413,12 +415,20 @@ TEST_CASE("wire: round trip of handshake messages") {
     CHECK(out.role == static_cast<uint8_t>(Role::kPeerToPeer));
     CHECK(out.flags == 1);
     CHECK(out.nonce == pattern<32>(1));
-    CHECK(encodeFrame(in, 0).size() == kHeaderSize + 34);
+    CHECK(out.kx == pattern<32>(41));
+    const std::vector<uint8_t> f = encodeFrame(in, 0);
+    REQUIRE(f.size() == kHeaderSize + 66);  // role, flags, nonce, ephemeral key (protocol.md §5.1)
+    CHECK(f[kHeaderSize + 34] == pattern<32>(41)[0]);
   }
   SECTION("HelloReply") {
-    const HelloReply out = roundTrip(sample(Tag<HelloReply>{}), 0xFFFFFFFFFFFFFFFFull);
+    const HelloReply in = sample(Tag<HelloReply>{});
+    const HelloReply out = roundTrip(in, 0xFFFFFFFFFFFFFFFFull);
     CHECK(out.flags == 1);
     CHECK(out.nonce == pattern<32>(2));
+    CHECK(out.kx == pattern<32>(42));
+    const std::vector<uint8_t> f = encodeFrame(in, 0);
+    REQUIRE(f.size() == kHeaderSize + 65);  // flags, nonce, ephemeral key
+    CHECK(f[kHeaderSize + 33] == pattern<32>(42)[0]);
   }
   SECTION("AuthProof") {
     const AuthProof out = roundTrip(sample(Tag<AuthProof>{}), 1);
@@ -665,7 +675,9 @@ TEST_CASE("wire: wrong magic is a protocol error") {
 }
 
 TEST_CASE("wire: wrong version is a version mismatch naming both versions") {
-  for (uint16_t v : {uint16_t{0}, uint16_t{1}, uint16_t{3}, uint16_t{7}, uint16_t{258}, uint16_t{0xFFFF}}) {
+  // Version 2 is the previous protocol (before the ephemeral key exchange of §6).
+  for (uint16_t v : {uint16_t{0}, uint16_t{1}, uint16_t{2}, uint16_t{kProtocolVersion + 1}, uint16_t{258},
+                     uint16_t{0xFFFF}}) {
     FrameHeader fh;
     fh.version = v;
     fh.type = static_cast<uint16_t>(MsgType::kHello);

@@ -50,23 +50,27 @@ void Hello::encode(ByteWriter& w) const {
   w.u8(role);
   w.u8(flags);
   w.fixed(nonce);
+  w.fixed(kx);
 }
 Result<Hello> Hello::decode(ByteReader& r) {
   Hello m;
   PCCL_RETURN_IF_ERROR(r.u8(&m.role));
   PCCL_RETURN_IF_ERROR(r.u8(&m.flags));
   PCCL_RETURN_IF_ERROR(r.fixed(&m.nonce));
+  PCCL_RETURN_IF_ERROR(r.fixed(&m.kx));
   return m;
 }
 
 void HelloReply::encode(ByteWriter& w) const {
   w.u8(flags);
   w.fixed(nonce);
+  w.fixed(kx);
 }
 Result<HelloReply> HelloReply::decode(ByteReader& r) {
   HelloReply m;
   PCCL_RETURN_IF_ERROR(r.u8(&m.flags));
   PCCL_RETURN_IF_ERROR(r.fixed(&m.nonce));
+  PCCL_RETURN_IF_ERROR(r.fixed(&m.kx));
   return m;
 }
 

@@ -15,8 +15,8 @@
 namespace pccl::wire {
 
 enum class MsgType : uint16_t {
-  // Handshake (any connection, before authentication). Layouts of kHello and kError never change
-  // across protocol versions, so a version mismatch can always be reported.
+  // Handshake (any connection, before authentication). A version mismatch is seen in the frame header,
+  // before any payload is read, and kError's layout never changes, so it can always be reported.
   kHello = 1,
   kHelloReply = 2,
   kAuthProof = 3,
@@ -61,6 +61,7 @@ const char* msgTypeName(uint16_t type);
 using Nonce = std::array<uint8_t, 32>;
 using Mac = std::array<uint8_t, 32>;
 using Uuid = std::array<uint8_t, 16>;
+using KxKey = std::array<uint8_t, 32>;  // an ephemeral X25519 public key (docs/protocol.md §6)
 
 // A pccl::Code received in a message (Error, TopologyFailed, P2PFailed, OpAbort, OpFailed), or
 // `fallback` when the value is 0 or not a code this build knows.
@@ -78,16 +79,18 @@ enum class HelloFlags : uint8_t { kNone = 0, kHasSecret = 1 };
 struct Hello {
   static constexpr MsgType kType = MsgType::kHello;
   uint8_t role = 0;   // Role of the connecting side
-  uint8_t flags = 0;  // bit 0: the client holds a secret
+  uint8_t flags = 0;  // bit 0: the client holds a secret; bit 1: it encrypts; bit 2: it offers AES-256-GCM
   Nonce nonce{};
+  KxKey kx{};         // the client's ephemeral X25519 public key when it encrypts, else zeros
   void encode(ByteWriter& w) const;
   static Result<Hello> decode(ByteReader& r);
 };
 
 struct HelloReply {
   static constexpr MsgType kType = MsgType::kHelloReply;
-  uint8_t flags = 0;  // bit 0: the server requires a secret
+  uint8_t flags = 0;  // bit 0: the server requires a secret; bit 1: it encrypts; bit 2: AES-256-GCM chosen
   Nonce nonce{};
+  KxKey kx{};         // the server's ephemeral X25519 public key when it encrypts, else zeros
   void encode(ByteWriter& w) const;
   static Result<HelloReply> decode(ByteReader& r);
 };
