@@ -90,9 +90,22 @@ pcclResult_t fromStatus(const pccl::Status& s) {
   return fail(toC(s.code()), s.message());
 }
 
-std::string secretOf(const void* secret, size_t len) {
-  return secret == nullptr ? std::string() : std::string(static_cast<const char*>(secret), len);
+// Copies the caller's secret straight into `out` (no temporary that would be freed unwiped).
+void copySecret(const void* secret, size_t len, std::string* out) {
+  if (secret != nullptr) out->assign(static_cast<const char*>(secret), len);
 }
+
+// Overwrites what a config's secret string still holds once create() has taken it: a short secret's
+// bytes stay in a moved-from string's in-object buffer. (The library wipes the copy it keeps.)
+struct WipeSecretOnExit {
+  std::string& s;
+  ~WipeSecretOnExit() {
+    s.resize(s.capacity());
+    volatile char* p = s.data();
+    for (size_t i = 0; i < s.size(); ++i) p[i] = 0;
+    s.clear();
+  }
+};
 
 // Runs `fn`, turning any escaped exception into an error code: nothing crosses the C boundary.
 template <typename Fn>
@@ -244,7 +257,8 @@ pcclResult_t pcclCommCreate(const pcclCommConfig_t* config, pcclComm_t* comm) {
     c.peer_timeout_ms = config->peer_timeout_ms;
     c.connect_timeout_ms = config->connect_timeout_ms;
     c.handshake_timeout_ms = config->handshake_timeout_ms;
-    c.secret = secretOf(config->secret, config->secret_len);
+    copySecret(config->secret, config->secret_len, &c.secret);
+    WipeSecretOnExit wipe{c.secret};
     c.encrypt = config->encrypt != 0;
     c.op_timeout_ms = config->op_timeout_ms;
     c.segment_bytes = config->segment_bytes;
@@ -447,7 +461,8 @@ pcclResult_t pcclMasterCreate(const pcclMasterConfig_t* config, pcclMaster_t* ma
     }
     pccl::MasterConfig c;
     if (config->listen_address != nullptr) c.listen_address = config->listen_address;
-    c.secret = secretOf(config->secret, config->secret_len);
+    copySecret(config->secret, config->secret_len, &c.secret);
+    WipeSecretOnExit wipe{c.secret};
     c.heartbeat_interval_ms = config->heartbeat_interval_ms;
     c.peer_timeout_ms = config->peer_timeout_ms;
     c.handshake_timeout_ms = config->handshake_timeout_ms;

@@ -8,6 +8,7 @@
 
 #include "net/auth.hpp"
 #include "util/log.hpp"
+#include "util/secret.hpp"
 #include "wire/dispatch.hpp"
 
 namespace pccl::master {
@@ -27,7 +28,9 @@ MasterServer::MasterServer(asio::io_context& io, MasterConfig config, StatsSink 
       tick_period_(std::clamp<int64_t>(std::min<int64_t>(config_.heartbeat_interval_ms, config_.peer_timeout_ms / 20),
                                        10, 1000)),
       ops_(config_.max_concurrent_ops),
-      on_stats_(std::move(on_stats)) {}
+      on_stats_(std::move(on_stats)) {
+  wipeSecret(config_.secret);  // key_ is all the master keeps of it
+}
 
 MasterServer::~MasterServer() = default;
 

@@ -96,7 +96,8 @@ class ClientRun : public std::enable_shared_from_this<ClientRun> {
     }
     if (!server_requires && p_.key->hasSecret()) {
       return Status::authFailed(p_.server_name +
-                                " runs without a secret but one is configured here; refusing an unauthenticated server");
+                                " runs without a secret but one is configured here; refusing an "
+                                "unauthenticated server");
     }
     PCCL_RETURN_IF_ERROR(checkEncryption(*p_.key, reply.flags, p_.server_name));
     if ((reply.flags & kFlagAes) != 0 && (t_.client_flags & kFlagAes) == 0) {
@@ -222,8 +223,9 @@ class ServerRun : public std::enable_shared_from_this<ServerRun> {
     ok.mac = p_.key->proof(AuthKey::Side::kServer, t_);
     auto self = shared_from_this();
     io_->write(wire::encodeFrame(ok, 0), [self, keys] {
+      const bool aes = (self->t_.server_flags & kFlagAes) != 0;
       SessionCrypto crypto;
-      if (keys) crypto = sessionCrypto(std::move(*keys), AuthKey::Side::kServer, (self->t_.server_flags & kFlagAes) != 0);
+      if (keys) crypto = sessionCrypto(std::move(*keys), AuthKey::Side::kServer, aes);
       self->io_->establish(self->t_.sessionId(), std::move(crypto));
       (*self->done_)(Authenticated{self->io_->release(), static_cast<wire::Role>(self->t_.client_role)});
     });
