@@ -22,6 +22,7 @@
 #include "collective/buffer_pool.hpp"
 #include "collective/collectives.hpp"
 #include "net/auth.hpp"
+#include "net/identity.hpp"
 #include "net/listener.hpp"
 #include "peer/master_link.hpp"
 #include "peer/peer_state.hpp"
@@ -46,7 +47,7 @@ class Communicator::Impl {
       : config_(std::move(config)),
         master_addr_(std::move(master)),
         key_(std::move(key)),
-        pool_(std::make_unique<peer::RingPool>(io_, key_, Millis(config_.handshake_timeout_ms),
+        pool_(std::make_unique<peer::RingPool>(io_, key_, identity_, Millis(config_.handshake_timeout_ms),
                                                Millis(config_.connect_timeout_ms))),
         colls_(std::make_unique<collective::Collectives>(io_, &buffers_,
                                                          [this](const Status& s) { pool_->reset(s); })),
@@ -437,6 +438,7 @@ class Communicator::Impl {
           join.connections = config_.connections_per_peer;
           join.host_connections =
               config_.same_host_connections != 0 ? config_.same_host_connections : config_.connections_per_peer;
+          join.ring_key = identity_->publicKey();
           join.client_version = kClientVersion;
           link_->send(join, 0);
         },
@@ -528,6 +530,8 @@ class Communicator::Impl {
   CommConfig config_;
   net::HostPort master_addr_;
   std::shared_ptr<const net::AuthKey> key_;
+  // Our ring identity: the JoinRequest carries its public half, our ring hellos are signed with it.
+  std::shared_ptr<const net::SigningKey> identity_ = std::make_shared<const net::SigningKey>();
   asio::io_context io_;
   std::thread thread_;
   std::shared_ptr<net::Listener> listener_;

@@ -197,6 +197,7 @@ Status MasterServer::onJoin(Session& s, const wire::JoinRequest& m) {
   info.group = m.group;
   info.connections = m.connections;
   info.host_connections = m.host_connections;
+  info.ring_key = m.ring_key;
   s.joined = true;
   s.id = info.id;
   serial_by_id_[info.id] = s.serial;

@@ -47,6 +47,9 @@ class AeadStream {
   // data[0..n) := its decryption (in place) when `tag` authenticates it with `ad`; ProtocolError
   // (data then undefined) when it does not: tampering, a lost or replayed message, or another key.
   Status open(const uint8_t* ad, size_t ad_len, uint8_t* data, size_t n, const AeadTag& tag);
+  // Consumes the nonce of one message that is dropped unread (so the next one opens in step). Its bytes
+  // are not authenticated: only for a payload nobody uses.
+  Status skip();
 
   Cipher cipher() const { return cipher_; }
   uint64_t messages() const { return counter_; }

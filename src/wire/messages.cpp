@@ -106,6 +106,7 @@ void JoinRequest::encode(ByteWriter& w) const {
   w.u32(group);
   w.u32(connections);
   w.u32(host_connections);
+  w.fixed(ring_key);
   w.str(client_version);
 }
 Result<JoinRequest> JoinRequest::decode(ByteReader& r) {
@@ -115,6 +116,7 @@ Result<JoinRequest> JoinRequest::decode(ByteReader& r) {
   PCCL_RETURN_IF_ERROR(r.u32(&m.group));
   PCCL_RETURN_IF_ERROR(r.u32(&m.connections));
   PCCL_RETURN_IF_ERROR(r.u32(&m.host_connections));
+  PCCL_RETURN_IF_ERROR(r.fixed(&m.ring_key));
   PCCL_RETURN_IF_ERROR(r.str(&m.client_version, 64));
   return m;
 }
@@ -133,8 +135,8 @@ Result<JoinAccepted> JoinAccepted::decode(ByteReader& r) {
 }
 
 namespace {
-// id(16) + host length(2) + port(2) + group(4) + connections(4) + host_connections(4)
-constexpr size_t kMinMemberBytes = 32;
+// id(16) + host length(2) + port(2) + group(4) + connections(4) + host_connections(4) + ring_key(32)
+constexpr size_t kMinMemberBytes = 64;
 }  // namespace
 
 void TopologyUpdate::encode(ByteWriter& w) const {
@@ -147,6 +149,7 @@ void TopologyUpdate::encode(ByteWriter& w) const {
     w.u32(m.group);
     w.u32(m.connections);
     w.u32(m.host_connections);
+    w.fixed(m.ring_key);
   }
 }
 Result<TopologyUpdate> TopologyUpdate::decode(ByteReader& r) {
@@ -162,6 +165,7 @@ Result<TopologyUpdate> TopologyUpdate::decode(ByteReader& r) {
     PCCL_RETURN_IF_ERROR(r.u32(&mi.group));
     PCCL_RETURN_IF_ERROR(r.u32(&mi.connections));
     PCCL_RETURN_IF_ERROR(r.u32(&mi.host_connections));
+    PCCL_RETURN_IF_ERROR(r.fixed(&mi.ring_key));
   }
   return m;
 }
@@ -200,12 +204,14 @@ void P2PHello::encode(ByteWriter& w) const {
   w.fixed(sender_id);
   w.u64(epoch);
   w.u32(index);
+  w.fixed(signature);
 }
 Result<P2PHello> P2PHello::decode(ByteReader& r) {
   P2PHello m;
   PCCL_RETURN_IF_ERROR(r.fixed(&m.sender_id));
   PCCL_RETURN_IF_ERROR(r.u64(&m.epoch));
   PCCL_RETURN_IF_ERROR(r.u32(&m.index));
+  PCCL_RETURN_IF_ERROR(r.fixed(&m.signature));
   return m;
 }
 

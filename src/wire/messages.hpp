@@ -62,6 +62,8 @@ using Nonce = std::array<uint8_t, 32>;
 using Mac = std::array<uint8_t, 32>;
 using Uuid = std::array<uint8_t, 16>;
 using KxKey = std::array<uint8_t, 32>;  // an ephemeral X25519 public key (docs/protocol.md §6)
+using SignKey = std::array<uint8_t, 32>;     // a peer's Ed25519 ring identity (public half)
+using Signature = std::array<uint8_t, 64>;   // an Ed25519 signature
 
 // A pccl::Code received in a message (Error, TopologyFailed, P2PFailed, OpAbort, OpFailed), or
 // `fallback` when the value is 0 or not a code this build knows.
@@ -126,6 +128,7 @@ struct JoinRequest {
   uint32_t group = 0;
   uint32_t connections = 0;    // K this peer opens to its successor
   uint32_t host_connections = 0;  // K to a successor on the same host (sameHost in ring_pool.hpp)
+  SignKey ring_key{};          // the key this peer signs its ring hellos with (net/identity.hpp)
   std::string client_version;
   void encode(ByteWriter& w) const;
   static Result<JoinRequest> decode(ByteReader& r);
@@ -160,9 +163,10 @@ struct MemberInfo {
   uint32_t group = 0;
   uint32_t connections = 0;
   uint32_t host_connections = 0;
+  SignKey ring_key{};  // from its JoinRequest: its ring hellos must verify with it
   bool operator==(const MemberInfo& o) const {
     return id == o.id && host == o.host && port == o.port && group == o.group && connections == o.connections &&
-           host_connections == o.host_connections;
+           host_connections == o.host_connections && ring_key == o.ring_key;
   }
 };
 
@@ -251,6 +255,7 @@ struct P2PHello {
   Uuid sender_id{};
   uint64_t epoch = 0;
   uint32_t index = 0;  // which of the sender's K connections this is
+  Signature signature{};  // by the sender's ring key, over the connection's session id and the fields above
   void encode(ByteWriter& w) const;
   static Result<P2PHello> decode(ByteReader& r);
 };
