@@ -1,5 +1,6 @@
-// A man in the middle for one TCP connection on loopback: forwards both directions, records what the
-// client sent, and can tamper with the client-to-server stream (flip one byte, or replay a byte range).
+// A man in the middle for one TCP connection on loopback: forwards both directions, records what each
+// side sent, and can tamper with the client-to-server stream (flip bits of one byte, or replay a byte
+// range) and flip bits of one byte of the server-to-client stream.
 // One background thread driven by poll(); an eventfd stops it. Every wait has a deadline.
 #ifndef PCCL_TESTS_TCP_PROXY_HPP_
 #define PCCL_TESTS_TCP_PROXY_HPP_
@@ -21,6 +22,8 @@ class TcpProxy {
     int64_t flip_at = -1;      // client-to-server offset whose byte is inverted
     int64_t replay_from = -1;  // once the stream passes replay_to, bytes [replay_from, replay_to) are sent again
     int64_t replay_to = -1;
+    int64_t flip_reply_at = -1;  // server-to-client offset whose byte is inverted
+    uint8_t flip_mask = 0xff;    // the bits a flip inverts
   };
 
   TcpProxy(uint16_t target_port, Tamper tamper) : target_(target_port), tamper_(tamper) {
@@ -40,6 +43,10 @@ class TcpProxy {
   std::vector<uint8_t> clientBytes() const {
     std::lock_guard<std::mutex> lk(mu_);
     return sent_;
+  }
+  std::vector<uint8_t> serverBytes() const {
+    std::lock_guard<std::mutex> lk(mu_);
+    return replied_;
   }
 
  private:
@@ -61,7 +68,7 @@ class TcpProxy {
       if (p[1].revents != 0) {
         ssize_t n = ::recv(server.fd(), buf.data(), buf.size(), 0);
         if (n <= 0) return;
-        if (!client.sendBytes(std::vector<uint8_t>(buf.begin(), buf.begin() + n))) return;
+        if (!client.sendBytes(fromServer(buf.data(), static_cast<size_t>(n)))) return;
       }
     }
   }
@@ -73,7 +80,7 @@ class TcpProxy {
     sent_.insert(sent_.end(), data, data + n);
     std::vector<uint8_t> out(data, data + n);
     if (tamper_.flip_at >= start && tamper_.flip_at < start + static_cast<int64_t>(n)) {
-      out[static_cast<size_t>(tamper_.flip_at - start)] ^= 0xff;
+      out[static_cast<size_t>(tamper_.flip_at - start)] ^= tamper_.flip_mask;
     }
     const int64_t end = start + static_cast<int64_t>(n);
     if (!replayed_ && tamper_.replay_to >= 0 && end >= tamper_.replay_to) {
@@ -85,12 +92,24 @@ class TcpProxy {
     return out;
   }
 
+  std::vector<uint8_t> fromServer(const uint8_t* data, size_t n) {
+    std::lock_guard<std::mutex> lk(mu_);
+    const int64_t start = static_cast<int64_t>(replied_.size());
+    replied_.insert(replied_.end(), data, data + n);
+    std::vector<uint8_t> out(data, data + n);
+    if (tamper_.flip_reply_at >= start && tamper_.flip_reply_at < start + static_cast<int64_t>(n)) {
+      out[static_cast<size_t>(tamper_.flip_reply_at - start)] ^= tamper_.flip_mask;
+    }
+    return out;
+  }
+
   RawListener listener_;
   uint16_t target_;
   Tamper tamper_;
   int stop_ = -1;
   mutable std::mutex mu_;
   std::vector<uint8_t> sent_;
+  std::vector<uint8_t> replied_;
   bool replayed_ = false;
   std::thread thread_;
 };

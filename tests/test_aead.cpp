@@ -1,6 +1,7 @@
 // The AEAD primitive for encrypted runs (net/aead.hpp): both ciphers round-trip in place and out of
 // place; tampering with the data, the authenticated header or the tag, replaying or reordering
-// messages, or another key are all refused; both ends derive matching per-direction keys.
+// messages, or another key are all refused; both ends derive matching per-direction keys, which change
+// with every ephemeral X25519 exchange.
 #include <catch2/catch.hpp>
 
 #include <numeric>
@@ -107,15 +108,76 @@ TEST_CASE("aead: tampering, replay, reordering and another key are refused", "[a
   }
 }
 
-TEST_CASE("aead: session keys match across the two ends and differ per direction, connection and secret",
-          "[aead]") {
+namespace {
+
+// The transcript of an encrypted ring connection with fresh nonces and fresh ephemeral keys; `ikm_c` and
+// `ikm_s` are what the client and the server compute from it.
+struct Exchange {
+  Transcript t;
+  SecretKey ikm_c;
+  SecretKey ikm_s;
+};
+
+Exchange exchange(const wire::Nonce& cn, const wire::Nonce& sn) {
+  Exchange e;
+  EphemeralKx client, server;
+  e.t.client_role = 2;
+  e.t.client_flags = 1 | 2;
+  e.t.server_flags = 1 | 2;
+  e.t.client_nonce = cn;
+  e.t.server_nonce = sn;
+  e.t.client_kx = client.publicKey();
+  e.t.server_kx = server.publicKey();
+  auto c = client.agree(e.t.server_kx);
+  auto s = server.agree(e.t.client_kx);
+  REQUIRE(c.isOk());
+  REQUIRE(s.isOk());
+  e.ikm_c = std::move(c).value();
+  e.ikm_s = std::move(s).value();
+  return e;
+}
+
+}  // namespace
+
+TEST_CASE("aead: session keys match across the two ends and differ per direction, connection, secret and "
+          "ephemeral exchange", "[aead]") {
   REQUIRE(initCrypto().isOk());
   AuthKey a("s3cret"), b("s3cret"), other("different");
   const wire::Nonce cn = randomNonce(), sn = randomNonce();
-  const auto c2s = a.sessionKey("pccl/enc/v1/c2s", 2, cn, sn);
-  CHECK(c2s == b.sessionKey("pccl/enc/v1/c2s", 2, cn, sn));
-  CHECK(c2s != a.sessionKey("pccl/enc/v1/s2c", 2, cn, sn));
-  CHECK(c2s != a.sessionKey("pccl/enc/v1/c2s", 1, cn, sn));
-  CHECK(c2s != a.sessionKey("pccl/enc/v1/c2s", 2, randomNonce(), sn));
-  CHECK(c2s != other.sessionKey("pccl/enc/v1/c2s", 2, cn, sn));
+  Exchange e = exchange(cn, sn);
+  CHECK(e.ikm_c.array() == e.ikm_s.array());
+  const SessionKeys kc = a.sessionKeys(e.t, e.ikm_c);
+  const SessionKeys ks = b.sessionKeys(e.t, e.ikm_s);
+  const auto c2s = kc.c2s.array();
+  CHECK(c2s == ks.c2s.array());
+  CHECK(kc.s2c.array() == ks.s2c.array());
+  CHECK(c2s != kc.s2c.array());
+  CHECK(c2s != other.sessionKeys(e.t, e.ikm_c).c2s.array());
+  Transcript role = e.t;
+  role.client_role = 1;
+  CHECK(c2s != a.sessionKeys(role, e.ikm_c).c2s.array());
+  Transcript nonce = e.t;
+  nonce.server_nonce = randomNonce();
+  CHECK(c2s != a.sessionKeys(nonce, e.ikm_c).c2s.array());
+
+  // Same secret, same nonces, fresh ephemeral keys: other session keys. What a recording shows plus the
+  // secret (transcript and K, but no X25519 result) does not give them: a guessed ikm gives others.
+  Exchange again = exchange(cn, sn);
+  CHECK(a.sessionKeys(again.t, again.ikm_c).c2s.array() != c2s);
+  CHECK(a.sessionKeys(e.t, SecretKey{}).c2s.array() != c2s);
+  CHECK(a.sessionKeys(e.t, again.ikm_c).c2s.array() != c2s);
+}
+
+TEST_CASE("aead: an ephemeral key is used once, and a small-order peer key is refused", "[aead]") {
+  REQUIRE(initCrypto().isOk());
+  EphemeralKx peer;
+  EphemeralKx once;
+  CHECK(once.agree(peer.publicKey()).isOk());
+  auto twice = once.agree(peer.publicKey());  // its secret was wiped by the first agreement
+  REQUIRE_FALSE(twice.isOk());
+  CHECK(twice.status().code() == Code::kInternalError);
+  EphemeralKx fresh;
+  auto zero = fresh.agree(wire::KxKey{});  // the identity point: an all-zero shared secret
+  REQUIRE_FALSE(zero.isOk());
+  CHECK(zero.status().code() == Code::kProtocolError);
 }

@@ -1,10 +1,14 @@
 // Encrypted runs (design.md §3, docs/security.md): whole runs with encrypt on (all-reduce, quantized
 // and compressed all-reduce, shared-state sync), cipher negotiation between processes that prefer
 // different ciphers, settings that must match, and a man in the middle on real connections: what
-// crosses the wire is ciphertext, and a flipped bit or a replayed frame closes the connection.
+// crosses the wire is ciphertext, a flipped bit or a replayed frame closes the connection, a tampered
+// ephemeral key fails the handshake, and a recording cannot be opened with the secret alone.
 #include <catch2/catch.hpp>
 
+#include <sodium.h>
+
 #include <algorithm>
+#include <condition_variable>
 #include <cstdlib>
 #include <fstream>
 #include <future>
@@ -120,6 +124,7 @@ struct ControlServer {
           if (!e.isOk()) return e.status();
           std::lock_guard<std::mutex> lk(mu);
           messages.push_back(e->message);
+          arrived.notify_all();
           return Status::ok();
         },
         [this](const Status& why) {
@@ -130,6 +135,12 @@ struct ControlServer {
     std::lock_guard<std::mutex> lk(mu);
     return messages.size();
   }
+  // True once `n` frames have arrived, false at the deadline.
+  bool waitReceived(size_t n, int timeout_ms) {
+    std::unique_lock<std::mutex> lk(mu);
+    return arrived.wait_for(lk, std::chrono::milliseconds(timeout_ms), [&] { return messages.size() >= n; });
+  }
+  std::condition_variable arrived;
 };
 
 std::vector<uint8_t> marked(const std::string& text) {
@@ -288,9 +299,9 @@ TEST_CASE("encryption: control frames cross the wire as ciphertext, and tamperin
   const Case cases[] = {
       {"encrypted, untouched", true, {}, true},
       {"plain, untouched (the marker is visible)", false, {}, true},
-      {"encrypted, a payload byte flipped", true, {hs + 30, -1, -1}, false},
-      {"encrypted, the epoch in the clear header flipped", true, {hs + 10, -1, -1}, false},
-      {"encrypted, the first frame replayed", true, {-1, hs, hs + frame}, true},
+      {"encrypted, a payload byte flipped", true, {hs + 30, -1, -1, -1}, false},
+      {"encrypted, the epoch in the clear header flipped", true, {hs + 10, -1, -1, -1}, false},
+      {"encrypted, the first frame replayed", true, {-1, hs, hs + frame, -1}, true},
   };
   for (const Case& k : cases) {
     SECTION(k.name) {
@@ -316,11 +327,7 @@ TEST_CASE("encryption: control frames cross the wire as ciphertext, and tamperin
         CHECK_THAT(why.message(), Catch::Contains("failed authentication"));
         CHECK(server.received() == (k.delivered ? 1u : 0u));
       } else {
-        // Both frames arrive (the close future stays unset until then).
-        for (int i = 0; i < 50 && server.received() < 2; ++i) {
-          closed.wait_for(std::chrono::milliseconds(100));
-        }
-        REQUIRE(server.received() == 2);
+        REQUIRE(server.waitReceived(2, 5000));
         std::lock_guard<std::mutex> lk(server.mu);
         CHECK(server.messages[0] == marker);
         CHECK(contains(proxy.clientBytes(), marker) == !k.encrypt);
@@ -332,6 +339,136 @@ TEST_CASE("encryption: control frames cross the wire as ciphertext, and tamperin
         if (server.conn) server.conn->close(Status::ok());
         server.conn.reset();
       });
+    }
+  }
+}
+
+namespace {
+
+// The frame at `at` in a recorded stream: its header bytes and its payload (with a sealed frame's tag).
+struct Recorded {
+  wire::HeaderBytes raw{};
+  wire::FrameHeader header;
+  std::vector<uint8_t> payload;
+};
+Recorded recordedFrame(const std::vector<uint8_t>& stream, size_t at) {
+  Recorded f;
+  REQUIRE(stream.size() >= at + wire::kHeaderSize);
+  std::copy_n(stream.begin() + static_cast<std::ptrdiff_t>(at), wire::kHeaderSize, f.raw.begin());
+  auto h = wire::decodeHeader(f.raw.data(), f.raw.size(), wire::kMaxControlPayload + net::kAeadTagBytes);
+  REQUIRE(h.isOk());
+  f.header = *h;
+  const auto from = stream.begin() + static_cast<std::ptrdiff_t>(at + wire::kHeaderSize);
+  REQUIRE(stream.end() - from >= static_cast<std::ptrdiff_t>(h->length));
+  f.payload.assign(from, from + h->length);
+  return f;
+}
+
+// Protocol version 2's key for the client's direction: BLAKE2b over public bytes, keyed with K.
+net::AeadKey version2Key(const std::string& secret, uint8_t role, const wire::Nonce& cn, const wire::Nonce& sn) {
+  net::AeadKey k{};
+  crypto_generichash_state st;
+  crypto_generichash_init(&st, nullptr, 0, k.size());
+  crypto_generichash_update(&st, reinterpret_cast<const uint8_t*>("pccl/auth/v1"), 12);
+  crypto_generichash_update(&st, reinterpret_cast<const uint8_t*>(secret.data()), secret.size());
+  crypto_generichash_final(&st, k.data(), k.size());
+  std::vector<uint8_t> in{'p', 'c', 'c', 'l', '/', 'e', 'n', 'c', '/', 'v', '1', '/', 'c', '2', 's', role};
+  in.insert(in.end(), cn.begin(), cn.end());
+  in.insert(in.end(), sn.begin(), sn.end());
+  net::AeadKey out{};
+  crypto_generichash(out.data(), out.size(), in.data(), in.size(), k.data(), k.size());
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("encryption: a recorded connection cannot be opened by whoever learns the secret later",
+          "[encryption]") {
+  const std::string marker = "forward-secret-marker-0123456789";
+  ControlServer server;
+  NetPair pair(true, [&](net::Authenticated a) { server.serve(std::move(a)); });
+  TcpProxy proxy(pair.listener->port(), TcpProxy::Tamper{});
+  auto link = pair.dial(proxy.port());
+  REQUIRE(link.isOk());
+  auto client = std::make_shared<net::Connection>(std::move(link).value(), wire::kMaxControlPayload);
+  pair.onIoThread([&] {
+    client->start([](const wire::FrameHeader&, const uint8_t*, size_t) { return Status::ok(); }, [](const Status&) {});
+    client->sendFrame(marked(marker));
+  });
+  REQUIRE(server.waitReceived(1, 5000));  // the two ends open it
+  {
+    std::lock_guard<std::mutex> lk(server.mu);
+    CHECK(server.messages[0] == marker);
+  }
+
+  // The attacker holds both directions' bytes and the secret, but no ephemeral X25519 secret.
+  const std::vector<uint8_t> up = proxy.clientBytes(), down = proxy.serverBytes();
+  const Recorded hello_frame = recordedFrame(up, 0);
+  const Recorded reply_frame = recordedFrame(down, 0);
+  auto hello = wire::decodePayload<wire::Hello>(hello_frame.payload.data(), hello_frame.payload.size());
+  auto reply = wire::decodePayload<wire::HelloReply>(reply_frame.payload.data(), reply_frame.payload.size());
+  REQUIRE(hello.isOk());
+  REQUIRE(reply.isOk());
+  CHECK(hello->kx != wire::KxKey{});
+  CHECK(reply->kx != wire::KxKey{});
+  const Recorded sealed = recordedFrame(up, handshakeBytes());
+  CHECK_FALSE(contains(sealed.payload, marker));
+  net::Transcript t;
+  t.client_role = hello->role;
+  t.client_flags = hello->flags;
+  t.server_flags = reply->flags;
+  t.client_nonce = hello->nonce;
+  t.server_nonce = reply->nonce;
+  t.client_kx = hello->kx;
+  t.server_kx = reply->kx;
+  const net::AuthKey run_key(kSecret, true);
+  std::vector<net::AeadKey> guesses = {version2Key(kSecret, hello->role, hello->nonce, reply->nonce)};
+  net::SecretKey as_ikm[3];
+  std::copy(hello->kx.begin(), hello->kx.end(), as_ikm[1].data());
+  std::copy(reply->kx.begin(), reply->kx.end(), as_ikm[2].data());
+  for (const net::SecretKey& ikm : as_ikm) guesses.push_back(run_key.sessionKeys(t, ikm).c2s.array());
+  const auto cipher = (reply->flags & 4) != 0 ? net::Cipher::kAes256Gcm : net::Cipher::kChaCha20Poly1305;
+  for (const net::AeadKey& key : guesses) {
+    net::AeadStream rx(cipher, key);
+    std::vector<uint8_t> p = sealed.payload;
+    const size_t n = p.size() - net::kAeadTagBytes;
+    net::AeadTag tag{};
+    std::copy_n(p.begin() + static_cast<std::ptrdiff_t>(n), net::kAeadTagBytes, tag.begin());
+    CHECK_FALSE(rx.open(sealed.raw.data(), sealed.raw.size(), p.data(), n, tag).isOk());
+  }
+  pair.onIoThread([&] {
+    client->close(Status::ok());
+    client.reset();
+    if (server.conn) server.conn->close(Status::ok());
+    server.conn.reset();
+  });
+}
+
+TEST_CASE("encryption: a tampered ephemeral key or flag fails the handshake", "[encryption]") {
+  // Offsets into the Hello frame (role, flags, nonce, kx) and the HelloReply frame (flags, nonce, kx).
+  const int64_t hello_kx = static_cast<int64_t>(wire::kHeaderSize) + 2 + 32 + 7;
+  const int64_t reply_kx = static_cast<int64_t>(wire::kHeaderSize) + 1 + 32 + 7;
+  struct Case {
+    const char* name;
+    bool encrypt;
+    TcpProxy::Tamper tamper;
+  };
+  const Case cases[] = {
+      {"the client's ephemeral key", true, {hello_kx, -1, -1, -1}},
+      {"the server's ephemeral key", true, {-1, -1, -1, reply_kx}},
+      {"the client's (zero) key in a run without encryption", false, {hello_kx, -1, -1, -1}},
+      // Bit 0 of the Hello's flags is informational (the server ignores it), yet the proofs cover it.
+      {"an informational flag bit", true, {static_cast<int64_t>(wire::kHeaderSize) + 1, -1, -1, -1, 1}},
+  };
+  for (const Case& k : cases) {
+    SECTION(k.name) {
+      std::atomic<int> served{0};
+      NetPair pair(k.encrypt, [&](net::Authenticated) { ++served; });
+      TcpProxy proxy(pair.listener->port(), k.tamper);
+      auto link = pair.dial(proxy.port());
+      REQUIRE_FALSE(link.isOk());
+      CHECK(link.status().code() == Code::kAuthFailed);
+      CHECK(served == 0);
     }
   }
 }
@@ -383,7 +520,7 @@ TEST_CASE("encryption: data frames are opened in their destination, and a flippe
         sink.ch = std::make_shared<net::DataChannel>(std::move(a.link), 5, "receiver");
         sink.ch->start(&sink);
       });
-      TcpProxy proxy(pair.listener->port(), TcpProxy::Tamper{k.flip_at, -1, -1});
+      TcpProxy proxy(pair.listener->port(), TcpProxy::Tamper{k.flip_at, -1, -1, -1});
       auto link = pair.dial(proxy.port());
       REQUIRE(link.isOk());
       auto sender = std::make_shared<net::DataChannel>(std::move(link).value(), 5, "sender");

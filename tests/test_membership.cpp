@@ -181,12 +181,14 @@ TEST_CASE("membership: when the last member leaves, pending peers are admitted",
 TEST_CASE("membership: ring neighbours are chosen within the group", "[membership]") {
   std::vector<wire::MemberInfo> ring = {member(1, 0), member(2, 1), member(3, 0), member(4, 1), member(5, 0)};
   for (auto& m : ring) m.host = "10.0.0." + std::to_string(m.id[0]);
+  for (auto& m : ring) m.ring_key.fill(m.id[0]);
   ring[2].connections = 3;
   peer::RingPlan p = peer::planRing(ring, ring[2].id, 7);
   CHECK_FALSE(p.alone);
   CHECK(p.epoch == 7);
   CHECK(p.successor.id == ring[4].id);
   CHECK(p.predecessor == ring[0].id);
+  CHECK(p.predecessor_key == ring[0].ring_key);  // its hellos must verify with the key the master listed
   CHECK(p.successor_connections == 3);
   CHECK(p.predecessor_connections == 2);
   p = peer::planRing(ring, ring[4].id, 7);  // wraps around

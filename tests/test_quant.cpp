@@ -332,7 +332,7 @@ struct CodedRing {
     net::Tcp::socket client(io), server(io);
     client.connect(acc.local_endpoint());
     acc.accept(server);
-    out = std::make_shared<net::DataChannel>(net::Link{std::move(client), {}}, 1, "test-successor");
+    out = std::make_shared<net::DataChannel>(net::Link{std::move(client), {}, {}}, 1, "test-successor");
     collective::RingOpSpec spec;
     spec.op_id = 9;
     spec.input = reinterpret_cast<const uint8_t*>(input.data());

@@ -1,9 +1,14 @@
 // Authentication, version checks and hostile input against a live master (real sockets, real libsodium).
 #include <catch2/catch.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
+
 #include <atomic>
 #include <cstdlib>
+#include <fstream>
 #include <random>
+#include <sstream>
 #include <thread>
 
 #include "net/auth.hpp"
@@ -57,15 +62,78 @@ ManualHandshake handshakeByHand(uint16_t port, const std::string& secret, const 
   REQUIRE(hr.isOk());
   m.server_nonce = hr->nonce;
   net::AuthKey key(secret);
-  m.proof = replayed_proof ? *replayed_proof
-                           : key.proof(net::AuthKey::Side::kClient, static_cast<uint8_t>(role), m.client_nonce,
-                                       m.server_nonce);
+  net::Transcript t;
+  t.client_role = static_cast<uint8_t>(role);
+  t.client_flags = secret.empty() ? 0 : 1;
+  t.server_flags = hr->flags;
+  t.client_nonce = m.client_nonce;
+  t.server_nonce = m.server_nonce;
+  t.server_kx = hr->kx;
+  m.proof = replayed_proof ? *replayed_proof : key.proof(net::AuthKey::Side::kClient, t);
   wire::AuthProof ap;
   ap.mac = m.proof;
   REQUIRE(m.sock.sendBytes(wire::encodeFrame(ap, 0)));
   auto ok = m.sock.recvFrame(2000);
   m.authenticated = ok && ok->header.type == static_cast<uint16_t>(wire::MsgType::kAuthOk);
   return m;
+}
+
+// How many copies of a secret this process's writable memory holds. The test keeps the secret only
+// masked (XOR kMask), so the search itself adds no copy; the read buffer's own range is not searched.
+// Regions above 1 GiB (sanitizer shadow) are skipped.
+constexpr uint8_t kMask = 0x5A;
+
+size_t countIn(int mem, uint64_t lo, uint64_t hi, const std::vector<uint8_t>& masked, std::vector<uint8_t>& buf) {
+  size_t found = 0;
+  // Overlapping reads, so a copy across two reads is seen too.
+  for (uint64_t at = lo; at + masked.size() <= hi; at += buf.size() - masked.size()) {
+    const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), hi - at));
+    const ssize_t n = ::pread(mem, buf.data(), want, static_cast<off_t>(at));
+    if (n < static_cast<ssize_t>(masked.size())) break;
+    for (size_t i = 0; i + masked.size() <= static_cast<size_t>(n); ++i) {
+      size_t k = 0;
+      while (k < masked.size() && (buf[i + k] ^ kMask) == masked[k]) ++k;
+      found += k == masked.size() ? 1 : 0;
+    }
+    if (at + want >= hi) break;
+  }
+  return found;
+}
+
+size_t copiesInMemory(const std::vector<uint8_t>& masked) {
+  std::ifstream maps("/proc/self/maps");
+  const int mem = ::open("/proc/self/mem", O_RDONLY | O_CLOEXEC);
+  REQUIRE(mem >= 0);
+  std::vector<uint8_t> buf(1 << 20);
+  const uint64_t b0 = reinterpret_cast<uintptr_t>(buf.data()), b1 = b0 + buf.size();
+  size_t found = 0;
+  for (std::string line; std::getline(maps, line);) {
+    std::istringstream in(line);
+    std::string range, perms;
+    in >> range >> perms;
+    if (perms.size() < 2 || perms[0] != 'r' || perms[1] != 'w') continue;
+    const uint64_t lo = std::stoull(range.substr(0, range.find('-')), nullptr, 16);
+    const uint64_t hi = std::stoull(range.substr(range.find('-') + 1), nullptr, 16);
+    if (hi - lo > (uint64_t{1} << 30)) continue;
+    found += countIn(mem, lo, std::min(hi, std::max(lo, b0)), masked, buf);
+    found += countIn(mem, std::max(lo, std::min(hi, b1)), hi, masked, buf);
+  }
+  ::close(mem);
+  std::fill(buf.begin(), buf.end(), 0);
+  return found;
+}
+
+// A fresh random secret of 40 letters, masked; `into` gets the clear bytes (one copy, on the heap).
+std::vector<uint8_t> freshSecret(std::string* into) {
+  std::random_device rd;
+  std::vector<uint8_t> masked(40);
+  into->resize(masked.size());
+  for (size_t i = 0; i < masked.size(); ++i) {
+    const char c = static_cast<char>('a' + rd() % 26);
+    (*into)[i] = c;
+    masked[i] = static_cast<uint8_t>(c ^ kMask);
+  }
+  return masked;
 }
 
 // A member that must stay healthy through whatever a test throws at the master.
@@ -131,6 +199,49 @@ TEST_CASE("security: secret on one side only is refused on both sides", "[securi
   }
 }
 
+TEST_CASE("security: no copy of the raw secret is left in memory once master and peer hold their keys",
+          "[security]") {
+  CleanEnv env;
+  SECTION("secrets given in the configs") {
+    MasterConfig mc = fastMasterConfig();
+    const std::vector<uint8_t> masked = freshSecret(&mc.secret);
+    CommConfig cc = fastCommConfig(0);
+    cc.secret.resize(masked.size());
+    for (size_t i = 0; i < masked.size(); ++i) cc.secret[i] = static_cast<char>(masked[i] ^ kMask);
+    REQUIRE(copiesInMemory(masked) == 2);  // the search sees the two configs' copies
+    auto created = Master::create(std::move(mc));
+    REQUIRE(created.isOk());
+    std::unique_ptr<Master> master = std::move(created).value();
+    REQUIRE(master->start().isOk());
+    cc.master_address = "127.0.0.1:" + std::to_string(master->port());
+    auto comm = Communicator::create(std::move(cc));
+    REQUIRE(comm.isOk());
+    REQUIRE((*comm)->connect().isOk());  // the keys work
+    CHECK(copiesInMemory(masked) == 0);
+  }
+  SECTION("a peer's secret read from PCCL_SECRET_FILE") {
+    std::string secret;
+    const std::vector<uint8_t> masked = freshSecret(&secret);
+    const std::string path = "/tmp/pccl-test-secret-mem-" + std::to_string(getpid());
+    const int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    REQUIRE(fd >= 0);
+    REQUIRE(::write(fd, secret.data(), secret.size()) == static_cast<ssize_t>(secret.size()));
+    ::close(fd);
+    MasterConfig mc = fastMasterConfig();
+    mc.secret = std::move(secret);
+    auto master = startMaster(mc);  // a copy: the test's own, wiped below with the others
+    REQUIRE(master);
+    std::fill(mc.secret.begin(), mc.secret.end(), '\0');
+    setenv("PCCL_SECRET_FILE", path.c_str(), 1);
+    auto comm = Communicator::create(fastCommConfig(master->port()));
+    unsetenv("PCCL_SECRET_FILE");
+    std::remove(path.c_str());
+    REQUIRE(comm.isOk());
+    REQUIRE((*comm)->connect().isOk());
+    CHECK(copiesInMemory(masked) == 0);
+  }
+}
+
 TEST_CASE("security: a replayed handshake proof is rejected", "[security]") {
   CleanEnv env;
   auto master = startMaster(fastMasterConfig("k"));
@@ -158,6 +269,27 @@ TEST_CASE("security: protocol version mismatch is reported with both versions", 
     CHECK(e->code == static_cast<uint16_t>(Code::kVersionMismatch));
     CHECK_THAT(e->message, Catch::Contains("version " + std::to_string(wire::kProtocolVersion + 1)) &&
                                Catch::Contains("version " + std::to_string(wire::kProtocolVersion)));
+    CHECK(s.waitClosed(2000));
+  }
+  SECTION("a version-2 peer (before the ephemeral key exchange) talking to this master") {
+    auto master = startMaster(fastMasterConfig());
+    RawSocket s = RawSocket::connectTo(master->port());
+    wire::FrameHeader h;
+    h.version = 2;
+    h.type = static_cast<uint16_t>(wire::MsgType::kHello);
+    h.length = 34;  // version 2's Hello: role, flags, nonce
+    const wire::HeaderBytes hb = wire::encodeHeader(h);
+    std::vector<uint8_t> old(hb.begin(), hb.end());
+    old.resize(old.size() + 34, 0);
+    old[wire::kHeaderSize] = static_cast<uint8_t>(wire::Role::kPeerToMaster);
+    REQUIRE(s.sendBytes(old));
+    auto reply = s.recvFrame(2000);
+    REQUIRE(reply);
+    REQUIRE(reply->header.type == static_cast<uint16_t>(wire::MsgType::kError));
+    auto e = wire::decodePayload<wire::Error>(reply->payload.data(), reply->payload.size());
+    REQUIRE(e.isOk());
+    CHECK(e->code == static_cast<uint16_t>(Code::kVersionMismatch));
+    CHECK_THAT(e->message, Catch::Contains("version 2") && Catch::Contains("version 3"));
     CHECK(s.waitClosed(2000));
   }
   SECTION("this client talking to a master of another version") {

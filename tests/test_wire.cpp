@@ -107,6 +107,7 @@ MemberInfo member(uint8_t seed, std::string host, uint16_t port, uint32_t group,
   m.port = port;
   m.group = group;
   m.connections = connections;
+  m.ring_key = pattern<32>(static_cast<uint8_t>(seed + 1));
   return m;
 }
 
@@ -116,12 +117,14 @@ Hello sample(Tag<Hello>) {
   m.role = static_cast<uint8_t>(Role::kPeerToPeer);
   m.flags = static_cast<uint8_t>(HelloFlags::kHasSecret);
   m.nonce = pattern<32>(1);
+  m.kx = pattern<32>(41);
   return m;
 }
 HelloReply sample(Tag<HelloReply>) {
   HelloReply m;
   m.flags = 1;
   m.nonce = pattern<32>(2);
+  m.kx = pattern<32>(42);
   return m;
 }
 AuthProof sample(Tag<AuthProof>) {
@@ -148,6 +151,7 @@ JoinRequest sample(Tag<JoinRequest>) {
   m.group = 0xDEADBEEF;
   m.connections = 7;
   m.host_connections = 3;
+  m.ring_key = pattern<32>(43);
   m.client_version = "pccl 0.1.0+g1234abc";
   return m;
 }
@@ -212,6 +216,7 @@ P2PHello sample(Tag<P2PHello>) {
   m.sender_id = pattern<16>(7);
   m.epoch = 0x00000001FFFFFFFFull;
   m.index = 3;
+  m.signature = pattern<64>(44);
   return m;
 }
 
@@ -350,17 +355,19 @@ TEST_CASE("wire: P2PHello frame byte layout") {
   for (size_t i = 0; i < m.sender_id.size(); ++i) m.sender_id[i] = static_cast<uint8_t>(0x10 + i);
   m.epoch = 0x1122334455667788ull;
   m.index = 0xA1B2C3D4u;
+  for (size_t i = 0; i < m.signature.size(); ++i) m.signature[i] = static_cast<uint8_t>(0x80 + i);
   const std::vector<uint8_t> frame = encodeFrame(m, 0x0000000000000105ull);
-  const std::vector<uint8_t> expected = {
+  std::vector<uint8_t> expected = {
       // header
       'P', 'C', 'C', 'L', 0x03, 0x00, 0x30, 0x00,              // magic, version 3, type 48
       0x05, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,          // epoch 0x105
-      0x1C, 0x00, 0x00, 0x00,                                  // length 28
+      0x5C, 0x00, 0x00, 0x00,                                  // length 92
       // payload: sender_id
       0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1B, 0x1C, 0x1D, 0x1E, 0x1F,
       0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,          // epoch
       0xD4, 0xC3, 0xB2, 0xA1,                                  // index
   };
+  for (size_t i = 0; i < 64; ++i) expected.push_back(static_cast<uint8_t>(0x80 + i));  // signature
   REQUIRE(frame.size() == expected.size());
   for (size_t i = 0; i < frame.size(); ++i) {
     INFO("byte " << i);
@@ -383,6 +390,7 @@ TEST_CASE("wire: string and list byte layouts") {
   const std::vector<uint8_t> tail = {2,    0,    'a',  'b',  0x04, 0x03, 0x08, 0x07, 0x06,
                                      0x05, 0x0C, 0x0B, 0x0A, 0x09, 0x10, 0x0F, 0x0E, 0x0D};
   expected.insert(expected.end(), tail.begin(), tail.end());
+  for (uint8_t b : t.ring[0].ring_key) expected.push_back(b);
   CHECK(payloadOf(t) == expected);
 }
 
@@ -413,12 +421,20 @@ TEST_CASE("wire: round trip of handshake messages") {
     CHECK(out.role == static_cast<uint8_t>(Role::kPeerToPeer));
     CHECK(out.flags == 1);
     CHECK(out.nonce == pattern<32>(1));
-    CHECK(encodeFrame(in, 0).size() == kHeaderSize + 34);
+    CHECK(out.kx == pattern<32>(41));
+    const std::vector<uint8_t> f = encodeFrame(in, 0);
+    REQUIRE(f.size() == kHeaderSize + 66);  // role, flags, nonce, ephemeral key (protocol.md §5.1)
+    CHECK(f[kHeaderSize + 34] == pattern<32>(41)[0]);
   }
   SECTION("HelloReply") {
-    const HelloReply out = roundTrip(sample(Tag<HelloReply>{}), 0xFFFFFFFFFFFFFFFFull);
+    const HelloReply in = sample(Tag<HelloReply>{});
+    const HelloReply out = roundTrip(in, 0xFFFFFFFFFFFFFFFFull);
     CHECK(out.flags == 1);
     CHECK(out.nonce == pattern<32>(2));
+    CHECK(out.kx == pattern<32>(42));
+    const std::vector<uint8_t> f = encodeFrame(in, 0);
+    REQUIRE(f.size() == kHeaderSize + 65);  // flags, nonce, ephemeral key
+    CHECK(f[kHeaderSize + 33] == pattern<32>(42)[0]);
   }
   SECTION("AuthProof") {
     const AuthProof out = roundTrip(sample(Tag<AuthProof>{}), 1);
@@ -452,6 +468,7 @@ TEST_CASE("wire: round trip of control-plane messages") {
     CHECK(out.group == 0xDEADBEEF);
     CHECK(out.connections == 7);
     CHECK(out.host_connections == 3);
+    CHECK(out.ring_key == pattern<32>(43));
     CHECK(out.client_version == "pccl 0.1.0+g1234abc");
   }
   SECTION("JoinRequest at its string limits") {
@@ -600,6 +617,7 @@ TEST_CASE("wire: round trip of P2PHello") {
   CHECK(out.sender_id == pattern<16>(7));
   CHECK(out.epoch == 0x00000001FFFFFFFFull);
   CHECK(out.index == 3);
+  CHECK(out.signature == pattern<64>(44));
 }
 
 TEST_CASE("wire: every sample round-trips through the generic path") {
@@ -665,7 +683,9 @@ TEST_CASE("wire: wrong magic is a protocol error") {
 }
 
 TEST_CASE("wire: wrong version is a version mismatch naming both versions") {
-  for (uint16_t v : {uint16_t{0}, uint16_t{1}, uint16_t{2}, uint16_t{4}, uint16_t{7}, uint16_t{258}, uint16_t{0xFFFF}}) {
+  // Version 2 is the previous protocol (before the ephemeral key exchange of §6).
+  for (uint16_t v : {uint16_t{0}, uint16_t{1}, uint16_t{2}, uint16_t{kProtocolVersion + 1}, uint16_t{7}, uint16_t{258},
+                     uint16_t{0xFFFF}}) {
     FrameHeader fh;
     fh.version = v;
     fh.type = static_cast<uint16_t>(MsgType::kHello);
@@ -844,13 +864,14 @@ TEST_CASE("wire: a TopologyUpdate member count beyond its bytes is rejected with
     ByteWriter w(&p);
     w.u64(1);
     w.u32(claimed);
-    // One real, minimal member (32 bytes): room for exactly one.
+    // One real, minimal member (64 bytes): room for exactly one.
     w.fixed(pattern<16>(1));
     w.str("");
     w.u16(1);
     w.u32(2);
     w.u32(3);
     w.u32(4);
+    w.fixed(pattern<32>(5));
     INFO("claimed " << claimed);
     AllocWatch watch;
     auto m = decodePayload<TopologyUpdate>(p.data(), p.size());
@@ -871,6 +892,7 @@ TEST_CASE("wire: a TopologyUpdate member count beyond its bytes is rejected with
   w.u32(2);
   w.u32(3);
   w.u32(4);
+  w.fixed(pattern<32>(5));
   auto m = decodePayload<TopologyUpdate>(p.data(), p.size());
   REQUIRE(m.isOk());
   REQUIRE(m->ring.size() == 1);

@@ -30,7 +30,7 @@ struct CommConfig {
   uint32_t peer_timeout_ms = 10000;          // master silence after which it is unreachable
   uint32_t connect_timeout_ms = 120000;      // deadline of connect() / updateTopology()
   uint32_t handshake_timeout_ms = 5000;      // deadline of one connection's authentication
-  std::string secret;                        // empty: PCCL_SECRET / PCCL_SECRET_FILE, else none
+  std::string secret;                        // empty: PCCL_SECRET / PCCL_SECRET_FILE, else none (create wipes its copy)
   bool encrypt = false;                      // encrypt every connection (needs a secret); false: PCCL_ENCRYPT
   uint32_t op_timeout_ms = 1800000;          // deadline of one collective, from the call to its result
   uint32_t segment_bytes = 1 << 20;          // largest pipelining unit on the ring (all peers must agree)

@@ -15,7 +15,7 @@ namespace pccl {
 
 struct MasterConfig {
   std::string listen_address = "0.0.0.0:0";  // HOST:PORT; port 0 picks a free port
-  std::string secret;                        // shared secret; empty = open run (logged once)
+  std::string secret;                        // shared secret; empty = open run (logged once); create wipes its copy
   uint32_t heartbeat_interval_ms = 1000;     // how often the master pings each peer
   uint32_t peer_timeout_ms = 10000;          // silence after which a peer is declared dead
   uint32_t handshake_timeout_ms = 5000;      // an unauthenticated connection is dropped after this

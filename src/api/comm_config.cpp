@@ -38,7 +38,7 @@ Status checkCommConfig(const CommConfig& config) {
 }
 
 Status resolveCredentials(CommConfig& config) {
-  PCCL_ASSIGN_OR_RETURN(config.secret, resolveSecret(config.secret));
+  PCCL_RETURN_IF_ERROR(resolveSecret(&config.secret));
   PCCL_ASSIGN_OR_RETURN(config.encrypt, resolveEncrypt(config.encrypt));
   if (config.encrypt && config.secret.empty()) {
     return Status::invalidArgument("encrypt needs a shared secret (config, PCCL_SECRET or PCCL_SECRET_FILE): the "

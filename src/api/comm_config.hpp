@@ -14,7 +14,8 @@ namespace pccl {
 Status checkCommConfig(const CommConfig& config);
 
 // The run's secret (config, else PCCL_SECRET, else PCCL_SECRET_FILE) and whether to encrypt (config,
-// else PCCL_ENCRYPT) into `config`. InvalidArgument for encryption without a secret or a bad variable.
+// else PCCL_ENCRYPT) into `config`, in place (no copy of the secret is made). InvalidArgument for
+// encryption without a secret or a bad variable.
 Status resolveCredentials(CommConfig& config);
 
 // What a TopologyUpdate's ring means for the peer `self`.

@@ -28,6 +28,7 @@
 #include "collective/buffer_pool.hpp"
 #include "collective/collectives.hpp"
 #include "net/auth.hpp"
+#include "net/identity.hpp"
 #include "net/listener.hpp"
 #include "peer/master_link.hpp"
 #include "peer/peer_state.hpp"
@@ -38,7 +39,8 @@ namespace pccl {
 
 class Communicator::Impl {
  public:
-  Impl(CommConfig config, net::HostPort master, net::HostPort listen);
+  // `config.secret` is already wiped: `key` is all the communicator keeps of it.
+  Impl(CommConfig config, net::HostPort master, net::HostPort listen, std::shared_ptr<const net::AuthKey> key);
   ~Impl();
   Status init();
 
@@ -107,6 +109,8 @@ class Communicator::Impl {
   CommConfig config_;
   net::HostPort master_addr_;
   std::shared_ptr<const net::AuthKey> key_;
+  // Our ring identity: the JoinRequest carries its public half, our ring hellos are signed with it.
+  std::shared_ptr<const net::SigningKey> identity_ = std::make_shared<const net::SigningKey>();
   asio::io_context io_;
   std::thread thread_;
   std::shared_ptr<net::Listener> listener_;

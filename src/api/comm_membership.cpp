@@ -228,6 +228,7 @@ void Communicator::Impl::sendJoin(const Status& opened) {
   join.connections = config_.connections_per_peer;
   join.host_connections =
       config_.same_host_connections != 0 ? config_.same_host_connections : config_.connections_per_peer;
+  join.ring_key = identity_->publicKey();
   join.client_version = kClientVersion;
   link_->send(join, 0);
 }

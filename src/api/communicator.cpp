@@ -4,14 +4,16 @@
 
 #include "api/comm_impl.hpp"
 #include "util/log.hpp"
+#include "util/secret.hpp"
 
 namespace pccl {
 
-Communicator::Impl::Impl(CommConfig config, net::HostPort master, net::HostPort listen)
+Communicator::Impl::Impl(CommConfig config, net::HostPort master, net::HostPort listen,
+                         std::shared_ptr<const net::AuthKey> key)
     : config_(std::move(config)),
       master_addr_(std::move(master)),
-      key_(std::make_shared<net::AuthKey>(config_.secret, config_.encrypt)),
-      pool_(std::make_unique<peer::RingPool>(io_, key_, Millis(config_.handshake_timeout_ms),
+      key_(std::move(key)),
+      pool_(std::make_unique<peer::RingPool>(io_, key_, identity_, Millis(config_.handshake_timeout_ms),
                                              Millis(config_.connect_timeout_ms))),
       colls_(std::make_unique<collective::Collectives>(io_, &buffers_,
                                                        [this](const Status& s) { pool_->reset(s); })),
@@ -88,13 +90,16 @@ const char* Communicator::Impl::cipher() const {
 // ---- Communicator ---------------------------------------------------------------------------------
 
 Result<std::unique_ptr<Communicator>> Communicator::create(CommConfig config) {
+  WipeOnExit wipe(config.secret);  // on every path: only the run key derived from it is kept
   PCCL_RETURN_IF_ERROR(net::initCrypto());
   if (config.master_address.empty()) return Status::invalidArgument("master_address is required (HOST:PORT)");
   PCCL_ASSIGN_OR_RETURN(net::HostPort master, net::parseHostPort(config.master_address, "master_address"));
   PCCL_ASSIGN_OR_RETURN(net::HostPort listen, net::parseHostPort(config.listen_address, "listen_address"));
   PCCL_RETURN_IF_ERROR(checkCommConfig(config));
   PCCL_RETURN_IF_ERROR(resolveCredentials(config));
-  auto impl = std::make_unique<Impl>(std::move(config), std::move(master), std::move(listen));
+  auto key = std::make_shared<const net::AuthKey>(config.secret, config.encrypt);
+  wipeSecret(config.secret);
+  auto impl = std::make_unique<Impl>(std::move(config), std::move(master), std::move(listen), std::move(key));
   PCCL_RETURN_IF_ERROR(impl->init());
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }

@@ -3,6 +3,7 @@
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
+#include <utility>
 
 #include "pccl/master.hpp"
 #include "pccl/version.h"
@@ -56,12 +57,11 @@ int main(int argc, char** argv) {
   }
 
   if (!secret_file.empty()) {
-    auto s = pccl::readSecretFile(secret_file);
+    pccl::Status s = pccl::readSecretFile(secret_file, &config.secret);  // read in place: no copy to wipe
     if (!s.isOk()) {
-      std::fprintf(stderr, "pccl-master: %s\n", s.status().message().c_str());
+      std::fprintf(stderr, "pccl-master: %s\n", s.message().c_str());
       return 2;
     }
-    config.secret = *s;
   }
 
   // Block the signals before any thread starts, then wait for them synchronously.
@@ -71,7 +71,7 @@ int main(int argc, char** argv) {
   sigaddset(&set, SIGTERM);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
-  auto master = pccl::Master::create(config);
+  auto master = pccl::Master::create(std::move(config));  // the library wipes the secret it is given
   if (!master.isOk()) {
     std::fprintf(stderr, "pccl-master: %s\n", master.status().toString().c_str());
     return 2;

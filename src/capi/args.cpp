@@ -43,8 +43,8 @@ pcclResult_t checkConfigHeader(uint32_t struct_size, size_t expected, uint32_t v
   return pcclSuccess;
 }
 
-std::string secretOf(const void* secret, size_t len) {
-  return secret == nullptr ? std::string() : std::string(static_cast<const char*>(secret), len);
+void copySecret(const void* secret, size_t len, std::string* out) {
+  if (secret != nullptr) out->assign(static_cast<const char*>(secret), len);
 }
 
 }  // namespace pccl::capi

@@ -45,8 +45,9 @@ void reduceInfoTo(const pccl::ReduceInfo& in, pcclReduceInfo_t* out);
 // pcclInvalidArgument unless a config struct was made by its _INIT macro of this pccl version.
 pcclResult_t checkConfigHeader(uint32_t struct_size, size_t expected, uint32_t version, const char* what);
 
-// The secret bytes of a config (empty when NULL).
-std::string secretOf(const void* secret, size_t len);
+// Copies a config's secret bytes straight into *out (nothing when NULL): no temporary that would be
+// freed unwiped. The library wipes the copy once it has derived its key (docs/security.md).
+void copySecret(const void* secret, size_t len, std::string* out);
 
 }  // namespace pccl::capi
 

@@ -24,7 +24,7 @@ pccl::CommConfig commConfigFrom(const pcclCommConfig_t& config) {
   c.peer_timeout_ms = config.peer_timeout_ms;
   c.connect_timeout_ms = config.connect_timeout_ms;
   c.handshake_timeout_ms = config.handshake_timeout_ms;
-  c.secret = pccl::capi::secretOf(config.secret, config.secret_len);
+  pccl::capi::copySecret(config.secret, config.secret_len, &c.secret);
   c.encrypt = config.encrypt != 0;
   c.op_timeout_ms = config.op_timeout_ms;
   c.segment_bytes = config.segment_bytes;

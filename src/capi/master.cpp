@@ -16,7 +16,7 @@ namespace {
 pccl::MasterConfig masterConfigFrom(const pcclMasterConfig_t& config) {
   pccl::MasterConfig c;
   if (config.listen_address != nullptr) c.listen_address = config.listen_address;
-  c.secret = pccl::capi::secretOf(config.secret, config.secret_len);
+  pccl::capi::copySecret(config.secret, config.secret_len, &c.secret);
   c.heartbeat_interval_ms = config.heartbeat_interval_ms;
   c.peer_timeout_ms = config.peer_timeout_ms;
   c.announce_window_ms = config.announce_window_ms;

@@ -11,6 +11,7 @@
 
 #include "master/master_server.hpp"
 #include "util/log.hpp"
+#include "util/secret.hpp"
 
 namespace pccl {
 
@@ -78,6 +79,7 @@ class Master::Impl {
 };
 
 Result<std::unique_ptr<Master>> Master::create(MasterConfig config) {
+  WipeOnExit wipe(config.secret);  // what is moved on is wiped by the server once it derived its key
   if (config.heartbeat_interval_ms == 0) return Status::invalidArgument("heartbeat_interval_ms must be > 0");
   if (config.peer_timeout_ms <= config.heartbeat_interval_ms) {
     return Status::invalidArgument(fmt::format("peer_timeout_ms ({}) must exceed heartbeat_interval_ms ({})",

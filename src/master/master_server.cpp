@@ -8,6 +8,7 @@
 
 #include "net/auth.hpp"
 #include "util/log.hpp"
+#include "util/secret.hpp"
 #include "wire/dispatch.hpp"
 
 namespace pccl::master {
@@ -27,7 +28,9 @@ MasterServer::MasterServer(asio::io_context& io, MasterConfig config, StatsSink 
       tick_period_(std::clamp<int64_t>(std::min<int64_t>(config_.heartbeat_interval_ms, config_.peer_timeout_ms / 20),
                                        10, 1000)),
       ops_(config_.max_concurrent_ops, Millis(config_.announce_window_ms)),
-      on_stats_(std::move(on_stats)) {}
+      on_stats_(std::move(on_stats)) {
+  wipeSecret(config_.secret);  // key_ is all the master keeps of it
+}
 
 MasterServer::~MasterServer() = default;
 
@@ -198,6 +201,7 @@ Status MasterServer::onJoin(Session& s, const wire::JoinRequest& m) {
   info.group = m.group;
   info.connections = m.connections;
   info.host_connections = m.host_connections;
+  info.ring_key = m.ring_key;
   s.joined = true;
   s.id = info.id;
   serial_by_id_[info.id] = s.serial;

@@ -1,7 +1,8 @@
 // Authenticated encryption of one direction of one connection (libsodium), for encrypted runs
 // (design.md §3; docs/security.md). Each direction has its own 32-byte key from the handshake
-// (AuthKey::sessionKey over both nonces), and each sealed message its own 96-bit nonce: a counter,
-// little-endian, that both ends advance in step (TCP keeps the order), so nothing nonce-related travels.
+// (AuthKey::sessionKeys: the run key, the ephemeral X25519 result and the transcript), and each sealed
+// message its own 96-bit nonce: a counter, little-endian, that both ends advance in step (TCP keeps the
+// order), so nothing nonce-related travels.
 //   AES-256-GCM where the CPU has AES-NI (and PCLMUL), ChaCha20-Poly1305-IETF otherwise.
 // Messages are sealed detached (the 16-byte tag apart) and opened in place, so a payload can be read
 // straight into its destination and decrypted there.
@@ -46,6 +47,9 @@ class AeadStream {
   // data[0..n) := its decryption (in place) when `tag` authenticates it with `ad`; ProtocolError
   // (data then undefined) when it does not: tampering, a lost or replayed message, or another key.
   Status open(const uint8_t* ad, size_t ad_len, uint8_t* data, size_t n, const AeadTag& tag);
+  // Consumes the nonce of one message that is dropped unread (so the next one opens in step). Its bytes
+  // are not authenticated: only for a payload nobody uses.
+  Status skip();
 
   Cipher cipher() const { return cipher_; }
   uint64_t messages() const { return counter_; }

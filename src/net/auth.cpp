@@ -3,7 +3,6 @@
 #include <sodium.h>
 
 #include <cstring>
-#include <vector>
 
 namespace pccl::net {
 
@@ -13,53 +12,105 @@ Status initCrypto() {
   return Status::ok();
 }
 
-AuthKey::AuthKey(const std::string& secret, bool encrypt) : has_secret_(!secret.empty()), encrypt_(encrypt) {
-  (void)initCrypto();
-  static constexpr char kLabel[] = "pccl/auth/v1";
-  crypto_generichash_state st;
-  crypto_generichash_init(&st, nullptr, 0, key_.size());
-  crypto_generichash_update(&st, reinterpret_cast<const unsigned char*>(kLabel), sizeof(kLabel) - 1);
-  crypto_generichash_update(&st, reinterpret_cast<const unsigned char*>(secret.data()), secret.size());
-  crypto_generichash_final(&st, key_.data(), key_.size());
-}
-
 namespace {
-std::vector<uint8_t> transcript(AuthKey::Side side, uint8_t client_role, const wire::Nonce& cn,
-                                const wire::Nonce& sn) {
-  const char* label = side == AuthKey::Side::kClient ? "pccl client proof" : "pccl server proof";
-  std::vector<uint8_t> t(label, label + std::strlen(label));
+void hashUpdate(crypto_generichash_state* st, const void* p, size_t n) {
+  crypto_generichash_update(st, static_cast<const unsigned char*>(p), n);
+}
+void hashUpdate(crypto_generichash_state* st, const char* label) { hashUpdate(st, label, std::strlen(label)); }
+}  // namespace
+
+std::vector<uint8_t> Transcript::bytes() const {
+  std::vector<uint8_t> t;
+  t.reserve(kBytes);
   t.push_back(static_cast<uint8_t>(wire::kProtocolVersion & 0xff));
   t.push_back(static_cast<uint8_t>(wire::kProtocolVersion >> 8));
   t.push_back(client_role);
   t.push_back(static_cast<uint8_t>(client_role | 0x80));  // the server's role mirrors the client's
-  t.insert(t.end(), cn.begin(), cn.end());
-  t.insert(t.end(), sn.begin(), sn.end());
+  t.push_back(client_flags);
+  t.push_back(server_flags);
+  for (const auto* part : {&client_nonce, &server_nonce, &client_kx, &server_kx}) {
+    t.insert(t.end(), part->begin(), part->end());
+  }
   return t;
+}
+
+SessionId Transcript::sessionId() const {
+  const std::vector<uint8_t> t = bytes();
+  crypto_generichash_state st;
+  crypto_generichash_init(&st, nullptr, 0, 32);
+  hashUpdate(&st, "pccl/session/v3");
+  hashUpdate(&st, t.data(), t.size());
+  SessionId id{};
+  crypto_generichash_final(&st, id.data(), id.size());
+  return id;
+}
+
+AuthKey::AuthKey(const std::string& secret, bool encrypt) : has_secret_(!secret.empty()), encrypt_(encrypt) {
+  (void)initCrypto();
+  crypto_generichash_state st;  // holds secret bytes in its block buffer until wiped below
+  crypto_generichash_init(&st, nullptr, 0, key_.size());
+  hashUpdate(&st, "pccl/auth/v1");
+  hashUpdate(&st, secret.data(), secret.size());
+  crypto_generichash_final(&st, key_.data(), key_.size());
+  sodium_memzero(&st, sizeof st);
+  key_.seal();
+}
+
+namespace {
+std::vector<uint8_t> proofInput(AuthKey::Side side, const Transcript& t) {
+  const char* label = side == AuthKey::Side::kClient ? "pccl client proof" : "pccl server proof";
+  std::vector<uint8_t> in(label, label + std::strlen(label));
+  const std::vector<uint8_t> tb = t.bytes();
+  in.insert(in.end(), tb.begin(), tb.end());
+  return in;
 }
 }  // namespace
 
-wire::Mac AuthKey::proof(Side side, uint8_t client_role, const wire::Nonce& cn, const wire::Nonce& sn) const {
-  std::vector<uint8_t> t = transcript(side, client_role, cn, sn);
+wire::Mac AuthKey::proof(Side side, const Transcript& t) const {
+  const std::vector<uint8_t> in = proofInput(side, t);
   wire::Mac mac{};
-  crypto_auth_hmacsha256(mac.data(), t.data(), t.size(), key_.data());
+  crypto_auth_hmacsha256(mac.data(), in.data(), in.size(), key_.data());
   return mac;
 }
 
-bool AuthKey::verify(Side side, uint8_t client_role, const wire::Nonce& cn, const wire::Nonce& sn,
-                     const wire::Mac& mac) const {
-  std::vector<uint8_t> t = transcript(side, client_role, cn, sn);
-  return crypto_auth_hmacsha256_verify(mac.data(), t.data(), t.size(), key_.data()) == 0;
+bool AuthKey::verify(Side side, const Transcript& t, const wire::Mac& mac) const {
+  const std::vector<uint8_t> in = proofInput(side, t);
+  return crypto_auth_hmacsha256_verify(mac.data(), in.data(), in.size(), key_.data()) == 0;
 }
 
-std::array<uint8_t, 32> AuthKey::sessionKey(const char* label, uint8_t client_role, const wire::Nonce& cn,
-                                            const wire::Nonce& sn) const {
-  std::vector<uint8_t> t(label, label + std::strlen(label));
-  t.push_back(client_role);
-  t.insert(t.end(), cn.begin(), cn.end());
-  t.insert(t.end(), sn.begin(), sn.end());
-  std::array<uint8_t, 32> out{};
-  crypto_generichash(out.data(), out.size(), t.data(), t.size(), key_.data(), key_.size());
-  return out;
+SessionKeys AuthKey::sessionKeys(const Transcript& t, const SecretKey& ikm) const {
+  const std::vector<uint8_t> tb = t.bytes();
+  SessionKeys keys;
+  for (auto [label, out] : {std::pair<const char*, SecretKey*>{"pccl/enc/v3/c2s", &keys.c2s},
+                            std::pair<const char*, SecretKey*>{"pccl/enc/v3/s2c", &keys.s2c}}) {
+    crypto_generichash_state st;
+    crypto_generichash_init(&st, key_.data(), key_.size(), out->size());
+    hashUpdate(&st, label);
+    hashUpdate(&st, ikm.data(), ikm.size());
+    hashUpdate(&st, tb.data(), tb.size());
+    crypto_generichash_final(&st, out->data(), out->size());
+    sodium_memzero(&st, sizeof st);
+  }
+  return keys;
+}
+
+EphemeralKx::EphemeralKx() {
+  (void)initCrypto();
+  static_assert(crypto_scalarmult_BYTES == 32 && crypto_scalarmult_SCALARBYTES == 32, "X25519 sizes");
+  randombytes_buf(sk_.data(), sk_.size());
+  crypto_scalarmult_base(pk_.data(), sk_.data());
+}
+
+EphemeralKx::~EphemeralKx() = default;  // sk_ wipes itself
+
+Result<SecretKey> EphemeralKx::agree(const wire::KxKey& peer) {
+  if (used_) return Status::internal("an ephemeral key was used twice");
+  used_ = true;
+  SecretKey shared;
+  const int rc = crypto_scalarmult(shared.data(), sk_.data(), peer.data());
+  sk_.wipe();
+  if (rc != 0) return Status::protocol("the remote's ephemeral key is of small order (an all-zero shared secret)");
+  return shared;
 }
 
 wire::Nonce randomNonce() {

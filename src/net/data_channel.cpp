@@ -77,30 +77,46 @@ void DataChannel::placeAndRead() {
     paused_ = true;
     return;
   }
+  if (p->kind == Placement::Kind::kDiscard) return discardRest(current_bytes_ + sealOverhead(crypto_));
   uint8_t* dst = p->ptr;
-  const bool keep = p->kind != Placement::Kind::kDiscard;
-  if (p->kind != Placement::Kind::kDirect) {
+  if (p->kind == Placement::Kind::kStage) {
     if (staging_.size() < current_bytes_) staging_.resize(current_bytes_);
     dst = staging_.data();
   }
   auto self = shared_from_this();
   std::array<asio::mutable_buffer, 2> bufs{asio::buffer(dst, current_bytes_),
                                            asio::buffer(payload_tag_.data(), sealOverhead(crypto_))};
-  asio::async_read(socket_, bufs, [this, self, dst, keep](const asio::error_code& ec, size_t) {
+  asio::async_read(socket_, bufs, [this, self, dst](const asio::error_code& ec, size_t) {
     if (closed_) return;
     if (ec) return close(Status::peerLost(name_ + ": " + ec.message()));
     if (crypto_.on()) {
-      // Authenticated before anyone sees it. A discarded payload is opened too: it keeps the nonces in step.
+      // Authenticated before anyone sees it.
       Status opened = crypto_.recv->open(head_.data(), wire::kHeaderSize, dst, current_bytes_, payload_tag_);
       if (!opened.isOk()) return close(opened.withContext(name_));
     }
     bytes_received_ += current_bytes_;
-    if (keep) {
-      Status s = sink_->deliver(*this, current_, dst, current_bytes_);
-      if (!s.isOk()) return close(s);
-      if (closed_) return;
+    Status s = sink_->deliver(*this, current_, dst, current_bytes_);
+    if (!s.isOk()) return close(s);
+    if (!closed_) readHead();
+  });
+}
+
+void DataChannel::discardRest(uint32_t left) {
+  if (left == 0) {
+    if (crypto_.on()) {
+      Status skipped = crypto_.recv->skip();  // keeps the nonces in step
+      if (!skipped.isOk()) return close(skipped.withContext(name_));
     }
-    readHead();
+    bytes_received_ += current_bytes_;
+    return readHead();
+  }
+  discard_.resize(kDiscardChunk);
+  const uint32_t n = std::min<uint32_t>(left, kDiscardChunk);
+  auto self = shared_from_this();
+  asio::async_read(socket_, asio::buffer(discard_.data(), n), [this, self, left, n](const asio::error_code& ec, size_t) {
+    if (closed_) return;
+    if (ec) return close(Status::peerLost(name_ + ": " + ec.message()));
+    discardRest(left - n);
   });
 }
 

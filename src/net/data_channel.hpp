@@ -1,6 +1,9 @@
 // A ring connection carrying data frames, after authentication and the ring hello.
 // Receive: each frame's DataHeader is shown to the sink, which says where its elements go (straight
-// into their destination, into the channel's staging buffer, discarded, or "pause until I know").
+// into their destination, into the channel's staging buffer, discarded, or "pause until I know"). A
+// discarded payload is read and dropped in chunks of kDiscardChunk bytes, so discarding never takes more
+// memory than that, whatever the frame's size; sealed, its tag is not checked (nothing uses its bytes;
+// its nonce is consumed, and the DataHeader that said how long it is was authenticated).
 // Send: a FIFO of (header, pointer, length) written with one gather write each: no copy of the payload.
 // Encrypted runs (docs/protocol.md §6): the DataHeader and the payload are sealed separately, each
 // followed by its tag, with the clear frame header as associated data:
@@ -56,6 +59,8 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   DataChannel(Link link, uint64_t epoch, std::string name);
   ~DataChannel();
 
+  static constexpr size_t kDiscardChunk = 64 * 1024;
+
   void start(DataSink* sink);
   void resume();  // after a kPause placement: asks the sink again
   // `payload` must stay valid until `done` runs. `done` runs exactly once (also when the channel closes).
@@ -69,6 +74,8 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   const std::string& name() const { return name_; }
   uint64_t bytesSent() const { return bytes_sent_; }
   uint64_t bytesReceived() const { return bytes_received_; }
+  // Memory held for receiving besides the destinations: the staging buffer and the discard chunk.
+  size_t receiveBufferBytes() const { return staging_.capacity() + discard_.capacity(); }
 
  private:
   struct Pending {
@@ -82,6 +89,7 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   void readHead();
   Status openHead();
   void placeAndRead();
+  void discardRest(uint32_t left);
   void writeNext();
   void writeSealed(Pending& p);
   void written(const asio::error_code& ec);
@@ -99,6 +107,7 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   uint32_t current_bytes_ = 0;
   bool paused_ = false;
   std::vector<uint8_t> staging_;  // grows to the largest staged frame, then is reused
+  std::vector<uint8_t> discard_;  // kDiscardChunk bytes once a payload was discarded
   std::deque<Pending> out_;
   bool writing_ = false;
   bool closed_ = false;

@@ -16,6 +16,7 @@ FrameIo::FrameIo(Tcp::socket socket, Millis timeout, Finish on_fail, uint32_t ma
 FrameIo::FrameIo(Link link, Millis timeout, Finish on_fail, uint32_t max_payload)
     : FrameIo(std::move(link.socket), timeout, std::move(on_fail), max_payload) {
   crypto_ = std::move(link.crypto);
+  session_ = link.session;
 }
 
 void FrameIo::armDeadline() {
@@ -83,7 +84,7 @@ void FrameIo::fail(const Status& s) {
 Link FrameIo::release() {
   done_ = true;
   timer_.cancel();
-  return Link{std::move(socket_), std::move(crypto_)};
+  return Link{std::move(socket_), std::move(crypto_), session_};
 }
 
 Status FrameIo::ioError(const asio::error_code& ec, const char* what) const {

@@ -35,8 +35,13 @@ class FrameIo : public std::enable_shared_from_this<FrameIo> {
   // Sends an Error frame (best effort), then fails with `s`.
   void rejectWith(const Status& s);
   void fail(const Status& s);
-  // From now on every frame is sealed/opened with `crypto` (no-op when it is off).
-  void secure(SessionCrypto crypto) { crypto_ = std::move(crypto); }
+  // The handshake is done: from now on every frame is sealed/opened with `crypto` (no-op when it is
+  // off), and the link carries `session`.
+  void establish(const SessionId& session, SessionCrypto crypto) {
+    session_ = session;
+    crypto_ = std::move(crypto);
+  }
+  const SessionId& session() const { return session_; }
   // Hands the socket (and its keys) over; the deadline no longer applies.
   Link release();
   bool done() const { return done_; }
@@ -47,6 +52,7 @@ class FrameIo : public std::enable_shared_from_this<FrameIo> {
 
   Tcp::socket socket_;
   SessionCrypto crypto_;
+  SessionId session_{};
   asio::steady_timer timer_;
   Millis timeout_;
   Finish on_fail_;

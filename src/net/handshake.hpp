@@ -1,9 +1,11 @@
-// The authenticated handshake that opens every pccl connection (docs/protocol.md §Handshake):
-//   client: Hello(role, flags, client_nonce)   server: HelloReply(flags, server_nonce)
-//   client: AuthProof(client proof)            server: AuthOk(server proof) | Error(AuthFailed)
-// Both sides run under a deadline; nothing here blocks a thread. In an encrypted run (AuthKey::encrypt)
-// the flags of Hello and HelloReply agree on it and pick the cipher, and the resulting Link carries the
-// connection's keys.
+// The authenticated handshake that opens every pccl connection (docs/protocol.md §6):
+//   client: Hello(role, flags, client_nonce, client_kx)   server: HelloReply(flags, server_nonce, server_kx)
+//   client: AuthProof(client proof)                       server: AuthOk(server proof) | Error(AuthFailed)
+// Both proofs cover everything both sides sent (auth.hpp's Transcript). Both sides run under a
+// deadline; nothing here blocks a thread. In an encrypted run (AuthKey::encrypt) the flags of Hello and
+// HelloReply agree on it and pick the cipher, each side contributes an ephemeral X25519 key (`kx`), and
+// the resulting Link carries the connection's keys, derived from the run key and the X25519 result (so
+// they are forward-secret). Every Link carries its handshake's session id.
 #ifndef PCCL_NET_HANDSHAKE_HPP_
 #define PCCL_NET_HANDSHAKE_HPP_
 

@@ -14,6 +14,7 @@
 
 #include "net/aead.hpp"
 #include "net/asio.hpp"
+#include "net/auth.hpp"
 #include "pccl/status.hpp"
 #include "wire/frame.hpp"
 #include "wire/messages.hpp"
@@ -29,6 +30,7 @@ struct SessionCrypto {
 struct Link {
   Tcp::socket socket;
   SessionCrypto crypto;
+  SessionId session{};  // the handshake's session id (auth.hpp); zeros for a socket that had none
 };
 
 // What a sealed frame adds to the payload (the tag); 0 when `crypto` is off.

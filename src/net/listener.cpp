@@ -1,13 +1,19 @@
 #include "net/listener.hpp"
 
+#include <algorithm>
 #include <utility>
 
 #include "util/log.hpp"
 
 namespace pccl::net {
 
+namespace {
+constexpr Millis kMinBackoff{10};
+constexpr Millis kMaxBackoff{1000};
+}  // namespace
+
 Listener::Listener(asio::io_context& io, ListenerConfig config)
-    : config_(std::move(config)), acceptor_(io) {}
+    : config_(std::move(config)), acceptor_(io), retry_(io), backoff_(kMinBackoff) {}
 
 Status Listener::open() {
   asio::error_code ec;
@@ -34,6 +40,7 @@ void Listener::start(OnAuthenticated on_authenticated) {
 
 void Listener::close() {
   closed_ = true;
+  retry_.cancel();
   asio::error_code ec;
   acceptor_.close(ec);
 }
@@ -42,10 +49,12 @@ void Listener::acceptNext() {
   auto self = shared_from_this();
   acceptor_.async_accept([this, self](const asio::error_code& ec, Tcp::socket socket) {
     if (closed_) return;
-    if (ec) {
-      // Transient (e.g. EMFILE): log and keep accepting rather than stop serving.
-      PCCL_LOG_WARN(config_.name, "accept failed: {}", ec.message());
-      return acceptNext();
+    if (ec) return acceptFailed(ec);
+    if (failures_ > 0) {
+      PCCL_LOG_INFO(config_.name, "accepting again after {} failed accepts over {} ms", failures_,
+                    msSince(failing_since_));
+      failures_ = 0;
+      backoff_ = kMinBackoff;
     }
     std::string who = remoteName(socket);
     if (pending_ >= config_.max_pending_handshakes) {
@@ -65,6 +74,22 @@ void Listener::acceptNext() {
       }
       on_authenticated_(std::move(r).value());
     });
+    acceptNext();
+  });
+}
+
+void Listener::acceptFailed(const asio::error_code& ec) {
+  // Usually out of descriptors (EMFILE/ENFILE) or kernel memory: retrying at once would fail again at
+  // once. The connection waits in the backlog; we try again after the pause.
+  if (failures_++ == 0) {
+    failing_since_ = Clock::now();
+    PCCL_LOG_WARN(config_.name, "accept failed: {}; retrying every {}..{} ms until it works (not logged again "
+                  "until then)", ec.message(), kMinBackoff.count(), kMaxBackoff.count());
+  }
+  retry_.expires_after(backoff_);
+  backoff_ = std::min(backoff_ * 2, kMaxBackoff);
+  retry_.async_wait([this, self = shared_from_this()](const asio::error_code& wait_ec) {
+    if (wait_ec || closed_) return;
     acceptNext();
   });
 }

@@ -1,6 +1,9 @@
 // Accepts TCP connections and authenticates each one; hands over only authenticated sockets.
 // Bounds the number of connections still handshaking, so a flood of silent connections cannot
-// tie anything up: beyond the bound, new connections are closed at once.
+// tie anything up: beyond the bound, new connections are closed at once. A failing accept (out of file
+// descriptors: EMFILE/ENFILE, or of kernel memory) is retried after a pause that doubles from 10 ms to
+// 1 s, so the process neither spins nor floods its log (one warning per episode, one line when accepting
+// works again); connections wait in the kernel's backlog meanwhile.
 // Thread: the owning io_context's thread.
 #ifndef PCCL_NET_LISTENER_HPP_
 #define PCCL_NET_LISTENER_HPP_
@@ -12,6 +15,7 @@
 #include "net/asio.hpp"
 #include "net/endpoint.hpp"
 #include "net/handshake.hpp"
+#include "util/clock.hpp"
 
 namespace pccl::net {
 
@@ -36,6 +40,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
 
  private:
   void acceptNext();
+  void acceptFailed(const asio::error_code& ec);
 
   ListenerConfig config_;
   Tcp::acceptor acceptor_;
@@ -43,6 +48,10 @@ class Listener : public std::enable_shared_from_this<Listener> {
   uint16_t port_ = 0;
   uint32_t pending_ = 0;
   bool closed_ = false;
+  asio::steady_timer retry_;    // the pause after a failed accept
+  Millis backoff_;              // the next pause
+  uint64_t failures_ = 0;       // failed accepts in the current episode
+  TimePoint failing_since_{};
 };
 
 }  // namespace pccl::net

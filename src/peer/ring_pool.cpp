@@ -58,13 +58,32 @@ RingPlan planRing(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& s
   plan.successor = succ;
   plan.successor_connections = linkConnections(*mine, succ);
   plan.predecessor = pred.id;
+  plan.predecessor_key = pred.ring_key;
   plan.predecessor_connections = linkConnections(pred, *mine);
   return plan;
 }
 
-RingPool::RingPool(asio::io_context& io, std::shared_ptr<const net::AuthKey> key, Millis handshake_timeout,
-                   Millis build_timeout)
-    : io_(io), key_(std::move(key)), timeout_(handshake_timeout), build_timeout_(build_timeout), deadline_(io) {}
+std::vector<uint8_t> ringHelloSigned(const net::SessionId& session, const wire::P2PHello& hello) {
+  static constexpr char kLabel[] = "pccl ring hello v3";
+  std::vector<uint8_t> out;
+  out.reserve(sizeof kLabel - 1 + session.size() + 28);
+  wire::ByteWriter w(&out);
+  w.bytes(kLabel, sizeof kLabel - 1);
+  w.fixed(session);
+  w.fixed(hello.sender_id);
+  w.u64(hello.epoch);
+  w.u32(hello.index);
+  return out;
+}
+
+RingPool::RingPool(asio::io_context& io, std::shared_ptr<const net::AuthKey> key,
+                   std::shared_ptr<const net::SigningKey> identity, Millis handshake_timeout, Millis build_timeout)
+    : io_(io),
+      key_(std::move(key)),
+      identity_(std::move(identity)),
+      timeout_(handshake_timeout),
+      build_timeout_(build_timeout),
+      deadline_(io) {}
 
 RingPool::~RingPool() {
   *alive_ = false;
@@ -84,6 +103,7 @@ void RingPool::reset(const Status& why) {
   all.insert(all.end(), in_.begin(), in_.end());
   out_.clear();
   in_.clear();
+  claimed_.clear();
   for (auto& c : all) {
     if (c) c->close(why.isOk() ? Status::peerLost("ring connections reset") : why);
   }
@@ -97,6 +117,7 @@ void RingPool::build(const RingPlan& plan, Done done) {
   if (plan.alone) return finish(Status::ok());
   out_.assign(plan.successor_connections, nullptr);
   in_.assign(plan.predecessor_connections, nullptr);
+  claimed_.assign(plan.predecessor_connections, false);
   deadline_.expires_after(build_timeout_);
   deadline_.async_wait([this, alive = alive_, epoch = plan.epoch](const asio::error_code& ec) {
     if (ec || !*alive || !building_ || plan_.epoch != epoch) return;
@@ -130,6 +151,8 @@ void RingPool::connectOne(uint32_t index, uint64_t epoch) {
     hello.sender_id = plan_.self;
     hello.epoch = epoch;
     hello.index = index;
+    const std::vector<uint8_t> signed_bytes = ringHelloSigned(io->session(), hello);
+    hello.signature = identity_->sign(signed_bytes.data(), signed_bytes.size());
     io->write(wire::encodeFrame(hello, epoch), [this, io, index, epoch, who, stale] {
       io->readFrame([this, io, index, epoch, who, stale](Status s, const wire::FrameHeader& h,
                                                          const std::vector<uint8_t>& p) {
@@ -176,23 +199,41 @@ void RingPool::onHello(const std::shared_ptr<net::FrameIo>& io, const wire::P2PH
     early_.push_back(Early{io, hello});
     return;
   }
-  if (hello.epoch < epoch) {
-    return io->rejectWith(Status::invalidUsage(fmt::format("stale epoch {}: this peer is at epoch {}", hello.epoch, epoch)));
-  }
-  if (!building_ || plan_.alone || hello.sender_id != plan_.predecessor) {
-    return io->rejectWith(Status::invalidUsage(
-        fmt::format("peer {} is not our ring predecessor in epoch {}", wire::shortId(hello.sender_id), epoch)));
-  }
-  if (hello.index >= in_.size() || in_[hello.index] != nullptr) {
-    return io->rejectWith(Status::invalidUsage(fmt::format("bad or duplicate ring connection index {}", hello.index)));
-  }
+  Status checked = checkHello(*io, hello);
+  if (!checked.isOk()) return io->rejectWith(checked);
+  // Claimed now, not when the P2PAccept is written: another connection may say the same index meanwhile.
   const uint32_t index = hello.index;
+  claimed_[index] = true;
   std::string who = "ring predecessor " + wire::shortId(hello.sender_id);
   io->write(wire::encodeFrame(wire::P2PAccept{}, epoch), [this, io, index, epoch, who, alive = alive_] {
-    if (!*alive || !building_ || plan_.epoch != epoch || index >= in_.size()) return io->fail(Status::ok());
+    // The build may have ended or moved on while the accept was written.
+    if (!*alive || !building_ || plan_.epoch != epoch || index >= in_.size() || in_[index] != nullptr) {
+      return io->fail(Status::ok());
+    }
     in_[index] = std::make_shared<net::DataChannel>(io->release(), epoch, who);
     maybeDone();
   });
+}
+
+Status RingPool::checkHello(const net::FrameIo& io, const wire::P2PHello& hello) const {
+  const uint64_t epoch = plan_.epoch;
+  if (hello.epoch < epoch) {
+    return Status::invalidUsage(fmt::format("stale epoch {}: this peer is at epoch {}", hello.epoch, epoch));
+  }
+  if (!building_ || plan_.alone || hello.sender_id != plan_.predecessor) {
+    return Status::invalidUsage(
+        fmt::format("peer {} is not our ring predecessor in epoch {}", wire::shortId(hello.sender_id), epoch));
+  }
+  const std::vector<uint8_t> signed_bytes = ringHelloSigned(io.session(), hello);
+  if (!net::verifySignature(plan_.predecessor_key, signed_bytes.data(), signed_bytes.size(), hello.signature)) {
+    return Status::authFailed(fmt::format(
+        "ring hello claiming to be peer {} is not signed for this connection with the ring key the master lists "
+        "for it in epoch {}", wire::shortId(hello.sender_id), epoch));
+  }
+  if (hello.index >= in_.size() || claimed_[hello.index]) {
+    return Status::invalidUsage(fmt::format("bad or duplicate ring connection index {}", hello.index));
+  }
+  return Status::ok();
 }
 
 void RingPool::maybeDone() {

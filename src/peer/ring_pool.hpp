@@ -1,6 +1,9 @@
 // The authenticated pool of ring connections for one epoch: K outbound connections to our ring
 // successor (we send on them) and our predecessor's K inbound ones (we receive on them).
-// Each is authenticated, then introduced with P2PHello / P2PAccept, then becomes a DataChannel.
+// Each is authenticated, then introduced with P2PHello / P2PAccept, then becomes a DataChannel. A
+// P2PHello is signed with its sender's ring key over the connection's session id (net/identity.hpp):
+// an inbound connection is accepted only when the signature verifies with the key the master listed
+// for our predecessor, and each of its K indices only once (claimed before the P2PAccept is written).
 // Inbound connections that arrive before we have learnt their epoch wait (bounded by the handshake
 // deadline) until we do.
 // Thread: the communicator's io thread.
@@ -15,6 +18,7 @@
 #include "net/data_channel.hpp"
 #include "net/frame_io.hpp"
 #include "net/handshake.hpp"
+#include "net/identity.hpp"
 #include "wire/messages.hpp"
 
 namespace pccl::peer {
@@ -26,8 +30,13 @@ struct RingPlan {
   wire::MemberInfo successor;       // we open successor_connections to it
   uint32_t successor_connections = 0;
   wire::Uuid predecessor{};         // it opens predecessor_connections to us
+  wire::SignKey predecessor_key{};  // its ring hellos verify with this
   uint32_t predecessor_connections = 0;
 };
+
+// The bytes a P2PHello's signature covers (docs/protocol.md §5.4): a label, the connection's session
+// id, then the hello's sender_id, epoch and index.
+std::vector<uint8_t> ringHelloSigned(const net::SessionId& session, const wire::P2PHello& hello);
 
 // True when two advertised hosts are the same machine: equal strings, or both loopback addresses
 // (127.0.0.0/8, ::1, "localhost"). Symmetric, so both ends of a link decide alike.
@@ -45,8 +54,8 @@ class RingPool {
 
   // handshake_timeout bounds each connection's authentication and hello (and early arrivals);
   // build_timeout bounds a whole build.
-  RingPool(asio::io_context& io, std::shared_ptr<const net::AuthKey> key, Millis handshake_timeout,
-           Millis build_timeout);
+  RingPool(asio::io_context& io, std::shared_ptr<const net::AuthKey> key,
+           std::shared_ptr<const net::SigningKey> identity, Millis handshake_timeout, Millis build_timeout);
   ~RingPool();
 
   void build(const RingPlan& plan, Done done);  // replaces the previous pool
@@ -66,12 +75,14 @@ class RingPool {
   };
   void connectOne(uint32_t index, uint64_t epoch);
   void onHello(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello);
+  Status checkHello(const net::FrameIo& io, const wire::P2PHello& hello) const;
   void finish(const Status& s);
   void maybeDone();
   size_t count(const Channels& c) const;
 
   asio::io_context& io_;
   std::shared_ptr<const net::AuthKey> key_;
+  std::shared_ptr<const net::SigningKey> identity_;
   Millis timeout_;
   Millis build_timeout_;
   RingPlan plan_;
@@ -79,6 +90,7 @@ class RingPool {
   Done done_;
   Channels out_;
   Channels in_;
+  std::vector<bool> claimed_;  // per inbound index: a hello for it was accepted (its P2PAccept may be in flight)
   std::vector<Early> early_;
   asio::steady_timer deadline_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

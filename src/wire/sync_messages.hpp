@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-#include "wire/messages.hpp"
+#include "wire/message.hpp"
 
 namespace pccl::wire {
 

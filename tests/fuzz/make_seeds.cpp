@@ -1,7 +1,8 @@
 // Writes the seed corpora of the fuzz harnesses (scripts/fuzz.sh runs it before fuzzing):
 //   DIR/frames/     one well-formed frame of every message type, and a data frame header
 //   DIR/codec/      valid fp16, bf16 and int8 segments of float32 data (fuzz_codec's input layout)
-//   DIR/handshake/  a client's Hello + AuthProof (server side) and a server's HelloReply + AuthOk (client side)
+//   DIR/handshake/  a client's Hello + AuthProof (server side) and a server's HelloReply + AuthOk (client side),
+//                   open and encrypting (with a valid ephemeral X25519 key)
 // Usage: pccl-fuzz-seeds DIR
 #include <sys/stat.h>
 
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "codec/quant.hpp"
+#include "net/auth.hpp"
 #include "wire/data.hpp"
 #include "wire/frame.hpp"
 #include "wire_message_list.hpp"
@@ -66,14 +68,17 @@ int main(int argc, char** argv) {
   append(client_side, wire::encodeFrame(wire::HelloReply{}, 0));
   append(client_side, wire::encodeFrame(wire::AuthOk{}, 0));
   ok = write(dir + "/handshake/server", server_side) && write(dir + "/handshake/client", client_side) && ok;
-  // The same against an encrypting side (byte 0 bit 2), with the remote's flags saying "encrypt, AES".
+  // The same against an encrypting side (byte 0 bit 2), with the remote's flags saying "encrypt, AES" and a
+  // valid ephemeral X25519 key, so that the client side gets past the key agreement to the AuthOk.
   std::vector<uint8_t> enc_server = {6};
   hello.flags = 1 | 2 | 4;
+  hello.kx = net::EphemeralKx().publicKey();
   append(enc_server, wire::encodeFrame(hello, 0));
   append(enc_server, wire::encodeFrame(wire::AuthProof{}, 0));
   std::vector<uint8_t> enc_client = {7};
   wire::HelloReply reply;
   reply.flags = 1 | 2 | 4;
+  reply.kx = net::EphemeralKx().publicKey();
   append(enc_client, wire::encodeFrame(reply, 0));
   append(enc_client, wire::encodeFrame(wire::AuthOk{}, 0));
   ok = write(dir + "/handshake/server-encrypted", enc_server) && write(dir + "/handshake/client-encrypted", enc_client) &&

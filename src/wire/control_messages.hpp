@@ -1,0 +1,137 @@
+// Membership messages between a peer and the master on its control connection (docs/protocol.md §5.2):
+// joining, heartbeats, votes, ring builds, status queries, departures.
+#ifndef PCCL_WIRE_CONTROL_MESSAGES_HPP_
+#define PCCL_WIRE_CONTROL_MESSAGES_HPP_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "wire/message.hpp"
+
+namespace pccl::wire {
+
+struct JoinRequest {
+  static constexpr MsgType kType = MsgType::kJoinRequest;
+  uint16_t p2p_port = 0;
+  std::string advertise_host;  // empty: the master uses the address it sees
+  uint32_t group = 0;
+  uint32_t connections = 0;    // K this peer opens to its successor
+  uint32_t host_connections = 0;  // K to a successor on the same host (sameHost in ring_pool.hpp)
+  SignKey ring_key{};          // the key this peer signs its ring hellos with (net/identity.hpp)
+  std::string client_version;
+  void encode(ByteWriter& w) const;
+  static Result<JoinRequest> decode(ByteReader& r);
+};
+
+struct JoinAccepted {
+  static constexpr MsgType kType = MsgType::kJoinAccepted;
+  Uuid peer_id{};
+  uint32_t heartbeat_interval_ms = 0;  // the master's expectations, so the peer pings often enough
+  uint32_t peer_timeout_ms = 0;
+  void encode(ByteWriter& w) const;
+  static Result<JoinAccepted> decode(ByteReader& r);
+};
+
+using Heartbeat = Empty<MsgType::kHeartbeat>;
+using VoteUpdate = Empty<MsgType::kVoteUpdate>;
+using WithdrawVote = Empty<MsgType::kWithdrawVote>;
+using Leave = Empty<MsgType::kLeave>;
+
+struct MemberInfo {
+  Uuid id{};
+  std::string host;
+  uint16_t port = 0;
+  uint32_t group = 0;
+  uint32_t connections = 0;
+  uint32_t host_connections = 0;
+  SignKey ring_key{};  // from its JoinRequest: its ring hellos must verify with it
+  bool operator==(const MemberInfo& o) const {
+    return id == o.id && host == o.host && port == o.port && group == o.group && connections == o.connections &&
+           host_connections == o.host_connections && ring_key == o.ring_key;
+  }
+};
+
+struct TopologyUpdate {
+  static constexpr MsgType kType = MsgType::kTopologyUpdate;
+  uint64_t epoch = 0;
+  std::vector<MemberInfo> ring;  // global ring order
+  void encode(ByteWriter& w) const;
+  static Result<TopologyUpdate> decode(ByteReader& r);
+};
+
+// One epoch number: P2PReady (peer: my ring connections are up), TopologyReady (master: everyone's are).
+template <MsgType T>
+struct EpochMsg {
+  static constexpr MsgType kType = T;
+  uint64_t epoch = 0;
+  void encode(ByteWriter& w) const { w.u64(epoch); }
+  static Result<EpochMsg> decode(ByteReader& r) {
+    EpochMsg m;
+    PCCL_RETURN_IF_ERROR(r.u64(&m.epoch));
+    return m;
+  }
+};
+using P2PReady = EpochMsg<MsgType::kP2PReady>;
+using TopologyReady = EpochMsg<MsgType::kTopologyReady>;
+
+// A ring build that failed: TopologyFailed (master -> peers), P2PFailed (peer -> master).
+template <MsgType T>
+struct EpochFailure {
+  static constexpr MsgType kType = T;
+  uint64_t epoch = 0;
+  uint16_t code = 0;  // pccl::Code
+  std::string reason;
+  void encode(ByteWriter& w) const {
+    w.u64(epoch);
+    w.u16(code);
+    w.str(reason);
+  }
+  static Result<EpochFailure> decode(ByteReader& r) {
+    EpochFailure m;
+    PCCL_RETURN_IF_ERROR(r.u64(&m.epoch));
+    PCCL_RETURN_IF_ERROR(r.u16(&m.code));
+    PCCL_RETURN_IF_ERROR(r.str(&m.reason));
+    return m;
+  }
+};
+using TopologyFailed = EpochFailure<MsgType::kTopologyFailed>;
+using P2PFailed = EpochFailure<MsgType::kP2PFailed>;
+
+// Peer asks the master whether a topology update would change anything; answered by MembershipStatus.
+struct QueryStatus {
+  static constexpr MsgType kType = MsgType::kQueryStatus;
+  uint64_t request_id = 0;
+  void encode(ByteWriter& w) const { w.u64(request_id); }
+  static Result<QueryStatus> decode(ByteReader& r) {
+    QueryStatus m;
+    PCCL_RETURN_IF_ERROR(r.u64(&m.request_id));
+    return m;
+  }
+};
+
+struct MembershipStatus {
+  static constexpr MsgType kType = MsgType::kMembershipStatus;
+  uint64_t request_id = 0;  // the QueryStatus this answers
+  uint32_t accepted = 0;
+  uint32_t pending = 0;
+  uint8_t vote_open = 0;  // some peer is waiting in updateTopology
+  uint8_t stale = 0;      // a member left since the last ring was built
+  void encode(ByteWriter& w) const;
+  static Result<MembershipStatus> decode(ByteReader& r);
+};
+
+enum class LeaveReason : uint8_t { kGraceful = 0, kTimeout = 1, kConnectionLost = 2, kProtocolError = 3 };
+
+struct PeerLeft {
+  static constexpr MsgType kType = MsgType::kPeerLeft;
+  Uuid peer_id{};
+  uint8_t reason = 0;  // LeaveReason
+  std::string detail;
+  void encode(ByteWriter& w) const;
+  static Result<PeerLeft> decode(ByteReader& r);
+};
+
+}  // namespace pccl::wire
+
+#endif  // PCCL_WIRE_CONTROL_MESSAGES_HPP_

@@ -1,0 +1,189 @@
+// The ring pool's acceptor side (peer/ring_pool.hpp) against a hand-driven predecessor: a P2PHello is
+// accepted only when signed with the ring key the master listed for our predecessor, over this very
+// connection's session id; each inbound index is given out once, even while the first connection's
+// P2PAccept is still being written. Real sockets on loopback, real libsodium.
+#include <catch2/catch.hpp>
+
+#include <future>
+#include <memory>
+#include <thread>
+
+#include "net/auth.hpp"
+#include "net/identity.hpp"
+#include "peer/ring_pool.hpp"
+#include "raw_socket.hpp"
+
+using namespace pccl;
+using namespace pccl::test;
+
+namespace {
+
+constexpr uint64_t kEpoch = 5;
+
+wire::Uuid idOf(uint8_t v) {
+  wire::Uuid id{};
+  id.fill(v);
+  return id;
+}
+
+// A ring pool on its own io thread, expecting `inbound` connections from predecessor idOf(1), whose
+// ring key is `predecessor`.
+struct Acceptor {
+  asio::io_context io;
+  asio::executor_work_guard<asio::io_context::executor_type> work = asio::make_work_guard(io);
+  std::unique_ptr<peer::RingPool> pool;
+  RawListener listener;
+  std::promise<Status> built;
+  peer::RingPlan plan;
+  std::thread thread;
+
+  Acceptor(const net::SigningKey& predecessor, uint32_t inbound) {
+    pool = std::make_unique<peer::RingPool>(io, std::make_shared<net::AuthKey>(""),
+                                            std::make_shared<net::SigningKey>(), Millis(3000), Millis(3000));
+    plan.epoch = kEpoch;
+    plan.self = idOf(2);
+    plan.alone = false;
+    plan.predecessor = idOf(1);
+    plan.predecessor_key = predecessor.publicKey();
+    plan.predecessor_connections = inbound;
+    thread = std::thread([this] { io.run(); });
+  }
+  ~Acceptor() {
+    std::promise<void> gone;
+    asio::post(io, [&] {
+      pool.reset();
+      gone.set_value();
+    });
+    gone.get_future().wait();
+    work.reset();
+    io.stop();
+    thread.join();
+  }
+
+  // A connection as the pool sees it after a handshake with session id `session` (none is run: the
+  // ring hello is what is under test), and the test's end of it.
+  std::pair<net::Link, RawSocket> connection(const net::SessionId& session) {
+    net::Tcp::socket s(io);
+    s.connect(net::Tcp::endpoint(asio::ip::make_address("127.0.0.1"), listener.port()));
+    RawSocket theirs = listener.accept(2000);
+    REQUIRE(theirs.ok());
+    return {net::Link{std::move(s), {}, session}, std::move(theirs)};
+  }
+
+  // On the io thread: adopts every link (their hellos already sent), then starts the build, so that
+  // all hellos are handled while the first P2PAccept is still being written.
+  void adoptThenBuild(std::vector<net::Link> links) {
+    auto shared = std::make_shared<std::vector<net::Link>>(std::move(links));
+    asio::post(io, [this, shared] {
+      for (auto& l : *shared) pool->adopt(std::move(l));
+      pool->build(plan, [this](uint64_t, const Status& s) { built.set_value(s); });
+    });
+  }
+};
+
+net::SessionId sessionOf(uint8_t v) {
+  net::SessionId s{};
+  s.fill(v);
+  return s;
+}
+
+std::vector<uint8_t> helloFrame(const net::SigningKey& key, const net::SessionId& signed_session,
+                                const wire::Uuid& sender, uint32_t index) {
+  wire::P2PHello h;
+  h.sender_id = sender;
+  h.epoch = kEpoch;
+  h.index = index;
+  const std::vector<uint8_t> bytes = peer::ringHelloSigned(signed_session, h);
+  h.signature = key.sign(bytes.data(), bytes.size());
+  return wire::encodeFrame(h, kEpoch);
+}
+
+// The acceptor's answer: P2PAccept (OK) or the Error it sent, as a Status.
+Status answer(RawSocket& s) {
+  auto f = s.recvFrame(3000);
+  if (!f) return Status::timeout("no answer");
+  if (f->header.type == static_cast<uint16_t>(wire::MsgType::kP2PAccept)) return Status::ok();
+  if (f->header.type != static_cast<uint16_t>(wire::MsgType::kError)) return Status::protocol("unexpected frame");
+  auto e = wire::decodePayload<wire::Error>(f->payload.data(), f->payload.size());
+  REQUIRE(e.isOk());
+  return Status(wire::codeFromWire(e->code, Code::kProtocolError), e->message);
+}
+
+}  // namespace
+
+TEST_CASE("ring pool: a ring hello is accepted only when the listed predecessor signed it for this connection",
+          "[ring]") {
+  REQUIRE(net::initCrypto().isOk());
+  const net::SigningKey predecessor;
+  const net::SigningKey other_member;  // holds the run's secret too, but is not our predecessor
+  struct Case {
+    const char* name;
+    const net::SigningKey* signer;
+    uint8_t signed_session;  // the connection's own session is 7
+    wire::Uuid sender;
+    Code expected;
+  };
+  const Case cases[] = {
+      {"signed by the predecessor for this connection", &predecessor, 7, idOf(1), Code::kOk},
+      {"another member posing as the predecessor", &other_member, 7, idOf(1), Code::kAuthFailed},
+      {"the predecessor's hello replayed from another connection", &predecessor, 8, idOf(1), Code::kAuthFailed},
+      {"a validly signed hello from someone who is not our predecessor", &predecessor, 7, idOf(3),
+       Code::kInvalidUsage},
+  };
+  for (const Case& k : cases) {
+    SECTION(k.name) {
+      Acceptor a(predecessor, 1);
+      auto [link, theirs] = a.connection(sessionOf(7));
+      REQUIRE(theirs.sendBytes(helloFrame(*k.signer, sessionOf(k.signed_session), k.sender, 0)));
+      std::vector<net::Link> links;
+      links.push_back(std::move(link));
+      a.adoptThenBuild(std::move(links));
+      const Status got = answer(theirs);
+      CHECK(got.code() == k.expected);
+      if (k.expected == Code::kAuthFailed) CHECK_THAT(got.message(), Catch::Contains("not signed"));
+      auto built = a.built.get_future();
+      if (k.expected == Code::kOk) {
+        REQUIRE(built.wait_for(std::chrono::seconds(3)) == std::future_status::ready);
+        CHECK(built.get().isOk());
+      } else {
+        CHECK(theirs.waitClosed(3000));
+      }
+    }
+  }
+}
+
+TEST_CASE("ring pool: an index is given out once, even while its first P2PAccept is being written", "[ring]") {
+  REQUIRE(net::initCrypto().isOk());
+  const net::SigningKey predecessor;
+  Acceptor a(predecessor, 2);
+  // Two connections both say index 0 (each correctly signed for itself); a third says index 1.
+  auto [l0, s0] = a.connection(sessionOf(10));
+  auto [l1, s1] = a.connection(sessionOf(11));
+  auto [l2, s2] = a.connection(sessionOf(12));
+  REQUIRE(s0.sendBytes(helloFrame(predecessor, sessionOf(10), idOf(1), 0)));
+  REQUIRE(s1.sendBytes(helloFrame(predecessor, sessionOf(11), idOf(1), 0)));
+  REQUIRE(s2.sendBytes(helloFrame(predecessor, sessionOf(12), idOf(1), 1)));
+  std::vector<net::Link> links;
+  links.push_back(std::move(l0));
+  links.push_back(std::move(l1));
+  links.push_back(std::move(l2));
+  a.adoptThenBuild(std::move(links));
+  const Status first = answer(s0), second = answer(s1), third = answer(s2);
+  CHECK(first.isOk() != second.isOk());  // exactly one of the two gets index 0
+  const Status& refused = first.isOk() ? second : first;
+  CHECK(refused.code() == Code::kInvalidUsage);
+  CHECK_THAT(refused.message(), Catch::Contains("duplicate ring connection index 0"));
+  CHECK(third.isOk());
+  auto built = a.built.get_future();
+  REQUIRE(built.wait_for(std::chrono::seconds(3)) == std::future_status::ready);
+  CHECK(built.get().isOk());
+  // The winner's connection is the one installed: it stays open, the loser's is closed.
+  CHECK((first.isOk() ? s1 : s0).waitClosed(3000));
+  std::promise<size_t> open_channels;
+  asio::post(a.io, [&] {
+    size_t n = 0;
+    for (const auto& ch : a.pool->inbound()) n += ch && ch->isOpen() ? 1 : 0;
+    open_channels.set_value(n);
+  });
+  CHECK(open_channels.get_future().get() == 2);
+}
