@@ -5,6 +5,23 @@
 # build-fuzz/artifacts/ (turn it into a regression: copy it to tests/fuzz/regressions/<harness>/).
 #   scripts/fuzz.sh [SECONDS_PER_HARNESS]     (default 20; PCCL_FUZZ=0 skips)
 set -euo pipefail
+usage() {
+  cat <<'EOF'
+usage: scripts/fuzz.sh [SECONDS_PER_HARNESS]
+  Builds the libFuzzer harnesses with clang (ASan + UBSan) into build-fuzz/ and runs each for
+  SECONDS_PER_HARNESS (default 20) from the seed corpora and tests/fuzz/regressions/.
+  Environment: PCCL_FUZZ=0 skips; PCCL_JOBS (default 2).
+EOF
+}
+case "${1:-}" in
+  -h | --help) usage; exit 0 ;;
+  -*) echo "fuzz.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
+esac
+if [ $# -gt 1 ] || ! [[ "${1:-20}" =~ ^[0-9]+$ ]]; then
+  echo "fuzz.sh: expected one number of seconds, got: $*" >&2
+  usage >&2
+  exit 2
+fi
 cd "$(dirname "$0")/.."
 if [ "${PCCL_FUZZ:-1}" = "0" ]; then
   echo "pccl: fuzzing skipped (PCCL_FUZZ=0)"

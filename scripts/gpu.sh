@@ -8,6 +8,19 @@
 # test binary, which is then run. Without a GPU the kernels still run on the CPU in the main suite
 # (emu backend).
 set -euo pipefail
+usage() {
+  cat <<'EOF'
+usage: scripts/gpu.sh
+  Compiles the GPU backend modules (build-hip/ with Debian's ROCm, installed when missing; build-cuda/
+  where /usr/local/cuda/bin/nvcc exists) and, where a GPU of that kind is present, runs pccl-gpu-test.
+  Environment: PCCL_GPU_BUILDS=0 skips; PCCL_BUILD_TYPE (default RelWithDebInfo); PCCL_JOBS (default 2).
+EOF
+}
+case "${1:-}" in
+  "") ;;
+  -h | --help) usage; exit 0 ;;
+  *) echo "gpu.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 if [ "${PCCL_GPU_BUILDS:-1}" = "0" ]; then
   echo "pccl: GPU module builds skipped (PCCL_GPU_BUILDS=0)"

@@ -7,6 +7,19 @@
 # gcc warns that TSan does not instrument the atomic fences asio uses; those warnings are expected,
 # hence PCCL_WERROR=OFF in these trees.
 set -euo pipefail
+usage() {
+  cat <<'EOF'
+usage: scripts/sanitize.sh [address|thread|all]
+  Builds the test suite under ASan+UBSan (build-asan/) and/or TSan (build-tsan/) and runs all of it
+  (default all). Environment: PCCL_JOBS (default 2), PCCL_CHAOS_SECONDS (default 20).
+EOF
+}
+case "${1:-all}" in
+  -h | --help) usage; exit 0 ;;
+  address | thread | all) ;;
+  *) echo "sanitize.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
+esac
+[ $# -le 1 ] || { echo "sanitize.sh: one argument at most" >&2; usage >&2; exit 2; }
 cd "$(dirname "$0")/.."
 WHICH=${1:-all}
 JOBS=${PCCL_JOBS:-2}
@@ -31,5 +44,4 @@ case "$WHICH" in
   address) run_tree build-asan address,undefined ;;
   thread) run_tree build-tsan thread ;;
   all) run_tree build-asan address,undefined && run_tree build-tsan thread ;;
-  *) echo "usage: $0 [address|thread|all]" >&2; exit 2 ;;
 esac

@@ -9,6 +9,9 @@
 #   --bench       pccl-bench was built: it must be installed, and run from the installed tree
 #   --sanitize    the sanitizers libpccl was built with (PCCL_SANITIZE): the consumers need them too
 set -euo pipefail
+usage() {
+  echo "usage: $0 --build DIR --source DIR [--bench] [--sanitize LIST] [--cc CC] [--cxx CXX] [--cmake CMAKE]"
+}
 
 build= source= bench=0 sanitize= cc=${CC:-cc} cxx=${CXX:-c++} cmake=cmake
 while [ $# -gt 0 ]; do
@@ -20,11 +23,12 @@ while [ $# -gt 0 ]; do
     --cc) cc=$2; shift 2 ;;
     --cxx) cxx=$2; shift 2 ;;
     --cmake) cmake=$2; shift 2 ;;
-    *) echo "packaging: unknown argument $1" >&2; exit 2 ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "packaging: unknown argument $1" >&2; usage >&2; exit 2 ;;
   esac
 done
 if [ -z "$build" ] || [ -z "$source" ]; then
-  echo "usage: $0 --build DIR --source DIR [--bench] [--sanitize LIST] [--cc CC] [--cxx CXX] [--cmake CMAKE]" >&2
+  usage >&2
   exit 2
 fi
 build=$(cd "$build" && pwd -P)

@@ -6,6 +6,21 @@
 #
 #   examples/diloco/run.sh            (env: OUTER_STEPS=10 H=20 BUILD_DIR=... OUT_DIR=... CORPUS=...)
 set -euo pipefail
+usage() {
+  cat <<'EOF'
+usage: examples/diloco/run.sh
+  DiLoCo over pccl on this machine (a few minutes; installs libtorch and the corpus when missing):
+  4 workers float32, 4 workers int8, the 1-worker baseline, and an elastic run (a worker killed, a late
+  joiner receives the state); logs, CSVs and diloco.png in OUT_DIR.
+  Environment: OUTER_STEPS (default 10), H (inner steps, default 20), BUILD_DIR (default build-diloco),
+  OUT_DIR (default BUILD_DIR/diloco-run), CORPUS (default /usr/share/games/fortunes).
+EOF
+}
+case "${1:-}" in
+  "") ;;
+  -h | --help) usage; exit 0 ;;
+  *) echo "run.sh: unknown argument $1 (settings are environment variables)" >&2; usage >&2; exit 2 ;;
+esac
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build-diloco}
 OUT_DIR=${OUT_DIR:-$BUILD_DIR/diloco-run}
