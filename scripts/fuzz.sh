@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer harnesses with clang (ASan + UBSan) into build-fuzz/ and runs each one for a
+# Builds the libFuzzer harnesses with clang (ASan + UBSan, warnings as errors) into build-fuzz/ and runs each one for a
 # bounded time from the seed corpora (tests/fuzz/make_seeds.cpp) plus the regression inputs kept in
 # tests/fuzz/regressions/<harness>/. A crash fails the script and leaves the input in
 # build-fuzz/artifacts/ (turn it into a regression: copy it to tests/fuzz/regressions/<harness>/).
@@ -31,7 +31,7 @@ SECONDS_EACH=${1:-20}
 BUILD=build-fuzz
 bash scripts/deps.sh clang libclang-rt-dev
 CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCCL_FUZZ=ON \
-  -DPCCL_SANITIZE=address,undefined -DPCCL_WERROR=OFF >/dev/null
+  -DPCCL_SANITIZE=address,undefined -DPCCL_WERROR=ON >/dev/null
 cmake --build "$BUILD" -j "${PCCL_JOBS:-2}" --target fuzz_frames fuzz_codec fuzz_handshake pccl-fuzz-seeds
 rm -rf "$BUILD/seeds" "$BUILD/corpus"
 "$BUILD/tests/fuzz/pccl-fuzz-seeds" "$BUILD/seeds"

@@ -3,6 +3,7 @@
 # scripts/test.sh before the main suite; PCCL_GPU_BUILDS=0 skips it.
 #   build-hip/   -DPCCL_ENABLE_HIP=ON with Debian's ROCm 5.2 (hipcc, libamdhip64-dev, rocm-device-libs,
 #                clang-15; installed here when missing)
+# Both with warnings as errors (PCCL_WERROR=ON).
 #   build-cuda/  -DPCCL_ENABLE_CUDA=ON, only where /usr/local/cuda/bin/nvcc exists
 # Only the module is built, and where a GPU of its kind is present (/dev/kfd, /dev/nvidiactl) also the
 # test binary, which is then run. Without a GPU the kernels still run on the CPU in the main suite
@@ -36,7 +37,7 @@ gpu_build() {
   start=$(date +%s)
   targets=("pccl-gpu-$backend")
   [ "$present" = 1 ] && targets+=(pccl-gpu-test)
-  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" "$option" >/dev/null
+  cmake -S . -B "$dir" -G Ninja -DCMAKE_BUILD_TYPE="$BUILD_TYPE" -DPCCL_WERROR=ON "$option" >/dev/null
   cmake --build "$dir" -j "$JOBS" --target "${targets[@]}"
   echo "pccl: $backend build ($dir) took $(($(date +%s) - start)) s"
   if [ "$present" = 1 ]; then
