@@ -2,7 +2,8 @@
 # pccl-wanem smoke test: 2 rank namespaces, 5 ms one-way delay.
 #  1. --probe: the fastest of the probe's round trips must be the configured 10 ms RTT: at least 10 ms
 #     (every packet is delayed) and at most 5 ms more (no packet is delayed twice). The fastest round
-#     trip, not the median: on a busy machine the median also measures scheduling, not the emulator.
+#     trip, not the median: it is the one least disturbed by a busy machine (the probe's threads also
+#     run SCHED_FIFO, so that it measures the path, not the wait for a CPU).
 #     The emulator's own verdict (faithful, or exit 3: NOT FAITHFUL, its p99 release lateness or drops
 #     past the limit) is printed, not asserted: it judges the machine's load, which a test cannot control.
 #  2. SIGTERM mid-run: each rank's command reports through a FIFO that it runs inside its namespace (the
