@@ -7,7 +7,7 @@
 #  4. runs the suite: the tests only the release build has (pccl-bench, the WAN emulator, the GPU
 #     emulation, DiLoCo, the Python package, whose ctypes cannot load a sanitizer build into python3, the
 #     install of pccl-bench, the scripts' --help) in build/, and the whole rest twice, under ASan+UBSan
-#     (gcc, RelWithDebInfo's -O2, warnings as errors) and under TSan (clang, warnings as errors)
+#     (clang, warnings as errors) and under TSan (gcc at RelWithDebInfo's -O2, warnings as errors)
 #     (scripts/sanitize.sh).
 # So every change is compiled warning-free by gcc at -O3 and at -O2 and by clang. PCCL_SANITIZE=0 runs
 # the whole suite in build/ instead (faster, no sanitizers, no -O2 or clang build).
