@@ -7,10 +7,10 @@
 #  4. runs the suite: the tests only the release build has (pccl-bench, the WAN emulator, the GPU
 #     emulation, DiLoCo, the Python package, whose ctypes cannot load a sanitizer build into python3, the
 #     install of pccl-bench, the scripts' --help) in build/, and the whole rest twice, under ASan+UBSan
-#     (clang, warnings as errors) and under TSan (gcc at RelWithDebInfo's -O2, warnings as errors)
-#     (scripts/sanitize.sh).
-# So every change is compiled warning-free by gcc at -O3 and at -O2 and by clang. PCCL_SANITIZE=0 runs
-# the whole suite in build/ instead (faster, no sanitizers, no -O2 or clang build).
+#     (gcc -O1) and under TSan (gcc at RelWithDebInfo's -O2) (scripts/sanitize.sh).
+# Every tree with warnings as errors: gcc compiles each change at -O3 and at -O2, clang compiles the
+# library (build-fuzz/). PCCL_SANITIZE=0 runs the whole suite in build/ instead (faster, no sanitizers,
+# no -O2 build).
 set -euo pipefail
 
 usage() {
