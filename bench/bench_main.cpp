@@ -124,6 +124,10 @@ int main(int argc, char** argv) {
   app.add_option("--json-field", o.extra_json, "KEY=VALUE added to every JSON row (repeatable)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--timeout", o.timeout_s, "seconds the whole run may take")->check(CLI::Range(1, 86400));
+  bool check_args = false;
+  app.add_flag("--check-args", check_args,
+               "check the other flags and exit (0: valid, 2: not) without running anything; scripts that forward "
+               "flags to pccl-bench use it to refuse bad ones before they start");
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -142,6 +146,7 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "pccl-bench: --quant/--compress runs use --dtype float32\n");
     return 2;
   }
+  if (check_args) return 0;
   if (o.ranks == 0 && o.master.empty()) {
     std::fprintf(stderr, "pccl-bench: give --ranks N (local run) or --master HOST:PORT --world N (one rank of a run)\n");
     return 2;

@@ -2,6 +2,8 @@
 # Loopback: N ranks (default 4) on this machine, pccl against Gloo in the same run.
 #   bench/loopback.sh [--ranks 2|4|8] [--json FILE] [pccl-bench flags]
 SCENARIO=loopback
+SCENARIO_ARGS="[--ranks N] "
+SCENARIO_HELP="  Loopback: N ranks (default 4) on this machine, pccl against Gloo in the same run, 4 KiB .. 256 MiB."
 . "$(dirname "$0")/scenario_common.sh"
 ranks=4
 args=()

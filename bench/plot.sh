@@ -1,7 +1,19 @@
 #!/usr/bin/env bash
 # PNG plots from the benchmark JSON in DIR (default docs/benchmarks): throughput against size
 # (loopback) and against the number of connections K (WAN scenarios), with Gloo and the link bound.
-set -eu
+set -euo pipefail
+usage() {
+  cat <<'EOF'
+usage: bench/plot.sh [DIR]
+  PNG plots (gnuplot) from the benchmark JSON in DIR (default docs/benchmarks): throughput against
+  size (loopback) and against the connections K (WAN scenarios), with Gloo and the link bound.
+EOF
+}
+case "${1:-}" in
+  -h | --help) usage; exit 0 ;;
+  -*) echo "plot.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
+esac
+[ $# -le 1 ] || { echo "plot.sh: one argument at most" >&2; usage >&2; exit 2; }
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 DIR=${1:-$ROOT/docs/benchmarks}
 command -v gnuplot >/dev/null || { echo "gnuplot is needed: apt-get install gnuplot-nox" >&2; exit 2; }
@@ -12,7 +24,7 @@ trap 'rm -rf "$tmp"' EXIT
 field() {
   local file=$1
   shift
-  grep '"backend"' "$file" | while read -r row; do
+  { grep '"backend"' "$file" || true; } | while read -r row; do
     local line=""
     for k in "$@"; do
       v=$(echo "$row" | sed -n "s/.*\"$k\": \"\{0,1\}\([^,\"}]*\).*/\1/p")

@@ -1,7 +1,19 @@
 #!/usr/bin/env bash
 # Regenerates every benchmark result under docs/benchmarks/ (about 25 minutes on the 2-core build
 # machine), then the plots. Needs root for the WAN scenarios.
-set -eu
+set -euo pipefail
+usage() {
+  cat <<'EOF'
+usage: bench/run_all.sh [OUT_DIR]
+  Regenerates every benchmark result (JSON, validation table, plots) into OUT_DIR (default
+  docs/benchmarks): about 25 minutes on 2 cores. Needs root for the WAN scenarios.
+EOF
+}
+case "${1:-}" in
+  -h | --help) usage; exit 0 ;;
+  -*) echo "run_all.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
+esac
+[ $# -le 1 ] || { echo "run_all.sh: one argument at most" >&2; usage >&2; exit 2; }
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${1:-$ROOT/docs/benchmarks}
 mkdir -p "$OUT"

@@ -1,15 +1,30 @@
-# Shared by the scenario scripts (sourced). Finds the binaries, parses --json FILE, runs pccl-bench
-# either on loopback or inside pccl-wanem, adds the network's parameters to every JSON row, and marks
-# the rows invalid when the emulator could not stay faithful.
-set -eu
+# Shared by the scenario scripts (sourced; they set SCENARIO and SCENARIO_HELP first). Answers --help,
+# finds the binaries, parses --json FILE, has pccl-bench check the other flags before anything starts,
+# runs pccl-bench either on loopback or inside pccl-wanem, adds the network's parameters to every JSON
+# row, and marks the rows invalid when the emulator could not stay faithful.
+set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD_DIR=${PCCL_BUILD_DIR:-$ROOT/build}
 export PCCL_BUILD_DIR=$BUILD_DIR
+
+scenario_usage() {
+  cat <<EOF
+usage: bench/$SCENARIO.sh ${SCENARIO_ARGS:-}[--json FILE] [pccl-bench flags...]
+$SCENARIO_HELP
+  --json FILE  write the rows as JSON, with the scenario's parameters in every row
+  Every other flag goes to pccl-bench (later flags override the scenario's defaults; see
+  \$PCCL_BUILD_DIR/bench/pccl-bench --help); pccl-bench refuses unknown or bad ones before anything starts.
+  Environment: PCCL_BUILD_DIR (default build/, where the binaries are).
+EOF
+}
 JSON=""
 PASS=()
 while [ $# -gt 0 ]; do
   case "$1" in
-    --json) JSON=$2; shift 2 ;;
+    -h | --help) scenario_usage; exit 0 ;;
+    --json)
+      [ $# -ge 2 ] || { echo "$0: --json needs a FILE" >&2; scenario_usage >&2; exit 2; }
+      JSON=$2; shift 2 ;;
     --json=*) JSON=${1#--json=}; shift ;;
     *) PASS+=("$1"); shift ;;
   esac
@@ -26,6 +41,10 @@ done
 for bin in bench/pccl-bench bench/pccl-wanem src/pccl-master; do
   [ -x "$BUILD_DIR/$bin" ] || { echo "$0: $BUILD_DIR/$bin not found: build first (bash scripts/build.sh)" >&2; exit 2; }
 done
+if ! "$BUILD_DIR/bench/pccl-bench" --check-args "${PASS[@]}"; then
+  scenario_usage >&2
+  exit 2
+fi
 
 # run_wanem RANKS RATE_MBIT ONE_WAY_MS LOSS_PCT CC [PATHS_FILE] -- pccl-bench flags...
 run_wanem() {

@@ -157,7 +157,7 @@ void StoreServer::serve(int fd) {
   ::close(fd);
 }
 
-StoreClient::StoreClient(const std::string& host, uint16_t port, int timeout_ms) : timeout_ms_(timeout_ms) {
+StoreClient::StoreClient(const std::string& host, uint16_t port, int timeout_ms) {
   addrinfo hints{}, *res = nullptr;
   hints.ai_family = AF_UNSPEC;
   hints.ai_socktype = SOCK_STREAM;

@@ -45,6 +45,7 @@ class StoreServer {
 // error values).
 class StoreClient {
  public:
+  // Connects, retrying for up to timeout_ms while the server starts.
   StoreClient(const std::string& host, uint16_t port, int timeout_ms);
   ~StoreClient();
   void set(const std::string& key, const std::vector<char>& value);
@@ -54,7 +55,6 @@ class StoreClient {
  private:
   void request(uint8_t op, const std::vector<std::string>& keys, const std::vector<char>* value, uint32_t timeout_ms);
   int fd_ = -1;
-  int timeout_ms_;
   std::mutex mu_;
 };
 

@@ -3,7 +3,27 @@
 # traffic crosses the emulated WAN too). Arguments go to pccl-bench.
 #   pccl-wanem --ranks N ... -- bench/wanem_rank.sh [pccl-bench flags]
 set -eu
+usage() {
+  cat <<'EOF'
+usage: pccl-wanem --ranks N ... -- bench/wanem_rank.sh [pccl-bench flags...]
+  One rank of a pccl-bench run inside a pccl-wanem rank namespace (rank 0 also runs pccl-master on port
+  29500). Every flag goes to pccl-bench, which refuses unknown or bad ones before anything starts.
+  Environment: PCCL_BUILD_DIR (default build), PCCL_WANEM_* (set by pccl-wanem), PCCL_LOG_LEVEL.
+EOF
+}
+for arg in "$@"; do
+  case "$arg" in -h | --help) usage; exit 0 ;; esac
+done
 BUILD_DIR=${PCCL_BUILD_DIR:-build}
+if ! "$BUILD_DIR/bench/pccl-bench" --check-args "$@"; then
+  usage >&2
+  exit 2
+fi
+if [ -z "${PCCL_WANEM_RANK:-}" ] || [ -z "${PCCL_WANEM_ADDRS:-}" ]; then
+  echo "wanem_rank.sh: PCCL_WANEM_RANK/PCCL_WANEM_ADDRS are not set: run me under pccl-wanem" >&2
+  usage >&2
+  exit 2
+fi
 port=29500
 master_host=$(echo "$PCCL_WANEM_ADDRS" | cut -d, -f1)
 # --encrypt: the master encrypts too, with the secret the ranks read from PCCL_SECRET_FILE.

@@ -1,4 +1,4 @@
-#!/usr/bin/env python3
+#!/usr/bin/python3
 """Checks that every C API symbol the documentation names exists in the public header.
 
 Scans README.md, docs/**/*.md, bench/README.md, examples/**/README.md and python/**/*.md for

@@ -2,6 +2,19 @@
 # Installs pccl's build and test dependencies from Debian 12 packages (skipped when already present).
 # With arguments, installs those packages instead (scripts/gpu.sh: the HIP toolchain).
 set -euo pipefail
+usage() {
+  cat <<'EOF'
+usage: scripts/deps.sh [PACKAGE...]
+  Installs pccl's build and test dependencies from Debian 12 packages with apt-get, only those missing
+  (needs root when something is missing). With PACKAGE arguments, installs those instead.
+EOF
+}
+for arg in "$@"; do
+  case "$arg" in
+    -h | --help) usage; exit 0 ;;
+    -*) echo "deps.sh: unknown option $arg" >&2; usage >&2; exit 2 ;;
+  esac
+done
 PACKAGES=(cmake ninja-build g++ gcc pkg-config libasio-dev libsodium-dev libzstd-dev libfmt-dev libcli11-dev catch2 libgloo-dev)
 if [ $# -gt 0 ]; then
   PACKAGES=("$@")

@@ -1,10 +1,27 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer harnesses with clang (ASan + UBSan) into build-fuzz/ and runs each one for a
+# Builds the libFuzzer harnesses with clang (ASan + UBSan, warnings as errors) into build-fuzz/ and runs each one for a
 # bounded time from the seed corpora (tests/fuzz/make_seeds.cpp) plus the regression inputs kept in
 # tests/fuzz/regressions/<harness>/. A crash fails the script and leaves the input in
 # build-fuzz/artifacts/ (turn it into a regression: copy it to tests/fuzz/regressions/<harness>/).
 #   scripts/fuzz.sh [SECONDS_PER_HARNESS]     (default 20; PCCL_FUZZ=0 skips)
 set -euo pipefail
+usage() {
+  cat <<'EOF'
+usage: scripts/fuzz.sh [SECONDS_PER_HARNESS]
+  Builds the libFuzzer harnesses with clang (ASan + UBSan) into build-fuzz/ and runs each for
+  SECONDS_PER_HARNESS (default 20) from the seed corpora and tests/fuzz/regressions/.
+  Environment: PCCL_FUZZ=0 skips; PCCL_JOBS (default 2).
+EOF
+}
+case "${1:-}" in
+  -h | --help) usage; exit 0 ;;
+  -*) echo "fuzz.sh: unknown option $1" >&2; usage >&2; exit 2 ;;
+esac
+if [ $# -gt 1 ] || ! [[ "${1:-20}" =~ ^[0-9]+$ ]]; then
+  echo "fuzz.sh: expected one number of seconds, got: $*" >&2
+  usage >&2
+  exit 2
+fi
 cd "$(dirname "$0")/.."
 if [ "${PCCL_FUZZ:-1}" = "0" ]; then
   echo "pccl: fuzzing skipped (PCCL_FUZZ=0)"
@@ -14,7 +31,7 @@ SECONDS_EACH=${1:-20}
 BUILD=build-fuzz
 bash scripts/deps.sh clang libclang-rt-dev
 CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCCL_FUZZ=ON \
-  -DPCCL_SANITIZE=address,undefined -DPCCL_WERROR=OFF >/dev/null
+  -DPCCL_SANITIZE=address,undefined -DPCCL_WERROR=ON >/dev/null
 cmake --build "$BUILD" -j "${PCCL_JOBS:-2}" --target fuzz_frames fuzz_codec fuzz_handshake pccl-fuzz-seeds
 rm -rf "$BUILD/seeds" "$BUILD/corpus"
 "$BUILD/tests/fuzz/pccl-fuzz-seeds" "$BUILD/seeds"

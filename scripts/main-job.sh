@@ -6,6 +6,19 @@
 #  2. pccl-master plus 4 ring_member processes loop all-reduces; one is SIGKILLed mid-run, the others
 #     see pcclPeerLost, re-form the ring without it and carry on with the right answer.
 set -euo pipefail
+usage() {
+  cat <<'EOF'
+usage: scripts/main-job.sh
+  Builds pccl (scripts/build.sh), then on loopback: pccl-bench --ranks 4 (pccl and Gloo, every element
+  verified), and pccl-master + 4 ring_member peers looping all-reduces while one is SIGKILLed.
+  Environment: PCCL_BUILD_DIR (default build) and those of scripts/build.sh.
+EOF
+}
+case "${1:-}" in
+  "") ;;
+  -h | --help) usage; exit 0 ;;
+  *) echo "main-job.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
+esac
 cd "$(dirname "$0")/.."
 bash scripts/build.sh
 BUILD_DIR=${PCCL_BUILD_DIR:-build}

@@ -15,6 +15,18 @@
 # Waits on events only: the master's address and worker 0's first outer step are read from FIFOs.
 #   diloco_smoke.sh PCCL_MASTER DILOCO [CORPUS]   (corpus default: /usr/share/common-licenses)
 set -eu
+usage() {
+  cat <<'EOF'
+usage: tests/diloco_smoke.sh PCCL_MASTER DILOCO [CORPUS]
+  DiLoCo smoke test: pccl-master + 2 workers + a late joiner; identical weights after every outer step,
+  the joiner receives the state, the loss goes down. Registered with ctest (examples/diloco).
+EOF
+}
+case "${1:-}" in
+  -h | --help) usage; exit 0 ;;
+  -*) echo "diloco_smoke: unknown option $1" >&2; usage >&2; exit 2 ;;
+esac
+if [ $# -lt 2 ] || [ $# -gt 3 ]; then usage >&2; exit 2; fi
 MASTER_BIN=$1
 DILOCO=$2
 DATA=${3:-/usr/share/common-licenses}

@@ -5,8 +5,13 @@
 #   tests/header_compile.sh CC CXX INCLUDE_DIR GENERATED_INCLUDE_DIR
 # (GENERATED_INCLUDE_DIR holds the build's pccl/version.h.)
 set -euo pipefail
+usage() { echo "usage: $0 CC CXX INCLUDE_DIR GENERATED_INCLUDE_DIR   (the public headers compile alone, warning-free)"; }
+case "${1:-}" in
+  -h | --help) usage; exit 0 ;;
+  -*) echo "header_compile: unknown option $1" >&2; usage >&2; exit 2 ;;
+esac
 if [ $# -ne 4 ]; then
-  echo "usage: $0 CC CXX INCLUDE_DIR GENERATED_INCLUDE_DIR" >&2
+  usage >&2
   exit 2
 fi
 cc=$1 cxx=$2

@@ -8,23 +8,30 @@
 #                      [--cmake CMAKE]
 #   --bench       pccl-bench was built: it must be installed, and run from the installed tree
 #   --sanitize    the sanitizers libpccl was built with (PCCL_SANITIZE): the consumers need them too
+#   --sanitize-link  further link flags for the consumers (clang's shared sanitizer runtime and its rpath)
 set -euo pipefail
+usage() {
+  echo "usage: $0 --build DIR --source DIR [--bench] [--sanitize LIST [--sanitize-link FLAGS]] [--cc CC] [--cxx CXX]" \
+    "[--cmake CMAKE]"
+}
 
-build= source= bench=0 sanitize= cc=${CC:-cc} cxx=${CXX:-c++} cmake=cmake
+build= source= bench=0 sanitize= sanitize_link= cc=${CC:-cc} cxx=${CXX:-c++} cmake=cmake
 while [ $# -gt 0 ]; do
   case "$1" in
     --build) build=$2; shift 2 ;;
     --source) source=$2; shift 2 ;;
     --bench) bench=1; shift ;;
     --sanitize) sanitize=$2; shift 2 ;;
+    --sanitize-link) sanitize_link=$2; shift 2 ;;
     --cc) cc=$2; shift 2 ;;
     --cxx) cxx=$2; shift 2 ;;
     --cmake) cmake=$2; shift 2 ;;
-    *) echo "packaging: unknown argument $1" >&2; exit 2 ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "packaging: unknown argument $1" >&2; usage >&2; exit 2 ;;
   esac
 done
 if [ -z "$build" ] || [ -z "$source" ]; then
-  echo "usage: $0 --build DIR --source DIR [--bench] [--sanitize LIST] [--cc CC] [--cxx CXX] [--cmake CMAKE]" >&2
+  usage >&2
   exit 2
 fi
 build=$(cd "$build" && pwd -P)
@@ -33,6 +40,7 @@ flags=
 if [ -n "$sanitize" ]; then
   flags="-fsanitize=$sanitize -fno-omit-frame-pointer"
 fi
+link_flags="$flags${sanitize_link:+ $sanitize_link}"
 
 tmp=$(mktemp -d "${TMPDIR:-/tmp}/pccl-packaging.XXXXXX")
 trap 'rm -rf "$tmp"' EXIT
@@ -142,7 +150,7 @@ command -v ninja > /dev/null && generator=(-G Ninja)
 if ! "$cmake" -S "$source/tests/consumer" -B "$tmp/consumer" "${generator[@]}" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_FIND_USE_PACKAGE_REGISTRY=OFF \
     -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" \
-    -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$flags" \
+    -DCMAKE_C_FLAGS="$flags" -DCMAKE_CXX_FLAGS="$flags" -DCMAKE_EXE_LINKER_FLAGS="$link_flags" \
     > "$tmp/consumer-configure.log" 2>&1; then
   cat "$tmp/consumer-configure.log" >&2
   echo "packaging: FAIL: configuring tests/consumer against the installed tree" >&2
@@ -175,7 +183,7 @@ fi
 
 # ---- pkg-config pccl --------------------------------------------------------------------------
 step "pkg-config consumer (tests/consumer/pkgconfig_build.sh)"
-CC="$cc" PCCL_CONSUMER_FLAGS="$flags" bash "$source/tests/consumer/pkgconfig_build.sh" "$prefix" "$tmp/pkgconfig" ||
+CC="$cc" PCCL_CONSUMER_FLAGS="$link_flags" bash "$source/tests/consumer/pkgconfig_build.sh" "$prefix" "$tmp/pkgconfig" ||
   fail "the pkg-config build of consumer.c"
 
 if [ "$errors" -gt 0 ]; then

@@ -9,8 +9,13 @@
 #    definition (or one the map hides) fails.
 #   tests/symbols.sh LIBPCCL PCCL_H
 set -euo pipefail
+usage() { echo "usage: $0 path/to/libpccl.so include/pccl/pccl.h   (libpccl exports its API and nothing else)"; }
+case "${1:-}" in
+  -h | --help) usage; exit 0 ;;
+  -*) echo "symbols: unknown option $1" >&2; usage >&2; exit 2 ;;
+esac
 if [ $# -ne 2 ]; then
-  echo "usage: $0 path/to/libpccl.so include/pccl/pccl.h" >&2
+  usage >&2
   exit 2
 fi
 lib=$1 header=$2

@@ -27,6 +27,20 @@ std::vector<uint8_t> bytes(size_t n, uint8_t seed) {
   return v;
 }
 
+// One message sealed in place: its ciphertext and tag.
+struct Sealed {
+  std::vector<uint8_t> data;
+  AeadTag tag{};
+};
+
+// Seals a fresh copy of PLAIN under HEADER. The copy is built here, never assigned over an existing
+// buffer: GCC 12's -O3 -Warray-bounds misreads vector copy-assignment into a reused vector.
+Sealed sealCopy(AeadStream& tx, const std::vector<uint8_t>& header, const std::vector<uint8_t>& plain) {
+  Sealed s{plain, {}};
+  REQUIRE(tx.seal(header.data(), header.size(), s.data.data(), s.data.size(), &s.tag).isOk());
+  return s;
+}
+
 }  // namespace
 
 TEST_CASE("aead: both ciphers round-trip, in place and out of place, message after message", "[aead]") {
@@ -58,52 +72,44 @@ TEST_CASE("aead: tampering, replay, reordering and another key are refused", "[a
   for (Cipher c : {Cipher::kChaCha20Poly1305, preferredCipher()}) {
     INFO(cipherName(c));
     const std::vector<uint8_t> header = bytes(20, 3), plain = bytes(1000, 9);
-    auto sealed = [&](AeadStream& tx, std::vector<uint8_t>* data, AeadTag* tag) {
-      *data = plain;
-      REQUIRE(tx.seal(header.data(), header.size(), data->data(), data->size(), tag).isOk());
-    };
-    std::vector<uint8_t> d;
-    AeadTag t{};
     {  // a flipped data bit
       AeadStream tx(c, keyOf(1)), rx(c, keyOf(1));
-      sealed(tx, &d, &t);
-      d[500] ^= 1;
-      Status s = rx.open(header.data(), header.size(), d.data(), d.size(), t);
+      Sealed m = sealCopy(tx, header, plain);
+      m.data[500] ^= 1;
+      Status s = rx.open(header.data(), header.size(), m.data.data(), m.data.size(), m.tag);
       CHECK(s.code() == Code::kProtocolError);
       CHECK_THAT(s.message(), Catch::Contains("authentication"));
     }
     {  // a changed header (authenticated, not encrypted)
       AeadStream tx(c, keyOf(1)), rx(c, keyOf(1));
-      sealed(tx, &d, &t);
+      Sealed m = sealCopy(tx, header, plain);
       std::vector<uint8_t> other = header;
       other[4] ^= 0x80;
-      CHECK_FALSE(rx.open(other.data(), other.size(), d.data(), d.size(), t).isOk());
+      CHECK_FALSE(rx.open(other.data(), other.size(), m.data.data(), m.data.size(), m.tag).isOk());
     }
     {  // a flipped tag bit
       AeadStream tx(c, keyOf(1)), rx(c, keyOf(1));
-      sealed(tx, &d, &t);
-      t[0] ^= 1;
-      CHECK_FALSE(rx.open(header.data(), header.size(), d.data(), d.size(), t).isOk());
+      Sealed m = sealCopy(tx, header, plain);
+      m.tag[0] ^= 1;
+      CHECK_FALSE(rx.open(header.data(), header.size(), m.data.data(), m.data.size(), m.tag).isOk());
     }
     {  // replay: the same message twice (the second is checked under the next nonce)
       AeadStream tx(c, keyOf(1)), rx(c, keyOf(1));
-      sealed(tx, &d, &t);
-      std::vector<uint8_t> copy = d;
-      REQUIRE(rx.open(header.data(), header.size(), d.data(), d.size(), t).isOk());
-      CHECK_FALSE(rx.open(header.data(), header.size(), copy.data(), copy.size(), t).isOk());
+      Sealed m = sealCopy(tx, header, plain);
+      std::vector<uint8_t> copy = m.data;
+      REQUIRE(rx.open(header.data(), header.size(), m.data.data(), m.data.size(), m.tag).isOk());
+      CHECK_FALSE(rx.open(header.data(), header.size(), copy.data(), copy.size(), m.tag).isOk());
     }
     {  // reordering: the second message first
       AeadStream tx(c, keyOf(1)), rx(c, keyOf(1));
-      std::vector<uint8_t> d1, d2;
-      AeadTag t1{}, t2{};
-      sealed(tx, &d1, &t1);
-      sealed(tx, &d2, &t2);
-      CHECK_FALSE(rx.open(header.data(), header.size(), d2.data(), d2.size(), t2).isOk());
+      Sealed first = sealCopy(tx, header, plain);
+      Sealed second = sealCopy(tx, header, plain);
+      CHECK_FALSE(rx.open(header.data(), header.size(), second.data.data(), second.data.size(), second.tag).isOk());
     }
     {  // another key
       AeadStream tx(c, keyOf(1)), rx(c, keyOf(2));
-      sealed(tx, &d, &t);
-      CHECK_FALSE(rx.open(header.data(), header.size(), d.data(), d.size(), t).isOk());
+      Sealed m = sealCopy(tx, header, plain);
+      CHECK_FALSE(rx.open(header.data(), header.size(), m.data.data(), m.data.size(), m.tag).isOk());
     }
   }
 }

@@ -1,15 +1,11 @@
+#!/usr/bin/python3
 """Plots a run.sh directory: held-out loss per outer step, and bytes each worker sent.
 
 usage: /usr/bin/python3 plot.py RUN_DIR OUT.png
 """
+import argparse
 import csv
 import os
-import sys
-
-import matplotlib
-
-matplotlib.use("Agg")
-import matplotlib.pyplot as plt  # noqa: E402
 
 
 def read(run_dir, name, worker=0):
@@ -21,7 +17,16 @@ def read(run_dir, name, worker=0):
 
 
 def main():
-    run_dir, out = sys.argv[1], sys.argv[2]
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("run_dir", help="the OUT_DIR of examples/diloco/run.sh (its *-w<N>.csv files)")
+    parser.add_argument("out", help="the PNG to write")
+    args = parser.parse_args()
+    run_dir, out = args.run_dir, args.out
+    # Imported after the arguments are checked: --help works without matplotlib.
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
     runs = {
         "DiLoCo 4 workers, float32": read(run_dir, "float32"),
         "DiLoCo 4 workers, int8": read(run_dir, "int8"),

@@ -6,6 +6,21 @@
 #
 #   examples/diloco/run.sh            (env: OUTER_STEPS=10 H=20 BUILD_DIR=... OUT_DIR=... CORPUS=...)
 set -euo pipefail
+usage() {
+  cat <<'EOF'
+usage: examples/diloco/run.sh
+  DiLoCo over pccl on this machine (a few minutes; installs libtorch and the corpus when missing):
+  4 workers float32, 4 workers int8, the 1-worker baseline, and an elastic run (a worker killed, a late
+  joiner receives the state); logs, CSVs and diloco.png in OUT_DIR.
+  Environment: OUTER_STEPS (default 10), H (inner steps, default 20), BUILD_DIR (default build-diloco),
+  OUT_DIR (default BUILD_DIR/diloco-run), CORPUS (default /usr/share/games/fortunes).
+EOF
+}
+case "${1:-}" in
+  "") ;;
+  -h | --help) usage; exit 0 ;;
+  *) echo "run.sh: unknown argument $1 (settings are environment variables)" >&2; usage >&2; exit 2 ;;
+esac
 ROOT=$(cd "$(dirname "$0")/../.." && pwd)
 BUILD_DIR=${BUILD_DIR:-$ROOT/build-diloco}
 OUT_DIR=${OUT_DIR:-$BUILD_DIR/diloco-run}
@@ -29,17 +44,19 @@ PIDS=()
 cleanup() { for p in "${PIDS[@]}"; do kill "$p" 2> /dev/null || true; done; }
 trap cleanup EXIT
 
+wait_for_line() {  # wait_for_line FILE PATTERN [SECONDS]: blocks until a line of FILE matches, or fails
+  if ! timeout "${3:-120}" grep -q -m1 -e "$2" <(tail -n +1 -F --pid=$$ "$1" 2> /dev/null); then
+    echo "timed out after ${3:-120} s waiting for '$2' in $1"
+    exit 1
+  fi
+}
+
 start_master() {  # sets ADDR and MASTER_PID
   "$BUILD_DIR/src/pccl-master" --listen 127.0.0.1:0 > "$OUT_DIR/master-$1.log" 2>&1 &
   MASTER_PID=$!
   PIDS+=("$MASTER_PID")
-  ADDR=
-  for _ in $(seq 100); do
-    ADDR=$(sed -n 's/^pccl-master listening on //p' "$OUT_DIR/master-$1.log")
-    [ -n "$ADDR" ] && return 0
-    sleep 0.1
-  done
-  echo "pccl-master did not start"; exit 1
+  wait_for_line "$OUT_DIR/master-$1.log" "^pccl-master listening on " 10
+  ADDR=$(sed -n 's/^pccl-master listening on //p' "$OUT_DIR/master-$1.log")
 }
 
 COMMON=(--data "$CORPUS" -H "$H" --batch 16 --seq-len 64)
@@ -65,10 +82,6 @@ run_variant() {  # run_variant NAME QUANT
   grep '^outer_step=' "$OUT_DIR/$name-w0.log" | tail -1
 }
 
-wait_for_line() {  # wait_for_line FILE PATTERN
-  for _ in $(seq 1200); do grep -q "$2" "$1" 2> /dev/null && return 0; sleep 0.1; done
-  echo "timed out waiting for '$2' in $1"; exit 1
-}
 
 # Elastic: worker 3 is SIGKILLed after outer step KILL_AT; the others retry with 3 (updateTopology, a sync
 # that moves nothing, the same all-reduce again), then a replacement joins with --late-join: the sync

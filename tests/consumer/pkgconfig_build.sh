@@ -5,8 +5,13 @@
 # Environment: CC (default cc); PCCL_CONSUMER_FLAGS: extra compile and link flags (tests/packaging.sh
 # passes the sanitizer of the tree that built libpccl). Exit 0: built, ran, printed "consumer ok".
 set -euo pipefail
+usage() { echo "usage: $0 PREFIX OUTDIR   (builds and runs consumer.c against the pccl installed in PREFIX)"; }
+case "${1:-}" in
+  -h | --help) usage; exit 0 ;;
+  -*) echo "pkgconfig_build: unknown option $1" >&2; usage >&2; exit 2 ;;
+esac
 if [ $# -ne 2 ]; then
-  echo "usage: $0 PREFIX OUTDIR" >&2
+  usage >&2
   exit 2
 fi
 prefix=$(cd "$1" && pwd -P)
