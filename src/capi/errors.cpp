@@ -2,6 +2,7 @@
 #include "capi/errors.hpp"
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 #include <vector>
 
@@ -71,7 +72,12 @@ const char* lastErrorFor(uintptr_t comm) {
 extern "C" {
 
 const char* pcclGetErrorString(pcclResult_t result) {
-  switch (result) {
+  // Read as an int: a C caller may pass any value, and C++ may not load one outside the enum's
+  // range as the enum (undefined behaviour that UBSan reports).
+  static_assert(sizeof(pcclResult_t) == sizeof(int), "pcclResult_t is int-sized");
+  int code = 0;
+  std::memcpy(&code, &result, sizeof code);
+  switch (code) {
     case pcclSuccess: return "success";
     case pcclInvalidArgument: return "invalid argument";
     case pcclInvalidUsage: return "invalid usage";
