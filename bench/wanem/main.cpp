@@ -1,14 +1,17 @@
-// pccl-wanem: a WAN emulator for any TCP program. Builds one network namespace per rank joined
-// through an emulated WAN (per-path one-way delay, jitter, random loss, per-rank rate), runs COMMAND
-// once per rank inside its namespace, and tears everything down on exit or signal.
+// pccl-wanem: a WAN emulator for any TCP program. Builds one network namespace per rank joined through
+// an emulated WAN (per rank: uplink and downlink with a rate and a drop-tail queue; per ordered pair of
+// ranks: one-way delay, jitter, random loss per segment, optionally a bottleneck of its own), runs
+// COMMAND once per rank inside its namespace, and tears everything down on exit or signal.
 //
-//   pccl-wanem --ranks N --delay-ms D [--jitter-ms J] [--loss-pct P] [--rate-mbit R] [--cc cubic|bbr]
-//              [--paths FILE] [--probe] [--stats FILE] -- COMMAND...
+//   pccl-wanem --ranks N --delay-ms D [--jitter-ms J] [--loss-pct P] [--rate-mbit R] [--queue Q]
+//              [--cc cubic|bbr|reno] [--paths FILE] [--probe] [--probe-rate S] [--stats FILE] -- COMMAND...
 //
 // Each COMMAND runs with PCCL_WANEM_RANK, PCCL_WANEM_ADDR (its address), PCCL_WANEM_ADDRS (all, comma
-// separated) and PCCL_WANEM_RANKS. Exit status: the worst of the commands', 2 for bad usage, 3 when the
-// emulator could not stay faithful (queue overflow, TUN drops, releases late by more than 1 ms at p99).
+// separated), PCCL_WANEM_RANKS and PCCL_WANEM_PHASES (a file to append "LABEL BEGIN_NS END_NS" lines to
+// for each timed operation: the verdict is then given per label). Exit status: the worst of the commands',
+// 2 for bad usage, 3 when the emulator could not stay faithful (docs/wanem.md, "Faithfulness").
 #include <signal.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -23,7 +26,9 @@
 
 #include "netns.hpp"
 #include "probe.hpp"
+#include "report.hpp"
 #include "router.hpp"
+#include "topology.hpp"
 
 using namespace pccl::wanem;
 
@@ -34,61 +39,11 @@ void onSignal(int sig) { g_signal = sig; }
 
 struct Args {
   int ranks = 2;
-  double delay_ms = 0, jitter_ms = 0, loss_pct = 0, rate_mbit = 0;
-  std::string cc, paths, stats;
+  double delay_ms = 0, jitter_ms = 0, loss_pct = 0, rate_mbit = 0, probe_rate_s = 0;
+  std::string cc, paths, stats, queue = "1bdp", phases;
   bool probe = false, cleanup = false;
   std::vector<std::string> command;
 };
-
-// Paths file: "rank I REGION" lines give each rank a region; "delay A B MS" the one-way delay between
-// two regions (both directions); optional "rate I MBIT" and "loss A B PCT". '#' starts a comment.
-bool loadPaths(const Args& a, std::vector<std::vector<PathModel>>* paths, std::vector<double>* rates, std::string* error) {
-  const size_t n = static_cast<size_t>(a.ranks);
-  paths->assign(n, std::vector<PathModel>(n, PathModel{a.delay_ms, a.jitter_ms, a.loss_pct / 100.0}));
-  rates->assign(n, a.rate_mbit);
-  if (a.paths.empty()) return true;
-  std::ifstream f(a.paths);
-  if (!f) return *error = "cannot read " + a.paths, false;
-  std::map<int, std::string> region;
-  std::map<std::pair<std::string, std::string>, double> delay, loss;
-  std::string line;
-  int lineno = 0;
-  while (std::getline(f, line)) {
-    ++lineno;
-    line = line.substr(0, line.find('#'));
-    std::istringstream in(line);
-    std::string kind;
-    if (!(in >> kind)) continue;
-    bool ok = false;
-    if (kind == "rank") {
-      int r;
-      std::string reg;
-      ok = static_cast<bool>(in >> r >> reg) && r >= 0 && r < a.ranks;
-      if (ok) region[r] = reg;
-    } else if (kind == "delay" || kind == "loss") {
-      std::string x, y;
-      double v;
-      ok = static_cast<bool>(in >> x >> y >> v) && v >= 0;
-      auto& m = kind == "delay" ? delay : loss;
-      if (ok) m[{x, y}] = m[{y, x}] = v;
-    } else if (kind == "rate") {
-      int r;
-      double v;
-      ok = static_cast<bool>(in >> r >> v) && r >= 0 && r < a.ranks && v >= 0;
-      if (ok) (*rates)[static_cast<size_t>(r)] = v;
-    }
-    if (!ok) return *error = a.paths + ":" + std::to_string(lineno) + ": cannot parse '" + line + "'", false;
-  }
-  for (size_t i = 0; i < n; ++i) {
-    for (size_t j = 0; j < n; ++j) {
-      if (i == j || region.count(static_cast<int>(i)) == 0 || region.count(static_cast<int>(j)) == 0) continue;
-      const auto key = std::make_pair(region[static_cast<int>(i)], region[static_cast<int>(j)]);
-      if (delay.count(key) != 0) (*paths)[i][j].delay_ms = delay[key];
-      if (loss.count(key) != 0) (*paths)[i][j].loss = loss[key] / 100.0;
-    }
-  }
-  return true;
-}
 
 pid_t runRank(Network& net, int r, const Args& a) {
   const pid_t pid = fork();
@@ -104,6 +59,7 @@ pid_t runRank(Network& net, int r, const Args& a) {
   setenv("PCCL_WANEM_RANKS", std::to_string(a.ranks).c_str(), 1);
   setenv("PCCL_WANEM_ADDR", net.rankAddr(r).c_str(), 1);
   setenv("PCCL_WANEM_ADDRS", all.c_str(), 1);
+  setenv("PCCL_WANEM_PHASES", a.phases.c_str(), 1);
   signal(SIGINT, SIG_DFL);
   signal(SIGTERM, SIG_DFL);
   std::vector<char*> args;
@@ -138,6 +94,39 @@ int waitAll(std::vector<pid_t> pids) {
   return worst;
 }
 
+
+// --probe: the RTT of every pair of ranks; --probe-rate S: one bulk flow per ordered pair for S seconds.
+int probeAll(Network& net, const Topology& topo, const Args& a) {
+  int status = 0;
+  for (int i = 0; i < a.ranks && g_signal == 0; ++i) {
+    for (int j = i + 1; j < a.ranks && g_signal == 0; ++j) {
+      const ProbeResult p = probeRtt(net.rankNs(i), net.rankNs(j), net.rankAddr(j), 20);
+      if (!p.ok) {
+        std::fprintf(stderr, "pccl-wanem: probe %d <-> %d failed: %s\n", i, j, p.error.c_str());
+        status = 1;
+        continue;
+      }
+      std::printf("probe rank %d <-> %d: rtt_ms median %.3f min %.3f (configured %.3f)\n", i, j, p.median_ms, p.min_ms,
+                  topo.rttMs(i, j));
+    }
+  }
+  for (int i = 0; a.probe_rate_s > 0 && i < a.ranks && g_signal == 0; ++i) {
+    for (int j = 0; j < a.ranks && g_signal == 0; ++j) {
+      if (i == j) continue;
+      const RateResult r = probeRate(net.rankNs(i), net.rankNs(j), net.rankAddr(j), a.probe_rate_s);
+      if (!r.ok) {
+        std::fprintf(stderr, "pccl-wanem: rate probe %d -> %d failed: %s\n", i, j, r.error.c_str());
+        status = 1;
+        continue;
+      }
+      std::printf("probe rank %d -> %d: goodput_mbit %.1f (bottleneck %.1f Mbit/s of IP packets)\n", i, j,
+                  r.goodput_mbit, topo.bottleneckMbit(i, j));
+    }
+  }
+  std::fflush(stdout);
+  return status;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -146,12 +135,16 @@ int main(int argc, char** argv) {
   app.add_option("--ranks", a.ranks, "rank namespaces")->check(CLI::Range(1, 64));
   app.add_option("--delay-ms", a.delay_ms, "one-way delay of every path (RTT = 2x)")->check(CLI::Range(0.0, 10000.0));
   app.add_option("--jitter-ms", a.jitter_ms, "extra one-way delay, uniform in [0, J]")->check(CLI::Range(0.0, 10000.0));
-  app.add_option("--loss-pct", a.loss_pct, "random loss per segment, percent")->check(CLI::Range(0.0, 100.0));
-  app.add_option("--rate-mbit", a.rate_mbit, "per-rank rate, both directions (0 = unshaped)")->check(CLI::Range(0.0, 100000.0));
+  app.add_option("--loss-pct", a.loss_pct, "random loss per TCP segment, percent")->check(CLI::Range(0.0, 100.0));
+  app.add_option("--rate-mbit", a.rate_mbit, "every rank's uplink and downlink rate (0 = unlimited)")
+      ->check(CLI::Range(0.0, 100000.0));
+  app.add_option("--queue", a.queue, "drop-tail queue of every rate-limited link: BYTES[k|m], MSms or Nbdp (default 1bdp)");
   app.add_option("--cc", a.cc, "TCP congestion control in every rank namespace")->check(CLI::IsMember({"cubic", "bbr", "reno"}));
-  app.add_option("--paths", a.paths, "file of per-region delays (see docs/wanem.md)");
-  app.add_flag("--probe", a.probe, "measure each rank's RTT to rank 0 before running the command");
-  app.add_option("--stats", a.stats, "write the emulator's statistics (JSON) to this file");
+  app.add_option("--paths", a.paths, "file of per-region / per-rank paths and links (see docs/wanem.md)");
+  app.add_flag("--probe", a.probe, "measure the RTT of every pair of ranks before running the command");
+  app.add_option("--probe-rate", a.probe_rate_s, "also measure one TCP flow's goodput on every ordered pair, S seconds each")
+      ->check(CLI::Range(0.5, 600.0));
+  app.add_option("--stats", a.stats, "write the emulator's statistics and verdicts (JSON) to this file");
   app.add_flag("--cleanup", a.cleanup, "remove namespaces left behind by a killed pccl-wanem, then exit");
   app.add_option("command", a.command, "the command to run per rank (after --)");
   try {
@@ -163,11 +156,36 @@ int main(int argc, char** argv) {
     std::printf("pccl-wanem: removed %d stale namespace(s)\n", Network::cleanupStale());
     return 0;
   }
+  TopologyDefaults def;
+  def.ranks = a.ranks;
+  def.delay_ms = a.delay_ms;
+  def.jitter_ms = a.jitter_ms;
+  def.loss_pct = a.loss_pct;
+  def.rate_mbit = a.rate_mbit;
+  if (!parseQueueSpec(a.queue, &def.queue)) {
+    std::fprintf(stderr, "pccl-wanem: --queue %s: expected BYTES (e.g. 600000, 512k, 2m), MSms (20ms) or Nbdp (1bdp)\n",
+                 a.queue.c_str());
+    return 2;
+  }
+  Topology topo;
+  std::string error;
+  std::ifstream paths_file;
+  if (!a.paths.empty()) {
+    paths_file.open(a.paths);
+    if (!paths_file) {
+      std::fprintf(stderr, "pccl-wanem: cannot read %s\n", a.paths.c_str());
+      return 2;
+    }
+  }
+  if (!buildTopology(def, a.paths.empty() ? nullptr : &paths_file, a.paths, &topo, &error)) {
+    std::fprintf(stderr, "pccl-wanem: %s\n", error.c_str());
+    return 2;
+  }
   if (geteuid() != 0) {
     std::fprintf(stderr, "pccl-wanem: must run as root (it creates network namespaces, veths and a TUN device)\n");
     return 2;
   }
-  if (a.command.empty() && !a.probe) {
+  if (a.command.empty() && !a.probe && a.probe_rate_s <= 0) {
     std::fprintf(stderr, "pccl-wanem: nothing to run: give -- COMMAND... (or --probe)\n");
     return 2;
   }
@@ -175,71 +193,58 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "pccl-wanem: network namespaces or /dev/net/tun are not available here\n");
     return 2;
   }
-  std::vector<std::vector<PathModel>> paths;
-  NetConfig nc;
-  nc.ranks = a.ranks;
-  nc.cc = a.cc;
-  std::string error;
-  if (!loadPaths(a, &paths, &nc.rate_mbit, &error)) {
-    std::fprintf(stderr, "pccl-wanem: %s\n", error.c_str());
+  char phases_tmpl[] = "/tmp/pccl-wanem-phases.XXXXXX";
+  const int phases_fd = mkstemp(phases_tmpl);
+  if (phases_fd < 0) {
+    std::fprintf(stderr, "pccl-wanem: cannot create a phases file in /tmp: %s\n", std::strerror(errno));
     return 2;
   }
+  close(phases_fd);
+  chmod(phases_tmpl, 0666);  // the commands may drop privileges
+  a.phases = phases_tmpl;
   signal(SIGINT, onSignal);
   signal(SIGTERM, onSignal);
   signal(SIGPIPE, SIG_IGN);
+  NetConfig nc;
+  nc.ranks = a.ranks;
+  nc.cc = a.cc;
   Network net(nc);
   if (!net.setUp(&error)) {
     std::fprintf(stderr, "pccl-wanem: setup failed: %s\n", error.c_str());
+    unlink(phases_tmpl);
     return 2;
   }
   std::vector<uint32_t> addrs;
   for (int r = 0; r < a.ranks; ++r) addrs.push_back(net.rankAddrValue(r));
-  Router router(net.tunFds(), addrs, paths, static_cast<uint64_t>(getpid()));
-  router.start();
-  const uint64_t tun_drops0 = net.tunDrops();
-  std::fprintf(stderr, "pccl-wanem: %d ranks, one-way delay %.1f ms, jitter %.1f ms, loss %.4f%%, rate %.0f Mbit/s, cc %s%s\n",
-               a.ranks, a.delay_ms, a.jitter_ms, a.loss_pct, a.rate_mbit, a.cc.empty() ? "default" : a.cc.c_str(),
-               a.paths.empty() ? "" : (", paths from " + a.paths).c_str());
+  Router router(net.tunFds(), addrs, topo, static_cast<uint64_t>(getpid()));
+  router.start([&net] { return net.kernelDrops(); });
+  std::fprintf(stderr,
+               "pccl-wanem: %d ranks, one-way delay %.1f ms, jitter %.1f ms, loss %.4f%% per segment, rate %.0f Mbit/s "
+               "(queue %s), cc %s%s\n",
+               a.ranks, a.delay_ms, a.jitter_ms, a.loss_pct, a.rate_mbit, a.queue.c_str(),
+               a.cc.empty() ? "default" : a.cc.c_str(), a.paths.empty() ? "" : (", paths from " + a.paths).c_str());
   int status = 0;
-  if (a.probe && a.ranks > 1) {
-    for (int r = 1; r < a.ranks && g_signal == 0; ++r) {
-      ProbeResult p = probeRtt(net.rankNs(0), net.rankNs(r), net.rankAddr(r), 20);
-      if (!p.ok) {
-        std::fprintf(stderr, "pccl-wanem: probe failed: %s\n", p.error.c_str());
-        status = 1;
-        continue;
-      }
-      const double want = paths[0][static_cast<size_t>(r)].delay_ms + paths[static_cast<size_t>(r)][0].delay_ms;
-      std::printf("probe rank 0 <-> %d: rtt_ms median %.3f min %.3f (configured %.3f)\n", r, p.median_ms, p.min_ms, want);
-    }
-    std::fflush(stdout);
-  }
+  if (a.probe || a.probe_rate_s > 0) status = probeAll(net, topo, a);
   if (!a.command.empty() && g_signal == 0) {
     std::vector<pid_t> pids;
     for (int r = 0; r < a.ranks; ++r) pids.push_back(runRank(net, r, a));
     status = std::max(status, waitAll(pids));
   }
   router.stop();
-  const RouterStats s = router.stats();
-  const uint64_t tun_drops = net.tunDrops() - tun_drops0;
+  RunReport rep;
+  rep.stats = router.stats();
+  rep.run = judge("", rep.stats.total);
+  for (const auto& [label, intervals] : readPhases(a.phases, &rep.bad_phase_lines)) {
+    rep.phases.push_back(judge(label, router.window(intervals)));
+  }
+  unlink(phases_tmpl);
   net.teardown();
-  const bool faithful = s.dropped_overflow == 0 && tun_drops == 0 && s.late_p99_us <= 1000;
-  std::fprintf(stderr,
-               "pccl-wanem: %llu packets (%llu segments, %.1f MB), %llu segments lost on purpose, emulator drops %llu "
-               "(queue) + %llu (TUN), release lateness p50 %.0f us p99 %.0f us max %.0f us: %s\n",
-               static_cast<unsigned long long>(s.packets), static_cast<unsigned long long>(s.segments), s.bytes / 1e6,
-               static_cast<unsigned long long>(s.lost_random), static_cast<unsigned long long>(s.dropped_overflow),
-               static_cast<unsigned long long>(tun_drops), s.late_p50_us, s.late_p99_us, s.late_max_us,
-               faithful ? "faithful" : "NOT FAITHFUL (results invalid)");
+  printReport(rep, stderr);
   if (!a.stats.empty()) {
     std::ofstream f(a.stats);
-    f << "{\"packets\": " << s.packets << ", \"segments\": " << s.segments << ", \"bytes\": " << s.bytes
-      << ", \"lost_random\": " << s.lost_random << ", \"dropped_overflow\": " << s.dropped_overflow
-      << ", \"tun_drops\": " << tun_drops << ", \"late_p50_us\": " << s.late_p50_us << ", \"late_p99_us\": "
-      << s.late_p99_us << ", \"late_max_us\": " << s.late_max_us << ", \"faithful\": " << (faithful ? "true" : "false")
-      << "}\n";
+    writeJson(rep, f);
   }
   if (g_signal != 0) return 128 + g_signal;
-  if (status == 0 && !faithful) return 3;
+  if (status == 0 && !rep.faithful()) return 3;
   return status;
 }

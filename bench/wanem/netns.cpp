@@ -2,9 +2,13 @@
 
 #include <fcntl.h>
 #include <linux/if.h>
+#include <linux/if_link.h>
 #include <linux/if_tun.h>
+#include <linux/netlink.h>
+#include <linux/rtnetlink.h>
 #include <sched.h>
 #include <sys/ioctl.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -89,7 +93,7 @@ bool Network::openTun(std::string* error) {
   const long queues = std::max(1L, std::min(4L, sysconf(_SC_NPROCESSORS_ONLN)));
   bool ok = true;
   for (long q = 0; ok && q < queues; ++q) {
-    const int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC);
+    const int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);  // the reader drains until EAGAIN
     ifreq ifr{};
     ifr.ifr_flags = IFF_TUN | IFF_NO_PI | IFF_VNET_HDR | IFF_MULTI_QUEUE;
     std::strncpy(ifr.ifr_name, kTun, IFNAMSIZ - 1);
@@ -161,27 +165,79 @@ bool Network::setUp(std::string* error) {
     // Spread veth receive work over both cores (also avoids veth reordering under load).
     ok = ok && ip({"netns", "exec", ns, "sh", "-c", "echo 3 > /sys/class/net/eth0/queues/rx-0/rps_cpus"}) &&
          ip({"netns", "exec", router_ns_, "sh", "-c", "echo 3 > /sys/class/net/" + rv + "/queues/rx-0/rps_cpus"});
-    const double rate = r < static_cast<int>(c_.rate_mbit.size()) ? c_.rate_mbit[static_cast<size_t>(r)] : 0;
-    if (ok && rate > 0) {
-      // tbf on both ends: the rank's uplink (its eth0) and its downlink (the router's veth).
-      const auto bytes_per_ms = static_cast<uint64_t>(rate * 1e6 / 8 / 1000);
-      const std::string burst = std::to_string(std::max<uint64_t>(2 * bytes_per_ms, 131072));
-      const std::string r_s = std::to_string(rate) + "mbit";
-      ok = ip({"netns", "exec", ns, "tc", "qdisc", "add", "dev", "eth0", "root", "tbf", "rate", r_s, "burst", burst,
-               "latency", "20ms"}) &&
-           ip({"netns", "exec", router_ns_, "tc", "qdisc", "add", "dev", rv, "root", "tbf", "rate", r_s, "burst", burst,
-               "latency", "20ms"});
-    }
   }
+  ok = ok && openNetlink(router_ns_, error);
+  for (int r = 0; ok && r < c_.ranks; ++r) ok = openNetlink(rank_ns_[static_cast<size_t>(r)], error);
   if (!ok) teardown();
   return ok;
 }
 
-uint64_t Network::tunDrops() const {
-  std::string out;
-  runCommand({"ip", "netns", "exec", router_ns_, "cat", std::string("/sys/class/net/") + kTun + "/statistics/tx_dropped"},
-             &out);
-  return std::strtoull(out.c_str(), nullptr, 10);
+bool Network::openNetlink(const std::string& ns, std::string* error) {
+  const int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+  if (self < 0 || !enter(ns, error)) {
+    if (self >= 0) close(self);
+    return false;
+  }
+  const int fd = ::socket(AF_NETLINK, SOCK_RAW | SOCK_CLOEXEC, NETLINK_ROUTE);  // stays in `ns`
+  setns(self, CLONE_NEWNET);
+  close(self);
+  if (fd < 0) return *error = std::string("cannot open a netlink socket: ") + std::strerror(errno), false;
+  netlink_fds_.push_back(fd);
+  return true;
+}
+
+namespace {
+// Sum of rx_dropped + tx_dropped over every link of the namespace `fd` lives in (RTM_GETLINK dump).
+uint64_t linkDrops(int fd) {
+  struct {
+    nlmsghdr nh;
+    ifinfomsg ifi;
+  } req{};
+  req.nh.nlmsg_len = sizeof req;
+  req.nh.nlmsg_type = RTM_GETLINK;
+  req.nh.nlmsg_flags = NLM_F_REQUEST | NLM_F_DUMP;
+  req.ifi.ifi_family = AF_UNSPEC;
+  if (::send(fd, &req, sizeof req, 0) != static_cast<ssize_t>(sizeof req)) return 0;
+  uint64_t drops = 0;
+  std::vector<char> buf(1 << 16);
+  for (;;) {
+    const ssize_t n = ::recv(fd, buf.data(), buf.size(), 0);
+    if (n <= 0) return drops;
+    auto len = static_cast<unsigned>(n);
+    for (auto* nh = reinterpret_cast<nlmsghdr*>(buf.data()); NLMSG_OK(nh, len); nh = NLMSG_NEXT(nh, len)) {
+      if (nh->nlmsg_type == NLMSG_DONE || nh->nlmsg_type == NLMSG_ERROR) return drops;
+      if (nh->nlmsg_type != RTM_NEWLINK) continue;
+      auto* ifi = static_cast<ifinfomsg*>(NLMSG_DATA(nh));
+      int alen = static_cast<int>(IFLA_PAYLOAD(nh));
+      for (auto* a = IFLA_RTA(ifi); RTA_OK(a, alen); a = RTA_NEXT(a, alen)) {
+        if (a->rta_type != IFLA_STATS64 || RTA_PAYLOAD(a) < sizeof(rtnl_link_stats64)) continue;
+        rtnl_link_stats64 st;
+        std::memcpy(&st, RTA_DATA(a), sizeof st);
+        drops += st.rx_dropped + st.tx_dropped;
+      }
+    }
+  }
+}
+
+// Column 2 of /proc/net/softnet_stat (hex, one line per CPU): packets dropped because a CPU's backlog
+// was full. Host-wide: any increase during a run is counted against the emulator.
+uint64_t backlogDrops() {
+  std::ifstream f("/proc/net/softnet_stat");
+  std::string line;
+  uint64_t drops = 0;
+  while (std::getline(f, line)) {
+    std::istringstream in(line);
+    std::string processed, dropped;
+    if (in >> processed >> dropped) drops += std::strtoull(dropped.c_str(), nullptr, 16);
+  }
+  return drops;
+}
+}  // namespace
+
+uint64_t Network::kernelDrops() const {
+  uint64_t drops = backlogDrops();
+  for (int fd : netlink_fds_) drops += linkDrops(fd);
+  return drops;
 }
 
 void Network::teardown() {
@@ -189,6 +245,8 @@ void Network::teardown() {
   up_ = false;
   for (int fd : tun_fds_) close(fd);
   tun_fds_.clear();
+  for (int fd : netlink_fds_) close(fd);
+  netlink_fds_.clear();
   for (const auto& ns : rank_ns_) runCommand({"ip", "netns", "del", ns});  // takes the veths with it
   runCommand({"ip", "netns", "del", router_ns_});
   if (!saved_allowed_cc_.empty()) writeFile("/proc/sys/net/ipv4/tcp_allowed_congestion_control", saved_allowed_cc_);

@@ -1,6 +1,6 @@
 // The kernel half of the WAN: one network namespace per rank and one for the router, veth pairs
-// between them, tbf shaping on both ends of each rank's link, policy routing of every packet from a
-// rank into the router's TUN device, per-namespace TCP settings. Everything is named after our pid and
+// between them (unshaped: the rates and queues are the router's), policy routing of every packet from
+// a rank into the router's TUN device, per-namespace TCP settings, and the kernel's drop counters. Everything is named after our pid and
 // removed by teardown() (also after a crash: `pccl-wanem --cleanup`).
 #ifndef PCCL_WANEM_NETNS_HPP_
 #define PCCL_WANEM_NETNS_HPP_
@@ -13,7 +13,6 @@ namespace pccl::wanem {
 
 struct NetConfig {
   int ranks = 2;
-  std::vector<double> rate_mbit;  // per rank; 0 = unshaped
   std::string cc;                 // congestion control in every rank namespace ("" = keep the default)
 };
 
@@ -30,7 +29,10 @@ class Network {
   const std::string& routerNs() const { return router_ns_; }
   std::string rankAddr(int r) const;  // dotted IPv4
   uint32_t rankAddrValue(int r) const;
-  uint64_t tunDrops() const;          // packets the kernel dropped on their way to the TUN reader
+  // Packets the kernel dropped on the emulator's devices so far: every device's rx/tx drops in every
+  // namespace of ours (the TUN's queue overflowing, veth backlogs) plus the host's per-CPU backlog drops
+  // (/proc/net/softnet_stat). Any increase is the emulator's fault, never the model's.
+  uint64_t kernelDrops() const;
 
   // Enters the namespace `name` on the calling thread (for rank commands and probes).
   static bool enter(const std::string& name, std::string* error);
@@ -39,11 +41,13 @@ class Network {
 
  private:
   bool openTun(std::string* error);
+  bool openNetlink(const std::string& ns, std::string* error);
 
   NetConfig c_;
   std::string prefix_, router_ns_;
   std::vector<std::string> rank_ns_;
   std::vector<int> tun_fds_;  // one per queue of the multi-queue TUN
+  std::vector<int> netlink_fds_;  // a route netlink socket in each of our namespaces (for drop counters)
   bool up_ = false;
   std::string saved_allowed_cc_;  // host setting to restore
 };

@@ -3,59 +3,78 @@
 #include <poll.h>
 #include <pthread.h>
 #include <sched.h>
+#include <sys/timerfd.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 
 namespace pccl::wanem {
 
 namespace {
-// struct virtio_net_hdr from <linux/virtio_net.h> (that header does not compile as C++): what the TUN
-// device puts before every packet with IFF_VNET_HDR. Host byte order.
-struct VnetHdr {
-  uint8_t flags;
-  uint8_t gso_type;  // 0 = not a GSO packet
-  uint16_t hdr_len;
-  uint16_t gso_size;  // payload bytes per segment
-  uint16_t csum_start;
-  uint16_t csum_offset;
-};
-using virtio_net_hdr = VnetHdr;
-constexpr uint8_t VIRTIO_NET_HDR_GSO_NONE = 0;
-constexpr size_t kMaxPacket = 65536 + sizeof(virtio_net_hdr);
-constexpr size_t kMaxQueuedBytes = 512u << 20;  // far above any BDP we emulate
-constexpr size_t kHistBuckets = 10000;          // 10 µs each
-using Clock = std::chrono::steady_clock;
-
-uint32_t be32(const uint8_t* p) {
-  return (static_cast<uint32_t>(p[0]) << 24) | (static_cast<uint32_t>(p[1]) << 16) | (static_cast<uint32_t>(p[2]) << 8) | p[3];
-}
+constexpr size_t kSmall = 2048;                       // an MTU-sized packet and its virtio header
+constexpr size_t kBig = 65536 + kVnetHdrLen + 64;     // the largest GSO super-packet
+constexpr size_t kMaxHeldBytes = size_t{1} << 30;     // buffers queued in all lanes together
+constexpr size_t kMaxPooled = 4096;
+constexpr int64_t kWakeTimerNs = 5'000'000;
 
 void realtime(std::thread& t, int prio) {
   sched_param sp{};
   sp.sched_priority = prio;
   pthread_setschedparam(t.native_handle(), SCHED_FIFO, &sp);  // best effort: fine if refused
 }
+
+std::chrono::steady_clock::time_point asSteady(int64_t ns) {
+  return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(ns));
+}
+
+// Segments before the next random loss: geometric with success probability 1 - p.
+uint64_t drawUntilLoss(std::mt19937_64& rng, double p) {
+  if (p <= 0) return UINT64_MAX;
+  if (p >= 1) return 0;
+  const double u = 1.0 - std::uniform_real_distribution<double>(0.0, 1.0)(rng);  // (0, 1]
+  return static_cast<uint64_t>(std::floor(std::log(u) / std::log1p(-p)));
+}
 }  // namespace
 
-Router::Router(std::vector<int> tun_fds, std::vector<uint32_t> rank_addrs, std::vector<std::vector<PathModel>> paths,
-               uint64_t seed)
-    : addrs_(std::move(rank_addrs)), paths_(std::move(paths)) {
+int64_t monotonicNs() {
+  timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
+}
+
+Router::Router(std::vector<int> tun_fds, std::vector<uint32_t> rank_addrs, Topology topology, uint64_t seed)
+    : addrs_(std::move(rank_addrs)), topo_(std::move(topology)), origin_ns_(monotonicNs()), kernel_(origin_ns_) {
+  const size_t n = addrs_.size();
+  for (size_t r = 0; r < n; ++r) {
+    up_.emplace_back(topo_.uplink[r]);
+    down_.emplace_back(topo_.downlink[r]);
+  }
+  path_links_.resize(n);
+  for (size_t s = 0; s < n; ++s) {
+    for (size_t d = 0; d < n; ++d) path_links_[s].emplace_back(topo_.paths[s][d].link);
+  }
+  path_last_ns_.assign(n, std::vector<int64_t>(n, 0));
   for (int fd : tun_fds) {
     auto lane = std::make_unique<Lane>();
     lane->fd = fd;
     lane->rng.seed(seed + lanes_.size());
-    lane->last_release.assign(addrs_.size(), std::vector<Clock::time_point>(addrs_.size()));
-    lane->late_hist.assign(kHistBuckets + 1, 0);
+    lane->until_loss.assign(n, std::vector<uint64_t>(n, 0));
+    for (size_t s = 0; s < n; ++s) {
+      for (size_t d = 0; d < n; ++d) lane->until_loss[s][d] = drawUntilLoss(lane->rng, topo_.paths[s][d].loss);
+    }
+    lane->timeline = Timeline(origin_ns_);
     lanes_.push_back(std::move(lane));
   }
 }
 
 Router::~Router() { stop(); }
 
-void Router::start() {
+void Router::start(std::function<uint64_t()> kernel_drops) {
   for (auto& l : lanes_) {
     Lane& lane = *l;
     lane.reader = std::thread([this, &lane] { readLoop(lane); });
@@ -63,10 +82,13 @@ void Router::start() {
     realtime(lane.reader, 10);
     realtime(lane.writer, 20);
   }
+  if (kernel_drops) monitor_ = std::thread([this, f = std::move(kernel_drops)] { monitorLoop(f); });
 }
 
 void Router::stop() {
   if (stop_.exchange(true)) return;
+  monitor_cv_.notify_all();
+  if (monitor_.joinable()) monitor_.join();
   for (auto& l : lanes_) {
     l->cv.notify_all();
     if (l->reader.joinable()) l->reader.join();
@@ -81,123 +103,258 @@ int Router::rankOf(uint32_t addr) const {
   return -1;
 }
 
-void Router::readLoop(Lane& lane) {
-  std::uniform_real_distribution<double> uni(0.0, 1.0);
-  while (!stop_) {
-    pollfd p{lane.fd, POLLIN, 0};
-    if (poll(&p, 1, 100) <= 0) continue;
-    std::vector<uint8_t> buf;
-    {
-      std::lock_guard<std::mutex> lk(lane.mu);
-      if (!lane.spare.empty()) {
-        buf = std::move(lane.spare.back());
-        lane.spare.pop_back();
-      }
-    }
-    buf.resize(kMaxPacket);
-    const ssize_t n = ::read(lane.fd, buf.data(), buf.size());
-    if (n <= static_cast<ssize_t>(sizeof(virtio_net_hdr) + 20)) continue;
-    buf.resize(static_cast<size_t>(n));
-    virtio_net_hdr vh;
-    std::memcpy(&vh, buf.data(), sizeof vh);
-    const uint8_t* ip = buf.data() + sizeof vh;
-    const size_t ip_len = static_cast<size_t>(n) - sizeof vh;
-    // Segments this (possibly GSO) packet stands for, for the loss model and the statistics.
-    const uint64_t segs = vh.gso_type != VIRTIO_NET_HDR_GSO_NONE && vh.gso_size > 0
-                              ? std::max<uint64_t>(1, (ip_len + vh.gso_size - 1) / vh.gso_size)
-                              : 1;
-    const bool v4 = (ip[0] >> 4) == 4;
-    const int src = v4 ? rankOf(be32(ip + 12)) : -1;
-    const int dst = v4 ? rankOf(be32(ip + 16)) : -1;
-    Clock::time_point release = Clock::now();
-    if (src >= 0 && dst >= 0) {
-      const PathModel& m = paths_[src][dst];
-      // The whole super-packet is lost with the probability that any of its segments is: the same
-      // number of loss events per byte as per-segment loss, each a short burst.
-      const double p_loss = 1.0 - std::pow(1.0 - m.loss, static_cast<double>(segs));
-      if (m.loss > 0 && uni(lane.rng) < p_loss) {
-        std::lock_guard<std::mutex> lk(lane.mu);
-        lane.stats.lost_random += segs;
-        lane.stats.packets += 1;
-        lane.spare.push_back(std::move(buf));
-        continue;
-      }
-      const double d = m.delay_ms + (m.jitter_ms > 0 ? uni(lane.rng) * m.jitter_ms : 0.0);
-      release += std::chrono::microseconds(static_cast<int64_t>(d * 1000));
-      auto& last = lane.last_release[src][dst];
-      release = std::max(release, last);  // jitter never reorders a path
-      last = release;
-    }
-    std::lock_guard<std::mutex> lk(lane.mu);
-    lane.stats.packets += 1;
-    lane.stats.segments += segs;
-    lane.stats.bytes += ip_len;
-    if (src < 0 || dst < 0) lane.stats.unknown += 1;
-    if (lane.queued_bytes + buf.size() > kMaxQueuedBytes) {
-      lane.stats.dropped_overflow += 1;
-      continue;
-    }
-    lane.queued_bytes += buf.size();
-    const bool earliest = lane.queue.empty() || release < lane.queue.top().release;
-    lane.queue.push(Packet{release, std::move(buf)});
-    if (earliest) lane.cv.notify_one();
+Router::Buf Router::takeBuffer(Lane& lane, bool big) {
+  auto& pool = big ? lane.big_pool : lane.small_pool;
+  Buf b;
+  if (!pool.empty()) {
+    b.bytes = std::move(pool.back());
+    pool.pop_back();
+  } else {
+    b.bytes.resize(big ? kBig : kSmall);
   }
+  return b;
+}
+
+void Router::recycle(Lane& lane, Buf buf) {
+  auto& pool = buf.bytes.size() == kBig ? lane.big_pool : lane.small_pool;
+  if ((buf.bytes.size() == kBig || buf.bytes.size() == kSmall) && pool.size() < kMaxPooled) pool.push_back(std::move(buf.bytes));
+}
+
+void Router::push(Lane& lane, Event e) {
+  if (lane.held_bytes + e.buf.bytes.size() > kMaxHeldBytes / lanes_.size()) {
+    lane.timeline.at(e.due_ns).emulator_drops += 1;
+    recycle(lane, std::move(e.buf));
+    return;
+  }
+  lane.held_bytes += e.buf.bytes.size();
+  e.seq = lane.seq++;
+  const bool earliest = lane.events.empty() || e.due_ns < lane.events.top().due_ns;
+  lane.events.push(std::move(e));
+  if (earliest) lane.cv.notify_one();
+}
+
+std::vector<std::pair<Router::Buf, PacketInfo>> Router::cross(Lane& lane, Link& link, Buf buf, const PacketInfo& info,
+                                                              int64_t t, const std::vector<bool>* lost, int64_t* depart,
+                                                              Bin* bin) {
+  std::vector<std::pair<Buf, PacketInfo>> out;
+  std::vector<bool> keep(info.segments, true);
+  uint32_t kept = info.segments;
+  if (lost != nullptr) {  // random loss: no queue involved
+    for (uint32_t i = 0; i < info.segments; ++i) keep[i] = !(*lost)[i];
+    kept = static_cast<uint32_t>(std::count(keep.begin(), keep.end(), true));
+    bin->lost_random += info.segments - kept;
+  } else {
+    kept = link.offer(t, info, depart);
+    bin->queue_drops += info.segments - kept;
+    for (uint32_t i = kept; i < info.segments; ++i) keep[i] = false;
+  }
+  if (kept == info.segments) {
+    out.emplace_back(std::move(buf), info);
+    return out;
+  }
+  std::vector<std::vector<uint8_t>> pieces;
+  if (kept > 0 && splitSegments(buf.bytes.data(), buf.len, keep, &pieces)) {
+    for (auto& p : pieces) {
+      Buf b;
+      b.len = p.size();
+      b.bytes = std::move(p);
+      const PacketInfo pi = parsePacket(b.bytes.data(), b.len);
+      out.emplace_back(std::move(b), pi);
+    }
+  }
+  std::lock_guard<std::mutex> lk(lane.mu);
+  recycle(lane, std::move(buf));
+  return out;
+}
+
+void Router::enter(Lane& lane, Buf buf, const PacketInfo& info, int src, int dst, int64_t now, double tun_wait_us) {
+  const auto s = static_cast<size_t>(src), d = static_cast<size_t>(dst);
+  const PathModel& m = topo_.paths[s][d];
+  Bin bin;
+  bin.packets = 1;
+  bin.segments = info.segments;
+  bin.bytes = info.wire_bytes;
+  std::vector<Event> ready;
+  {
+    std::lock_guard<std::mutex> lk(links_mu_);
+    int64_t t1 = now;
+    for (auto& [b1, i1] : cross(lane, up_[s], std::move(buf), info, now, nullptr, &t1, &bin)) {
+      // Random loss on the path, per segment (reader-only state: no lock needed for it).
+      std::vector<bool> lost(i1.segments, false);
+      bool any = false;
+      for (uint32_t k = 0; k < i1.segments; ++k) {
+        uint64_t& left = lane.until_loss[s][d];
+        if (left == 0) {
+          lost[k] = any = true;
+          left = drawUntilLoss(lane.rng, m.loss);
+        } else if (left != UINT64_MAX) {
+          --left;
+        }
+      }
+      auto survivors = any ? cross(lane, up_[s], std::move(b1), i1, t1, &lost, nullptr, &bin)
+                           : std::vector<std::pair<Buf, PacketInfo>>{};
+      if (!any) survivors.emplace_back(std::move(b1), i1);
+      for (auto& [b2, i2] : survivors) {
+        int64_t t2 = t1;
+        for (auto& [b3, i3] : cross(lane, path_links_[s][d], std::move(b2), i2, t1, nullptr, &t2, &bin)) {
+          const double jitter = m.jitter_ms > 0 ? std::uniform_real_distribution<double>(0, m.jitter_ms)(lane.rng) : 0;
+          int64_t t3 = t2 + static_cast<int64_t>((m.delay_ms + jitter) * 1e6);
+          t3 = std::max(t3, path_last_ns_[s][d]);  // jitter never reorders a path
+          path_last_ns_[s][d] = t3;
+          ready.push_back(Event{t3, 0, Stage::kAtDownlink, src, dst, tun_wait_us, i3, std::move(b3)});
+        }
+      }
+    }
+  }
+  std::lock_guard<std::mutex> lk(lane.mu);
+  lane.timeline.at(now).merge(bin);
+  for (auto& e : ready) push(lane, std::move(e));
+}
+
+void Router::readLoop(Lane& lane) {
+  const int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
+  itimerspec its{};
+  its.it_interval.tv_nsec = kWakeTimerNs;
+  its.it_value.tv_nsec = kWakeTimerNs;
+  int64_t timer_due = monotonicNs() + kWakeTimerNs;
+  if (tfd >= 0) timerfd_settime(tfd, 0, &its, nullptr);
+  Buf scratch;
+  {
+    std::lock_guard<std::mutex> lk(lane.mu);
+    scratch = takeBuffer(lane, true);
+  }
+  while (!stop_) {
+    pollfd p[2] = {{lane.fd, POLLIN, 0}, {tfd, POLLIN, 0}};
+    if (poll(p, tfd >= 0 ? 2 : 1, 100) <= 0) continue;
+    const int64_t wake = monotonicNs();
+    if (tfd >= 0 && (p[1].revents & POLLIN) != 0) {
+      uint64_t expirations = 0;
+      if (::read(tfd, &expirations, sizeof expirations) == sizeof expirations && expirations > 0) {
+        std::lock_guard<std::mutex> lk(lane.mu);
+        lane.timeline.at(wake).wake.add(static_cast<double>(wake - timer_due) / 1000.0);
+        timer_due += static_cast<int64_t>(expirations) * kWakeTimerNs;
+      }
+    }
+    // Drain the TUN queue. A packet read now entered it after the queue was last seen empty, i.e.
+    // after this wake-up: now - wake bounds its wait there (the wake-up latency is sampled above).
+    while (!stop_) {
+      const ssize_t n = ::read(lane.fd, scratch.bytes.data(), scratch.bytes.size());
+      if (n <= 0) break;  // EAGAIN: empty
+      const int64_t now = monotonicNs();
+      scratch.len = static_cast<size_t>(n);
+      const PacketInfo info = parsePacket(scratch.bytes.data(), scratch.len);
+      const int src = info.ipv4 ? rankOf(info.src) : -1, dst = info.ipv4 ? rankOf(info.dst) : -1;
+      Buf pkt;
+      {
+        std::lock_guard<std::mutex> lk(lane.mu);
+        if (scratch.len <= kSmall) {
+          pkt = takeBuffer(lane, false);
+          std::memcpy(pkt.bytes.data(), scratch.bytes.data(), scratch.len);
+          pkt.len = scratch.len;
+        } else {
+          pkt = std::move(scratch);
+          scratch = takeBuffer(lane, true);
+        }
+        if (src < 0 || dst < 0 || src == dst) {  // not between two ranks: passed on at once
+          lane.unknown += 1;
+          push(lane, Event{now, 0, Stage::kRelease, src, dst, 0, info, std::move(pkt)});
+          continue;
+        }
+      }
+      enter(lane, std::move(pkt), info, src, dst, now, static_cast<double>(now - wake) / 1000.0);
+    }
+  }
+  if (tfd >= 0) close(tfd);
 }
 
 void Router::writeLoop(Lane& lane) {
   std::unique_lock<std::mutex> lk(lane.mu);
   while (!stop_) {
-    if (lane.queue.empty()) {
+    if (lane.events.empty()) {
       lane.cv.wait_for(lk, std::chrono::milliseconds(100));
       continue;
     }
-    const Clock::time_point due = lane.queue.top().release;
-    if (Clock::now() < due) {
-      lane.cv.wait_until(lk, due);
+    const int64_t due = lane.events.top().due_ns;
+    if (monotonicNs() < due) {
+      lane.cv.wait_until(lk, asSteady(due));
       continue;
     }
-    Packet p = std::move(const_cast<Packet&>(lane.queue.top()));
-    lane.queue.pop();
-    lane.queued_bytes -= p.data.size();
+    Event e = std::move(const_cast<Event&>(lane.events.top()));
+    lane.events.pop();
+    lane.held_bytes -= e.buf.bytes.size();
+    if (e.stage == Stage::kAtDownlink) {  // it reaches the receiver's downlink now (in virtual time: at due)
+      lk.unlock();
+      Bin bin;
+      int64_t depart = e.due_ns;
+      std::vector<std::pair<Buf, PacketInfo>> out;
+      {
+        std::lock_guard<std::mutex> links(links_mu_);
+        out = cross(lane, down_[static_cast<size_t>(e.dst)], std::move(e.buf), e.info, e.due_ns, nullptr, &depart, &bin);
+      }
+      lk.lock();
+      lane.timeline.at(e.due_ns).merge(bin);
+      for (auto& [b, i] : out) push(lane, Event{depart, 0, Stage::kRelease, e.src, e.dst, e.tun_wait_us, i, std::move(b)});
+      continue;
+    }
     lk.unlock();
-    const auto now = Clock::now();
-    (void)!::write(lane.fd, p.data.data(), p.data.size());
-    const int64_t late_us = std::chrono::duration_cast<std::chrono::microseconds>(now - p.release).count();
+    const int64_t now = monotonicNs();
+    const bool ok = ::write(lane.fd, e.buf.bytes.data(), e.buf.len) == static_cast<ssize_t>(e.buf.len);
     lk.lock();
-    lane.late_hist[std::min<size_t>(kHistBuckets, static_cast<size_t>(std::max<int64_t>(0, late_us) / 10))] += 1;
-    lane.stats.late_max_us = std::max(lane.stats.late_max_us, static_cast<double>(late_us));
-    if (lane.spare.size() < 4096) lane.spare.push_back(std::move(p.data));
+    Bin& bin = lane.timeline.at(now);
+    if (!ok) bin.emulator_drops += 1;
+    if (e.src >= 0 && e.dst >= 0) bin.late.add(e.tun_wait_us + static_cast<double>(now - e.due_ns) / 1000.0);
+    recycle(lane, std::move(e.buf));
   }
+}
+
+void Router::monitorLoop(std::function<uint64_t()> kernel_drops) {
+  uint64_t last = kernel_drops();
+  std::unique_lock<std::mutex> lk(monitor_mu_);
+  while (!stop_) {
+    monitor_cv_.wait_for(lk, std::chrono::milliseconds(100));
+    lk.unlock();
+    const uint64_t now_count = kernel_drops();
+    const int64_t now = monotonicNs();
+    lk.lock();
+    if (now_count > last) kernel_.at(now).emulator_drops += now_count - last;
+    last = std::max(last, now_count);
+  }
+}
+
+Bin Router::window(const std::vector<std::pair<int64_t, int64_t>>& intervals) const {
+  Bin b;
+  for (const auto& l : lanes_) {
+    std::lock_guard<std::mutex> lk(l->mu);
+    b.merge(l->timeline.sum(intervals));
+  }
+  std::lock_guard<std::mutex> lk(monitor_mu_);
+  b.merge(kernel_.sum(intervals));
+  return b;
 }
 
 RouterStats Router::stats() const {
   RouterStats s;
-  std::vector<uint64_t> hist(kHistBuckets + 1, 0);
   for (const auto& l : lanes_) {
     std::lock_guard<std::mutex> lk(l->mu);
-    s.packets += l->stats.packets;
-    s.segments += l->stats.segments;
-    s.bytes += l->stats.bytes;
-    s.lost_random += l->stats.lost_random;
-    s.dropped_overflow += l->stats.dropped_overflow;
-    s.unknown += l->stats.unknown;
-    s.late_max_us = std::max(s.late_max_us, l->stats.late_max_us);
-    for (size_t i = 0; i < hist.size(); ++i) hist[i] += l->late_hist[i];
+    s.total.merge(l->timeline.total());
+    s.unknown += l->unknown;
   }
-  uint64_t total = 0;
-  for (uint64_t c : hist) total += c;
-  uint64_t seen = 0;
-  bool have50 = false;
-  for (size_t i = 0; i < hist.size(); ++i) {
-    seen += hist[i];
-    if (!have50 && seen * 2 >= total) {
-      s.late_p50_us = static_cast<double>(i) * 10;
-      have50 = true;
-    }
-    if (seen * 100 >= total * 99) {
-      s.late_p99_us = static_cast<double>(i) * 10;
-      break;
-    }
+  {
+    std::lock_guard<std::mutex> lk(monitor_mu_);
+    s.total.merge(kernel_.total());
+  }
+  std::lock_guard<std::mutex> lk(links_mu_);
+  auto add = [](LinkStats* into, const LinkStats& x) {
+    into->segments += x.segments;
+    into->bytes += x.bytes;
+    into->dropped += x.dropped;
+    into->max_queue_delay_ns = std::max(into->max_queue_delay_ns, x.max_queue_delay_ns);
+    into->min_drop_backlog = std::min(into->min_drop_backlog, x.min_drop_backlog);
+  };
+  for (const auto& l : up_) add(&s.uplinks, l.stats());
+  for (const auto& l : down_) add(&s.downlinks, l.stats());
+  for (const auto& row : path_links_) {
+    for (const auto& l : row) add(&s.paths, l.stats());
   }
   return s;
 }

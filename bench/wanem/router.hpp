@@ -1,19 +1,27 @@
-// The user-space half of the WAN: every packet between rank namespaces is routed into a TUN device,
-// read here, held for its path's one-way delay (plus jitter), dropped at random with the path's loss
-// rate, and written back into the TUN at its release time. Reading uses IFF_VNET_HDR, so the kernel
-// hands over whole GSO super-packets (far fewer packets to move than MTU-sized ones).
-// The TUN is multi-queue: each queue (one per core) has its own reader, delay queue and writer, so
-// the costly writes back into the kernel run on both cores; the kernel keeps a flow on one queue, so a
-// TCP flow is never reordered. Threads: a reader and a writer (SCHED_FIFO when allowed) per queue.
+// The user-space half of the WAN. Every packet between rank namespaces is routed into a TUN device and
+// read here; it then crosses the emulated network in virtual time:
+//   sender's uplink (rate, drop-tail queue) -> path (random loss per segment; optionally a bottleneck
+//   of its own) -> one-way delay (+ jitter, never reordering the path) -> receiver's downlink (rate,
+//   drop-tail queue)
+// and is written back into the TUN when it leaves the receiver's downlink; the kernel routes it on to
+// the receiving rank. The bottlenecks are remote queues shared by all flows through them, as on the
+// internet: parallel flows compete there and lose segments when the queue is full. Links are computed,
+// not simulated packet by packet: each Link knows when it will be idle (link.hpp).
+//
+// Threads: the TUN is multi-queue, one queue per core; each queue ("lane") has a reader (takes packets,
+// runs the uplink and path stages) and a writer (runs the downlink stage when a packet reaches it, writes
+// packets back at their release time), both SCHED_FIFO where allowed. The kernel keeps a flow on one
+// queue, and each lane releases in time order with ties in arrival order, so no flow is reordered. Links
+// are shared by the lanes under links_mu_; everything else of a lane under its own mutex. An optional
+// monitor thread samples the kernel's drop counters every 100 ms.
 #ifndef PCCL_WANEM_ROUTER_HPP_
 #define PCCL_WANEM_ROUTER_HPP_
 
-#include <array>
-#include <memory>
 #include <atomic>
-#include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <mutex>
 #include <queue>
 #include <random>
@@ -21,61 +29,96 @@
 #include <thread>
 #include <vector>
 
+#include "link.hpp"
+#include "packet.hpp"
+#include "timeline.hpp"
+#include "topology.hpp"
+
 namespace pccl::wanem {
 
-struct PathModel {
-  double delay_ms = 0;   // one way
-  double jitter_ms = 0;  // uniform in [0, jitter]; per-path release order is kept (no reordering)
-  double loss = 0;       // probability per MTU-sized segment
-};
-
 struct RouterStats {
-  uint64_t packets = 0, segments = 0, bytes = 0;
-  uint64_t lost_random = 0;      // segments dropped on purpose (loss model)
-  uint64_t dropped_overflow = 0; // packets dropped because the delay queue was full: the run is not faithful
-  uint64_t unknown = 0;          // packets not between two ranks, passed on at once
-  double late_p50_us = 0, late_p99_us = 0, late_max_us = 0;  // release lateness
+  Bin total;                       // the whole run
+  uint64_t unknown = 0;            // packets not between two ranks, passed on at once
+  LinkStats uplinks, downlinks, paths;  // summed per kind (max/min fields: over the links of that kind)
 };
 
 class Router {
  public:
-  // `rank_of(ipv4 host-order address)` gives a rank or -1; paths[src][dst] the model of that path.
-  Router(std::vector<int> tun_fds, std::vector<uint32_t> rank_addrs, std::vector<std::vector<PathModel>> paths,
-         uint64_t seed);
+  Router(std::vector<int> tun_fds, std::vector<uint32_t> rank_addrs, Topology topology, uint64_t seed);
   ~Router();
-  void start();
+  // `kernel_drops` (optional) returns a running count of packets the kernel dropped on the emulator's
+  // devices; the monitor thread books its increases as emulator drops.
+  void start(std::function<uint64_t()> kernel_drops = {});
   void stop();
   RouterStats stats() const;
+  // The bins that overlap the intervals, over all lanes and the kernel's drops.
+  Bin window(const std::vector<std::pair<int64_t, int64_t>>& intervals) const;
 
  private:
-  struct Packet {
-    std::chrono::steady_clock::time_point release;
-    std::vector<uint8_t> data;  // virtio_net_hdr + IP packet
-    bool operator>(const Packet& o) const { return release > o.release; }
+  struct Buf {
+    std::vector<uint8_t> bytes;  // capacity; never resized once pooled (no zero-filling per packet)
+    size_t len = 0;
   };
-  // One TUN queue and everything that serves it.
+  enum class Stage : uint8_t { kAtDownlink, kRelease };
+  struct Event {
+    int64_t due_ns;
+    uint64_t seq;  // ties leave in arrival order
+    Stage stage;
+    int src, dst;
+    double tun_wait_us;
+    PacketInfo info;
+    Buf buf;
+  };
+  struct Later {
+    bool operator()(const Event& a, const Event& b) const { return a.due_ns != b.due_ns ? a.due_ns > b.due_ns : a.seq > b.seq; }
+  };
   struct Lane {
     int fd = -1;
     std::mt19937_64 rng;
-    std::vector<std::vector<std::chrono::steady_clock::time_point>> last_release;  // per path
+    std::vector<std::vector<uint64_t>> until_loss;  // per path: segments before the next random loss
     std::thread reader, writer;
     std::mutex mu;
     std::condition_variable cv;
-    std::priority_queue<Packet, std::vector<Packet>, std::greater<Packet>> queue;
-    size_t queued_bytes = 0;
-    std::vector<std::vector<uint8_t>> spare;  // recycled packet buffers
-    RouterStats stats;
-    std::vector<uint32_t> late_hist;  // 10 µs buckets up to 100 ms
+    std::priority_queue<Event, std::vector<Event>, Later> events;
+    uint64_t seq = 0;
+    size_t held_bytes = 0;                 // buffer capacity held by queued events
+    std::vector<std::vector<uint8_t>> small_pool, big_pool;
+    Timeline timeline;
+    uint64_t unknown = 0;
   };
+
   void readLoop(Lane& lane);
   void writeLoop(Lane& lane);
+  void monitorLoop(std::function<uint64_t()> kernel_drops);
+  // The reader's half: uplink, loss, path bottleneck, propagation; queues what survives on the lane.
+  void enter(Lane& lane, Buf buf, const PacketInfo& info, int src, int dst, int64_t now_ns, double tun_wait_us);
+  // Offers a packet to a link at t; returns what was admitted (the packet, or its admitted segments cut
+  // into packets of their own) and sets *depart. Counts the drops in *bin.
+  std::vector<std::pair<Buf, PacketInfo>> cross(Lane& lane, Link& link, Buf buf, const PacketInfo& info, int64_t t,
+                                                const std::vector<bool>* lost, int64_t* depart, Bin* bin);
+  void push(Lane& lane, Event e);  // lane.mu held
+  Buf takeBuffer(Lane& lane, bool big);  // lane.mu held
+  void recycle(Lane& lane, Buf buf);     // lane.mu held
   int rankOf(uint32_t addr) const;
 
   std::vector<uint32_t> addrs_;
-  std::vector<std::vector<PathModel>> paths_;
+  Topology topo_;
+  int64_t origin_ns_;
   std::atomic<bool> stop_{false};
   std::vector<std::unique_ptr<Lane>> lanes_;
+
+  mutable std::mutex links_mu_;  // the links and the per-path release order, shared by the lanes
+  std::vector<Link> up_, down_;
+  std::vector<std::vector<Link>> path_links_;
+  std::vector<std::vector<int64_t>> path_last_ns_;
+
+  std::thread monitor_;
+  mutable std::mutex monitor_mu_;
+  std::condition_variable monitor_cv_;
+  Timeline kernel_;  // the kernel's drops, under monitor_mu_
 };
+
+int64_t monotonicNs();  // CLOCK_MONOTONIC, as the phases file uses
 
 }  // namespace pccl::wanem
 

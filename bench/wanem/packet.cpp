@@ -1,0 +1,128 @@
+#include "packet.hpp"
+
+#include <algorithm>
+#include <cstring>
+
+namespace pccl::wanem {
+
+namespace {
+constexpr uint8_t kProtoTcp = 6;
+constexpr uint8_t kTcpFin = 0x01, kTcpPsh = 0x08, kTcpCwr = 0x80;
+
+uint32_t be32(const uint8_t* p) {
+  return (static_cast<uint32_t>(p[0]) << 24) | (static_cast<uint32_t>(p[1]) << 16) | (static_cast<uint32_t>(p[2]) << 8) | p[3];
+}
+uint16_t be16(const uint8_t* p) { return static_cast<uint16_t>((p[0] << 8) | p[1]); }
+void put16(uint8_t* p, uint16_t v) {
+  p[0] = static_cast<uint8_t>(v >> 8);
+  p[1] = static_cast<uint8_t>(v);
+}
+void put32(uint8_t* p, uint32_t v) {
+  put16(p, static_cast<uint16_t>(v >> 16));
+  put16(p + 2, static_cast<uint16_t>(v));
+}
+
+// One's complement sum of big-endian 16-bit words (an odd last byte is padded with zero).
+uint32_t sum16(const uint8_t* p, size_t n, uint32_t acc) {
+  for (; n >= 2; p += 2, n -= 2) acc += be16(p);
+  if (n == 1) acc += static_cast<uint32_t>(p[0]) << 8;
+  return acc;
+}
+uint16_t fold(uint32_t acc) {
+  while ((acc >> 16) != 0) acc = (acc & 0xffff) + (acc >> 16);
+  return static_cast<uint16_t>(~acc);
+}
+}  // namespace
+
+uint32_t PacketInfo::segmentWireBytes(uint32_t i) const {
+  if (!tcp_gso) return wire_bytes;
+  const uint32_t off = i * mss;
+  return header_bytes + (off >= payload_bytes ? 0 : std::min(mss, payload_bytes - off));
+}
+
+uint16_t ipv4HeaderChecksum(const uint8_t* ip, size_t ihl) {
+  uint8_t h[60];
+  std::memcpy(h, ip, ihl);
+  h[10] = h[11] = 0;
+  return fold(sum16(h, ihl, 0));
+}
+
+uint16_t tcpChecksum(const uint8_t* ip, size_t ihl, size_t ip_len) {
+  const size_t tcp_len = ip_len - ihl;
+  uint32_t acc = sum16(ip + 12, 8, 0);  // source and destination addresses
+  acc += kProtoTcp;
+  acc += static_cast<uint32_t>(tcp_len);
+  const uint8_t* tcp = ip + ihl;
+  acc = sum16(tcp, 16, acc);  // up to the checksum field
+  acc = sum16(tcp + 18, tcp_len - 18, acc);
+  return fold(acc);
+}
+
+PacketInfo parsePacket(const uint8_t* p, size_t n) {
+  PacketInfo info;
+  if (n < kVnetHdrLen + 20) return info;
+  VnetHdr vh;
+  std::memcpy(&vh, p, sizeof vh);
+  const uint8_t* ip = p + kVnetHdrLen;
+  const size_t ip_len = n - kVnetHdrLen;
+  const size_t ihl = static_cast<size_t>(ip[0] & 0x0f) * 4;
+  if ((ip[0] >> 4) != 4 || ihl < 20 || ihl > ip_len) return info;
+  info.ipv4 = true;
+  info.src = be32(ip + 12);
+  info.dst = be32(ip + 16);
+  info.wire_bytes = static_cast<uint32_t>(ip_len);
+  info.header_bytes = static_cast<uint32_t>(ip_len);
+  if (ip[9] != kProtoTcp || ip_len < ihl + 20) return info;
+  const size_t thl = static_cast<size_t>(ip[ihl + 12] >> 4) * 4;
+  if (thl < 20 || ihl + thl > ip_len) return info;
+  info.header_bytes = static_cast<uint32_t>(ihl + thl);
+  info.payload_bytes = static_cast<uint32_t>(ip_len - ihl - thl);
+  const uint8_t gso = vh.gso_type & static_cast<uint8_t>(~kGsoEcn);
+  if (gso == kGsoTcpV4 && vh.gso_size > 0 && info.payload_bytes > vh.gso_size) {
+    info.tcp_gso = true;
+    info.mss = vh.gso_size;
+    info.segments = (info.payload_bytes + vh.gso_size - 1) / vh.gso_size;
+    info.wire_bytes = info.payload_bytes + info.segments * info.header_bytes;
+  }
+  return info;
+}
+
+bool splitSegments(const uint8_t* p, size_t n, const std::vector<bool>& keep, std::vector<std::vector<uint8_t>>* out) {
+  const PacketInfo info = parsePacket(p, n);
+  if (!info.tcp_gso || keep.size() != info.segments) return false;
+  VnetHdr vh;
+  std::memcpy(&vh, p, sizeof vh);
+  const uint8_t* ip = p + kVnetHdrLen;
+  const size_t ihl = static_cast<size_t>(ip[0] & 0x0f) * 4;
+  const size_t hdrs = info.header_bytes;
+  const uint32_t seq0 = be32(ip + ihl + 4);
+  const uint16_t id0 = be16(ip + 4);
+  const uint8_t flags = ip[ihl + 13];
+  out->clear();
+  for (uint32_t i = 0; i < info.segments; ++i) {
+    if (!keep[i]) continue;
+    const size_t off = static_cast<size_t>(i) * vh.gso_size;
+    const size_t len = std::min<size_t>(vh.gso_size, info.payload_bytes - off);
+    std::vector<uint8_t> seg(kVnetHdrLen + hdrs + len);
+    VnetHdr plain{};  // a complete packet: no GSO, checksums filled in below
+    std::memcpy(seg.data(), &plain, sizeof plain);
+    uint8_t* sip = seg.data() + kVnetHdrLen;
+    std::memcpy(sip, ip, hdrs);
+    std::memcpy(sip + hdrs, ip + hdrs + off, len);
+    put16(sip + 2, static_cast<uint16_t>(hdrs + len));
+    put16(sip + 4, static_cast<uint16_t>(id0 + i));
+    put16(sip + 10, 0);
+    put16(sip + 10, ipv4HeaderChecksum(sip, ihl));
+    uint8_t* tcp = sip + ihl;
+    put32(tcp + 4, seq0 + static_cast<uint32_t>(off));
+    uint8_t f = flags;
+    if (i + 1 != info.segments) f = static_cast<uint8_t>(f & ~(kTcpFin | kTcpPsh));
+    if (i != 0) f = static_cast<uint8_t>(f & ~kTcpCwr);
+    tcp[13] = f;
+    put16(tcp + 16, tcpChecksum(sip, ihl, hdrs + len));
+    out->push_back(std::move(seg));
+  }
+  return true;
+}
+
+}  // namespace pccl::wanem

@@ -1,0 +1,95 @@
+#include "report.hpp"
+
+#include <cmath>
+#include <cstdio>
+
+namespace pccl::wanem {
+
+namespace {
+std::string jsonString(const std::string& s) {
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) continue;
+    out += c;
+  }
+  return out + "\"";
+}
+
+void binJson(const Bin& b, std::ostream& out) {
+  out << "\"packets\": " << b.packets << ", \"segments\": " << b.segments << ", \"bytes\": " << b.bytes
+      << ", \"lost_random\": " << b.lost_random << ", \"queue_drops\": " << b.queue_drops
+      << ", \"emulator_drops\": " << b.emulator_drops << ", \"late_p50_us\": " << b.late.quantile(0.5)
+      << ", \"late_p99_us\": " << b.late.quantile(0.99) << ", \"late_max_us\": " << b.late.max()
+      << ", \"wake_p99_us\": " << b.wake.quantile(0.99) << ", \"wake_max_us\": " << b.wake.max();
+}
+
+void linkJson(const char* name, const LinkStats& s, std::ostream& out) {
+  out << "\"" << name << "\": {\"segments\": " << s.segments << ", \"bytes\": " << s.bytes << ", \"dropped\": " << s.dropped
+      << ", \"max_queue_delay_ms\": " << s.max_queue_delay_ns / 1e6 << ", \"min_drop_backlog_bytes\": "
+      << (std::isinf(s.min_drop_backlog) ? -1.0 : s.min_drop_backlog) << "}";
+}
+
+void printVerdict(const char* what, const Verdict& v, std::FILE* out) {
+  const Bin& b = v.bin;
+  std::fprintf(out,
+               "pccl-wanem: %s%s: %llu packets (%llu segments, %.1f MB), %llu segments lost on purpose, %llu dropped "
+               "by full bottleneck queues, emulator drops %llu, lateness p50 %.0f us p99 %.0f us max %.0f us, reader "
+               "wake-up p99 %.0f us: %s%s%s\n",
+               what, v.label.c_str(), static_cast<unsigned long long>(b.packets),
+               static_cast<unsigned long long>(b.segments), static_cast<double>(b.bytes) / 1e6,
+               static_cast<unsigned long long>(b.lost_random), static_cast<unsigned long long>(b.queue_drops),
+               static_cast<unsigned long long>(b.emulator_drops), b.late.quantile(0.5), b.late.quantile(0.99),
+               b.late.max(), b.wake.quantile(0.99), v.faithful ? "faithful" : "NOT FAITHFUL (results invalid: ",
+               v.why.c_str(), v.faithful ? "" : ")");
+}
+}  // namespace
+
+bool RunReport::faithful() const {
+  if (phases.empty()) return run.faithful;
+  for (const auto& p : phases) {
+    if (!p.faithful) return false;
+  }
+  return true;
+}
+
+void printReport(const RunReport& r, std::FILE* out) {
+  for (const auto& p : r.phases) printVerdict("phase ", p, out);
+  if (r.bad_phase_lines != 0) std::fprintf(out, "pccl-wanem: %zu malformed line(s) in the phases file ignored\n", r.bad_phase_lines);
+  printVerdict("whole run", r.run, out);
+  const auto& s = r.stats;
+  std::fprintf(out,
+               "pccl-wanem: bottleneck queues: uplinks dropped %llu segments (longest wait %.2f ms), downlinks %llu "
+               "(%.2f ms), paths %llu (%.2f ms)\n",
+               static_cast<unsigned long long>(s.uplinks.dropped), s.uplinks.max_queue_delay_ns / 1e6,
+               static_cast<unsigned long long>(s.downlinks.dropped), s.downlinks.max_queue_delay_ns / 1e6,
+               static_cast<unsigned long long>(s.paths.dropped), s.paths.max_queue_delay_ns / 1e6);
+  if (!r.phases.empty()) {
+    std::fprintf(out, "pccl-wanem: verdict over the %zu timed phase(s): %s\n", r.phases.size(),
+                 r.faithful() ? "faithful" : "NOT FAITHFUL");
+  }
+}
+
+void writeJson(const RunReport& r, std::ostream& out) {
+  out << "{";
+  binJson(r.run.bin, out);
+  out << ", \"unknown\": " << r.stats.unknown << ", \"run_faithful\": " << (r.run.faithful ? "true" : "false")
+      << ", \"run_why\": " << jsonString(r.run.why) << ", \"faithful\": " << (r.faithful() ? "true" : "false")
+      << ", \"verdict_scope\": \"" << (r.phases.empty() ? "run" : "phases") << "\", \"links\": {";
+  linkJson("uplink", r.stats.uplinks, out);
+  out << ", ";
+  linkJson("downlink", r.stats.downlinks, out);
+  out << ", ";
+  linkJson("path", r.stats.paths, out);
+  out << "}, \"phases\": [";
+  for (size_t i = 0; i < r.phases.size(); ++i) {
+    const auto& p = r.phases[i];
+    out << (i ? ",\n  " : "\n  ") << "{\"label\": " << jsonString(p.label) << ", \"faithful\": "
+        << (p.faithful ? "true" : "false") << ", \"why\": " << jsonString(p.why) << ", ";
+    binJson(p.bin, out);
+    out << "}";
+  }
+  out << "]}\n";
+}
+
+}  // namespace pccl::wanem
