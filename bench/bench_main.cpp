@@ -124,6 +124,10 @@ int main(int argc, char** argv) {
   app.add_option("--json-field", o.extra_json, "KEY=VALUE added to every JSON row (repeatable)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
   app.add_option("--timeout", o.timeout_s, "seconds the whole run may take")->check(CLI::Range(1, 86400));
+  app.footer(
+      "Environment: PCCL_WANEM_PHASES=FILE: every rank appends \"ROW:BACKEND:ALGORITHM:BYTES BEGIN_NS END_NS\" to "
+      "FILE per timed operation (steady-clock ns; pccl-wanem sets it to judge each row on its own, docs/wanem.md); "
+      "the library's PCCL_* variables: docs/environment.md.");
   bool check_args = false;
   app.add_flag("--check-args", check_args,
                "check the other flags and exit (0: valid, 2: not) without running anything; scripts that forward "

@@ -1,7 +1,7 @@
 # Shared by the scenario scripts (sourced; they set SCENARIO and SCENARIO_HELP first). Answers --help,
 # finds the binaries, parses --json FILE, has pccl-bench check the other flags before anything starts,
 # runs pccl-bench either on loopback or inside pccl-wanem, adds the network's parameters to every JSON
-# row, and marks the rows invalid when the emulator could not stay faithful.
+# row, and marks each row with the emulator's verdict over its own timed operations (wanem_mark.py).
 set -euo pipefail
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 BUILD_DIR=${PCCL_BUILD_DIR:-$ROOT/build}
@@ -47,24 +47,34 @@ if ! "$BUILD_DIR/bench/pccl-bench" --check-args "${PASS[@]}"; then
 fi
 
 # run_wanem RANKS RATE_MBIT ONE_WAY_MS LOSS_PCT CC [PATHS_FILE] -- pccl-bench flags...
+# pccl-bench writes the rows to a file beside --json FILE; bench/wanem_mark.py gives each row the
+# emulator's verdict over that row's own timed operations (pccl-wanem --stats "phases"), then the file
+# replaces FILE. A run that writes no rows leaves FILE as it was (and says so).
 run_wanem() {
   local ranks=$1 rate=$2 delay=$3 loss=$4 cc=$5 paths=${6:-}
   shift 6
-  local stats json_args=() rtt
+  local stats json_args=() rtt rows=""
   stats=$(mktemp)
   rtt=$(awk -v d="$delay" 'BEGIN { print 2 * d }')
-  [ -n "$JSON" ] && json_args=(--json "$JSON" --json-field "rate_mbit=$rate" --json-field "rtt_ms=$rtt" \
-    --json-field "loss_pct=$loss" --json-field "cc=$cc" --json-field "scenario=$SCENARIO")
+  if [ -n "$JSON" ]; then
+    rows="$JSON.rows.$$"
+    rm -f "$rows"
+    json_args=(--json "$rows" --json-field "rate_mbit=$rate" --json-field "rtt_ms=$rtt" \
+      --json-field "loss_pct=$loss" --json-field "cc=$cc" --json-field "scenario=$SCENARIO")
+    [ -n "$paths" ] && json_args+=(--json-field "paths=$(basename "$paths")")
+  fi
   local wanem_args=(--ranks "$ranks" --delay-ms "$delay" --loss-pct "$loss" --rate-mbit "$rate" --cc "$cc" --stats "$stats")
   [ -n "$paths" ] && wanem_args+=(--paths "$paths")
   local status=0
   "$BUILD_DIR/bench/pccl-wanem" "${wanem_args[@]}" -- "$ROOT/bench/wanem_rank.sh" "${json_args[@]}" "$@" || status=$?
-  if [ -n "$JSON" ] && [ -f "$JSON" ]; then
-    local faithful
-    faithful=$(sed -n 's/.*"faithful": \([a-z]*\).*/\1/p' "$stats")
-    sed -i "s/\"wrong\": /\"emulator_faithful\": ${faithful:-false}, \"wrong\": /" "$JSON"
+  if [ -n "$rows" ] && [ -f "$rows" ]; then
+    /usr/bin/python3 "$ROOT/bench/wanem_mark.py" "$stats" "$rows" || { [ $status -ne 0 ] || status=1; }
+    mv -f "$rows" "$JSON"
+  elif [ -n "$JSON" ]; then
+    echo "$0: the run wrote no rows; $JSON left as it was" >&2
+    rm -f "$rows"
   fi
   rm -f "$stats"
-  [ $status -eq 3 ] && echo "$0: the emulator was not faithful: rows marked \"emulator_faithful\": false" >&2
+  [ $status -eq 3 ] && echo "$0: the emulator was not faithful for part of the run: each row's \"emulator_faithful\" says whether its own timed operations were" >&2
   return $status
 }

@@ -18,7 +18,7 @@ case "${1:-}" in
 esac
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 WANEM=${PCCL_BUILD_DIR:-$ROOT/build}/bench/pccl-wanem
-command -v iperf3 >/dev/null || { echo "iperf3 is needed: apt-get install iperf3" >&2; exit 2; }
+command -v iperf3 >/dev/null || { echo "iperf3 is needed: apt-get install iperf3 (or bash scripts/deps.sh --bench)" >&2; exit 2; }
 SECONDS_PER_TEST=${SECONDS_PER_TEST:-15}
 
 measure() {  # one-way-ms loss-pct rate-mbit cc

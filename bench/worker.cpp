@@ -1,13 +1,17 @@
 // One rank of pccl-bench: joins the pccl run, sets up Gloo in the same process when asked, runs every
 // size on every backend, checks every result, and (on ring rank 0) prints the rows and writes JSON.
 // Per-rank timings are combined with pccl all-reduces: the row's time is the median over iterations
-// of the slowest rank.
+// of the slowest rank. With PCCL_WANEM_PHASES set (pccl-wanem sets it), every rank appends one line
+// per timed operation to that file, so the emulator can judge each row's timed phases on their own.
+#include <fcntl.h>
 #include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <memory>
@@ -38,6 +42,54 @@ struct Row {
   double max_err = 0;         // quantized runs: largest |result - float64 reference|
   uint64_t hash_mismatches = 0;  // pccl: iterations whose results were not bit-identical on every rank
   uint64_t rx_bytes = 0;         // --sync: bytes the stale rank received, over all iterations
+  size_t index = 0;              // the row's place in the run (and in the JSON "results"), same on every rank
+};
+
+// PCCL_WANEM_PHASES=FILE: "ROW:BACKEND:ALGORITHM:BYTES BEGIN_NS END_NS" per timed operation, appended
+// with one write() per line (O_APPEND: the ranks' lines never interleave). BEGIN/END are this rank's
+// steady_clock (CLOCK_MONOTONIC) nanoseconds of the operation, the same instants its time is taken
+// from. A file that cannot be written costs one warning, never the run.
+class PhaseLog {
+ public:
+  PhaseLog() {
+    const char* path = std::getenv("PCCL_WANEM_PHASES");
+    if (path == nullptr || *path == '\0') return;
+    path_ = path;
+    fd_ = ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ < 0) warn(errno);
+  }
+  ~PhaseLog() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  PhaseLog(const PhaseLog&) = delete;
+  PhaseLog& operator=(const PhaseLog&) = delete;
+
+  void mark(const Row& row, Clock::time_point begin, Clock::time_point end) {
+    if (fd_ < 0) return;
+    const auto ns = [](Clock::time_point t) {
+      return static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
+    };
+    char line[256];
+    const int n = std::snprintf(line, sizeof line, "%zu:%s:%s:%zu %lld %lld\n", row.index, row.backend.c_str(),
+                                row.algorithm.c_str(), row.bytes, ns(begin), ns(end));
+    if (n <= 0 || static_cast<size_t>(n) >= sizeof line) return warn(EOVERFLOW);
+    ssize_t w = -1;
+    do {
+      w = ::write(fd_, line, static_cast<size_t>(n));
+    } while (w < 0 && errno == EINTR);
+    if (w != n) warn(w < 0 ? errno : EIO);
+  }
+
+ private:
+  void warn(int err) {
+    std::fprintf(stderr, "pccl-bench: cannot write phase marks to %s (PCCL_WANEM_PHASES): %s; going on without them\n",
+                 path_.c_str(), std::strerror(err));
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = -1;
+  }
+
+  std::string path_;
+  int fd_ = -1;
 };
 
 class Worker {
@@ -81,6 +133,8 @@ class Worker {
   std::ostringstream json_;
   size_t json_rows_ = 0;
   uint64_t total_wrong_ = 0;
+  size_t rows_run_ = 0;  // rows started so far, on every rank (Row::index)
+  PhaseLog phases_;
 };
 
 bool Worker::join() {
@@ -197,13 +251,17 @@ bool Worker::runPccl(size_t bytes, Row* row) {
       auto r = h.wait();
       if (!r.isOk()) return fail("all-reduce of " + std::to_string(bytes) + " bytes: " + r.status().toString()), false;
     }
-    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    const auto t1 = Clock::now();
+    const double dt = std::chrono::duration<double>(t1 - t0).count();
     for (int j = 0; j < o_.concurrent; ++j) {
       if (gpu_ && !gpu_->copy(recv_[j].data(), drecv_[j], bytes, PCCL_GPU_COPY_D2H, &error)) return fail(error), false;
       check(recv_[j].data(), count, "pccl", row);
       if (quantized() && !checkIdentical(recv_[j].data(), bytes, row)) return false;
     }
-    if (it >= o_.warmup) row->times.push_back(dt);
+    if (it >= o_.warmup) {
+      row->times.push_back(dt);
+      phases_.mark(*row, t0, t1);
+    }
     progress(*row, it + 1, dt);
   }
   return true;
@@ -230,12 +288,16 @@ bool Worker::runSync(size_t bytes, Row* row) {
     if (!lineUp()) return false;
     const auto t0 = Clock::now();
     auto r = comm_->syncSharedState(s);
-    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    const auto t1 = Clock::now();
+    const double dt = std::chrono::duration<double>(t1 - t0).count();
     if (!r.isOk()) return fail("sync of " + std::to_string(bytes) + " bytes: " + r.status().toString()), false;
     row->wrong += countWrong(state.data(), send_[0].data(), count, elem_);
     if (!stale && r->rx_bytes != 0) ++row->wrong;
     if (stale) row->rx_bytes += r->rx_bytes;
-    if (it >= o_.warmup) row->times.push_back(dt);
+    if (it >= o_.warmup) {
+      row->times.push_back(dt);
+      phases_.mark(*row, t0, t1);
+    }
     progress(*row, it + 1, dt);
   }
   return true;
@@ -266,9 +328,13 @@ bool Worker::runGloo(const std::string& algorithm, size_t bytes, Row* row) {
     if (!lineUp()) return false;
     const auto t0 = Clock::now();
     if (!gloo_->allreduce(algorithm, dtype_, send_[0].data(), recv_[0].data(), count, &error)) return fail(error), false;
-    const double dt = std::chrono::duration<double>(Clock::now() - t0).count();
+    const auto t1 = Clock::now();
+    const double dt = std::chrono::duration<double>(t1 - t0).count();
     check(recv_[0].data(), count, "gloo", row);
-    if (it >= o_.warmup) row->times.push_back(dt);
+    if (it >= o_.warmup) {
+      row->times.push_back(dt);
+      phases_.mark(*row, t0, t1);
+    }
     progress(*row, it + 1, dt);
   }
   gloo_->release();
@@ -299,7 +365,7 @@ bool Worker::checkIdentical(const uint8_t* got, size_t bytes, Row* row) {
 
 // Combines the ranks' numbers (max time per iteration, total wrong, max RSS) and prints on rank 0.
 bool Worker::report(Row& row) {
-  std::vector<double> times = row.times;
+  std::vector<double> times = row.times;  // after the all-reduce: the slowest rank's, per iteration in run order
   if (!control(times.data(), times.size(), DataType::kFloat64, RedOp::kMax)) return false;
   uint64_t counts[2] = {row.wrong, row.hash_mismatches};
   if (!control(counts, 2, DataType::kUint64, RedOp::kSum)) return false;
@@ -318,8 +384,11 @@ bool Worker::report(Row& row) {
   if (o_.sync && !control(&sync_rx, 1, DataType::kUint64, RedOp::kSum)) return false;
   total_wrong_ += wrong;
   if (rank_ != 0) return true;
+  std::ostringstream times_json;
+  for (size_t i = 0; i < times.size(); ++i) times_json << (i ? ", " : "") << times[i];
   std::sort(times.begin(), times.end());
   const double t = times.empty() ? 0 : times[times.size() / 2];
+  const double t_min = times.empty() ? 0 : times.front(), t_max = times.empty() ? 0 : times.back();
   const int ops = row.backend == "pccl" ? o_.concurrent : 1;
   const double algbw = t > 0 ? static_cast<double>(row.bytes) * ops / t / 1e9 : 0;
   const double busbw = algbw * (world_ > 1 && !o_.sync ? 2.0 * (world_ - 1) / world_ : 1.0);
@@ -332,7 +401,8 @@ bool Worker::report(Row& row) {
         << ", \"concurrent\": " << ops << ", \"quant\": \"" << o_.quant << "\", \"dtype\": \"" << o_.dtype
         << "\", \"in_place\": " << (o_.in_place ? "true" : "false")
         << ", \"device\": " << (gpu_ && row.backend == "pccl" ? "true" : "false") << ", \"bytes\": " << row.bytes
-        << ", \"iterations\": " << times.size() << ", \"time_s\": " << t << ", \"algbw_gbps\": " << algbw
+        << ", \"iterations\": " << times.size() << ", \"time_s\": " << t << ", \"time_min_s\": " << t_min
+        << ", \"time_max_s\": " << t_max << ", \"times_s\": [" << times_json.str() << "], \"algbw_gbps\": " << algbw
         << ", \"busbw_gbps\": " << busbw << ", \"wrong\": " << wrong << ", \"peak_rss_bytes\": " << rss;
   if (row.backend == "pccl") {
     json_ << ", \"compress\": " << o_.compress << ", \"encrypt\": " << (o_.encrypt ? "true" : "false");
@@ -415,11 +485,13 @@ int Worker::run() {
   for (size_t bytes : sizes) {
     if (with_pccl) {
       Row row{"pccl", o_.sync ? "sync" : "ring", bytes, {}, 0};
+      row.index = rows_run_++;
       if (!(o_.sync ? runSync(bytes, &row) : runPccl(bytes, &row)) || !report(row)) return 1;
     }
     if (with_gloo) {
       for (const auto& algo : GlooBackend::algorithms()) {
         Row row{"gloo", algo, bytes, {}, 0};
+        row.index = rows_run_++;
         if (!runGloo(algo, bytes, &row) || !report(row)) return 1;
       }
     }

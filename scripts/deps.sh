@@ -4,19 +4,26 @@
 set -euo pipefail
 usage() {
   cat <<'EOF'
-usage: scripts/deps.sh [PACKAGE...]
+usage: scripts/deps.sh [--bench | PACKAGE...]
   Installs pccl's build and test dependencies from Debian 12 packages with apt-get, only those missing
   (needs root when something is missing). With PACKAGE arguments, installs those instead.
+  --bench: the build dependencies and the benchmark tools: iperf3 (bench/wanem_validate.sh) and
+  gnuplot-nox (bench/plot.sh); bench/run_all.sh installs those two itself when they are missing.
 EOF
 }
+bench=0
 for arg in "$@"; do
   case "$arg" in
     -h | --help) usage; exit 0 ;;
+    --bench) bench=1 ;;
     -*) echo "deps.sh: unknown option $arg" >&2; usage >&2; exit 2 ;;
   esac
 done
 PACKAGES=(cmake ninja-build g++ gcc pkg-config libasio-dev libsodium-dev libzstd-dev libfmt-dev libcli11-dev catch2 libgloo-dev)
-if [ $# -gt 0 ]; then
+if [ $bench -eq 1 ]; then
+  [ $# -eq 1 ] || { echo "deps.sh: --bench takes no PACKAGE" >&2; usage >&2; exit 2; }
+  PACKAGES+=(iperf3 gnuplot-nox)
+elif [ $# -gt 0 ]; then
   PACKAGES=("$@")
 fi
 missing=()

@@ -5,7 +5,7 @@
 # on PATH, which refuse to run and record the call (so a script that ignores --help cannot install
 # packages or start a build here), and within a deadline. The scripts are found by glob, so a new one is
 # covered at once:
-# scripts/*, bench/*.sh, examples/**/*.sh and *.py, tests/**/*.sh; a file without a "#!" line is
+# scripts/*, bench/*.sh and *.py, examples/**/*.sh and *.py, tests/**/*.sh; a file without a "#!" line is
 # sourced by others (bench/scenario_common.sh) and skipped. Each runs under the interpreter its "#!"
 # line names; Python scripts must name /usr/bin/python3 (Debian's, with numpy and torch).
 #   tests/scripts_help.sh --source DIR [--build DIR]
@@ -45,7 +45,7 @@ done
 export PATH="$tmp/bin:$PATH"
 
 shopt -s nullglob globstar
-files=(scripts/* bench/*.sh examples/**/*.sh examples/**/*.py tests/**/*.sh)
+files=(scripts/* bench/*.sh bench/*.py examples/**/*.sh examples/**/*.py tests/**/*.sh)
 failures=0 checked=0
 fail() {
   echo "FAIL: $1: $2"
