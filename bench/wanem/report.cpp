@@ -81,7 +81,18 @@ void writeJson(const RunReport& r, std::ostream& out) {
   linkJson("downlink", r.stats.downlinks, out);
   out << ", ";
   linkJson("path", r.stats.paths, out);
-  out << "}, \"phases\": [";
+  out << "}, \"paths\": [";
+  bool first = true;
+  for (size_t i = 0; i < r.stats.paths_count.size(); ++i) {
+    for (size_t j = 0; j < r.stats.paths_count[i].size(); ++j) {
+      const PathCount& c = r.stats.paths_count[i][j];
+      if (c.segments == 0) continue;
+      out << (first ? "" : ", ") << "{\"src\": " << i << ", \"dst\": " << j << ", \"segments\": " << c.segments
+          << ", \"lost_random\": " << c.lost << "}";
+      first = false;
+    }
+  }
+  out << "], \"phases\": [";
   for (size_t i = 0; i < r.phases.size(); ++i) {
     const auto& p = r.phases[i];
     out << (i ? ",\n  " : "\n  ") << "{\"label\": " << jsonString(p.label) << ", \"faithful\": "

@@ -64,6 +64,7 @@ Router::Router(std::vector<int> tun_fds, std::vector<uint32_t> rank_addrs, Topol
     lane->fd = fd;
     lane->rng.seed(seed + lanes_.size());
     lane->until_loss.assign(n, std::vector<uint64_t>(n, 0));
+    lane->counts.assign(n, std::vector<PathCount>(n));
     for (size_t s = 0; s < n; ++s) {
       for (size_t d = 0; d < n; ++d) lane->until_loss[s][d] = drawUntilLoss(lane->rng, topo_.paths[s][d].loss);
     }
@@ -194,6 +195,8 @@ void Router::enter(Lane& lane, Buf buf, const PacketInfo& info, int src, int dst
       auto survivors = any ? cross(lane, up_[s], std::move(b1), i1, t1, &lost, nullptr, &bin)
                            : std::vector<std::pair<Buf, PacketInfo>>{};
       if (!any) survivors.emplace_back(std::move(b1), i1);
+      lane.counts[s][d].segments += i1.segments;
+      lane.counts[s][d].lost += static_cast<uint64_t>(std::count(lost.begin(), lost.end(), true));
       for (auto& [b2, i2] : survivors) {
         int64_t t2 = t1;
         for (auto& [b3, i3] : cross(lane, path_links_[s][d], std::move(b2), i2, t1, nullptr, &t2, &bin)) {
@@ -334,10 +337,17 @@ Bin Router::window(const std::vector<std::pair<int64_t, int64_t>>& intervals) co
 
 RouterStats Router::stats() const {
   RouterStats s;
+  s.paths_count.assign(addrs_.size(), std::vector<PathCount>(addrs_.size()));
   for (const auto& l : lanes_) {
     std::lock_guard<std::mutex> lk(l->mu);
     s.total.merge(l->timeline.total());
     s.unknown += l->unknown;
+    for (size_t i = 0; i < addrs_.size(); ++i) {
+      for (size_t j = 0; j < addrs_.size(); ++j) {
+        s.paths_count[i][j].segments += l->counts[i][j].segments;
+        s.paths_count[i][j].lost += l->counts[i][j].lost;
+      }
+    }
   }
   {
     std::lock_guard<std::mutex> lk(monitor_mu_);

@@ -36,8 +36,13 @@
 
 namespace pccl::wanem {
 
+struct PathCount {
+  uint64_t segments = 0, lost = 0;  // segments that entered the path, segments lost at random on it
+};
+
 struct RouterStats {
   Bin total;                       // the whole run
+  std::vector<std::vector<PathCount>> paths_count;  // [src][dst]
   uint64_t unknown = 0;            // packets not between two ranks, passed on at once
   LinkStats uplinks, downlinks, paths;  // summed per kind (max/min fields: over the links of that kind)
 };
@@ -76,6 +81,7 @@ class Router {
     int fd = -1;
     std::mt19937_64 rng;
     std::vector<std::vector<uint64_t>> until_loss;  // per path: segments before the next random loss
+    std::vector<std::vector<PathCount>> counts;     // per path (reader only; read under mu at the end)
     std::thread reader, writer;
     std::mutex mu;
     std::condition_variable cv;
