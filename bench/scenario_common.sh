@@ -63,7 +63,7 @@ run_wanem() {
       --json-field "loss_pct=$loss" --json-field "cc=$cc" --json-field "scenario=$SCENARIO")
     [ -n "$paths" ] && json_args+=(--json-field "paths=$(basename "$paths")")
   fi
-  local wanem_args=(--ranks "$ranks" --delay-ms "$delay" --loss-pct "$loss" --rate-mbit "$rate" --cc "$cc" --stats "$stats")
+  local wanem_args=(${PCCL_WANEM_EXTRA:-} --ranks "$ranks" --delay-ms "$delay" --loss-pct "$loss" --rate-mbit "$rate" --cc "$cc" --stats "$stats")
   [ -n "$paths" ] && wanem_args+=(--paths "$paths")
   local status=0
   "$BUILD_DIR/bench/pccl-wanem" "${wanem_args[@]}" -- "$ROOT/bench/wanem_rank.sh" "${json_args[@]}" "$@" || status=$?

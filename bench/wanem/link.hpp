@@ -50,7 +50,6 @@ class Link {
     const double t = static_cast<double>(t_ns);
     busy_ns_ = std::max(busy_ns_, t);
     const double wait = busy_ns_ - t;
-    s_.max_queue_delay_ns = std::max(s_.max_queue_delay_ns, wait);
     uint32_t admitted = 0;
     for (; admitted < pkt.segments; ++admitted) {
       const double size = pkt.segmentWireBytes(admitted);
@@ -62,6 +61,7 @@ class Link {
       busy_ns_ += size * ns_per_byte_;
       s_.bytes += static_cast<uint64_t>(size);
     }
+    if (admitted > 0) s_.max_queue_delay_ns = std::max(s_.max_queue_delay_ns, wait);
     s_.segments += admitted;
     s_.dropped += pkt.segments - admitted;
     if (admitted > 0) *depart_ns = static_cast<int64_t>(busy_ns_ + 0.5);

@@ -41,6 +41,7 @@ struct Args {
   int ranks = 2;
   double delay_ms = 0, jitter_ms = 0, loss_pct = 0, rate_mbit = 0, probe_rate_s = 0;
   std::string cc, paths, stats, queue = "1bdp", phases;
+  int min_tso_segs = 0;
   bool probe = false, cleanup = false;
   std::vector<std::string> command;
 };
@@ -140,6 +141,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 100000.0));
   app.add_option("--queue", a.queue, "drop-tail queue of every rate-limited link: BYTES[k|m], MSms or Nbdp (default 1bdp)");
   app.add_option("--cc", a.cc, "TCP congestion control in every rank namespace")->check(CLI::IsMember({"cubic", "bbr", "reno"}));
+  app.add_option("--min-tso-segs", a.min_tso_segs, "net.ipv4.tcp_min_tso_segs in the rank namespaces (0 = kernel default)")
+      ->check(CLI::Range(0, 64));
   app.add_option("--paths", a.paths, "file of per-region / per-rank paths and links (see docs/wanem.md)");
   app.add_flag("--probe", a.probe, "measure the RTT of every pair of ranks before running the command");
   app.add_option("--probe-rate", a.probe_rate_s, "also measure one TCP flow's goodput on every ordered pair, S seconds each")
@@ -208,6 +211,7 @@ int main(int argc, char** argv) {
   NetConfig nc;
   nc.ranks = a.ranks;
   nc.cc = a.cc;
+  nc.min_tso_segs = a.min_tso_segs;
   Network net(nc);
   if (!net.setUp(&error)) {
     std::fprintf(stderr, "pccl-wanem: setup failed: %s\n", error.c_str());

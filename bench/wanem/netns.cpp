@@ -161,10 +161,13 @@ bool Network::setUp(std::string* error) {
          // Long fat pipes need large socket buffers (net.core.*mem_max cannot change in a namespace).
          nsSysctl(ns, "net.ipv4.tcp_rmem", "4096 131072 67108864") &&
          nsSysctl(ns, "net.ipv4.tcp_wmem", "4096 65536 67108864") &&
+         (c_.min_tso_segs <= 0 || nsSysctl(ns, "net.ipv4.tcp_min_tso_segs", std::to_string(c_.min_tso_segs))) &&
          (c_.cc.empty() || nsSysctl(ns, "net.ipv4.tcp_congestion_control", c_.cc));
-    // Spread veth receive work over both cores (also avoids veth reordering under load).
-    ok = ok && ip({"netns", "exec", ns, "sh", "-c", "echo 3 > /sys/class/net/eth0/queues/rx-0/rps_cpus"}) &&
-         ip({"netns", "exec", router_ns_, "sh", "-c", "echo 3 > /sys/class/net/" + rv + "/queues/rx-0/rps_cpus"});
+    // Packets from a rank reach the router from whichever CPU the rank's stack ran on: RPS on the router's
+    // end steers each flow to one CPU, so a flow is never reordered on its way into the TUN. The other
+    // way needs no RPS: each router lane is pinned to one CPU, so the receiving stack of a flow always
+    // runs there, inline in the lane's writes (no inter-processor interrupts, no reordering).
+    ok = ok && ip({"netns", "exec", router_ns_, "sh", "-c", "echo 3 > /sys/class/net/" + rv + "/queues/rx-0/rps_cpus"});
   }
   ok = ok && openNetlink(router_ns_, error);
   for (int r = 0; ok && r < c_.ranks; ++r) ok = openNetlink(rank_ns_[static_cast<size_t>(r)], error);

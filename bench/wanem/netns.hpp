@@ -14,6 +14,7 @@ namespace pccl::wanem {
 struct NetConfig {
   int ranks = 2;
   std::string cc;                 // congestion control in every rank namespace ("" = keep the default)
+  int min_tso_segs = 0;           // net.ipv4.tcp_min_tso_segs in every rank namespace (0 = kernel default, 2)
 };
 
 class Network {

@@ -58,6 +58,13 @@ uint16_t tcpChecksum(const uint8_t* ip, size_t ihl, size_t ip_len) {
   return fold(acc);
 }
 
+uint16_t tcpPseudoChecksum(const uint8_t* ip, size_t ihl, size_t ip_len) {
+  uint32_t acc = sum16(ip + 12, 8, 0);
+  acc += kProtoTcp;
+  acc += static_cast<uint32_t>(ip_len - ihl);
+  return static_cast<uint16_t>(~fold(acc));
+}
+
 PacketInfo parsePacket(const uint8_t* p, size_t n) {
   PacketInfo info;
   if (n < kVnetHdrLen + 20) return info;
@@ -99,28 +106,40 @@ bool splitSegments(const uint8_t* p, size_t n, const std::vector<bool>& keep, st
   const uint16_t id0 = be16(ip + 4);
   const uint8_t flags = ip[ihl + 13];
   out->clear();
-  for (uint32_t i = 0; i < info.segments; ++i) {
-    if (!keep[i]) continue;
-    const size_t off = static_cast<size_t>(i) * vh.gso_size;
-    const size_t len = std::min<size_t>(vh.gso_size, info.payload_bytes - off);
-    std::vector<uint8_t> seg(kVnetHdrLen + hdrs + len);
-    VnetHdr plain{};  // a complete packet: no GSO, checksums filled in below
-    std::memcpy(seg.data(), &plain, sizeof plain);
-    uint8_t* sip = seg.data() + kVnetHdrLen;
-    std::memcpy(sip, ip, hdrs);
-    std::memcpy(sip + hdrs, ip + hdrs + off, len);
-    put16(sip + 2, static_cast<uint16_t>(hdrs + len));
-    put16(sip + 4, static_cast<uint16_t>(id0 + i));
-    put16(sip + 10, 0);
-    put16(sip + 10, ipv4HeaderChecksum(sip, ihl));
-    uint8_t* tcp = sip + ihl;
+  for (uint32_t first = 0; first < info.segments;) {
+    if (!keep[first]) {
+      ++first;
+      continue;
+    }
+    uint32_t end = first;
+    while (end < info.segments && keep[end]) ++end;
+    const size_t off = static_cast<size_t>(first) * info.mss;
+    const size_t len = std::min<size_t>(static_cast<size_t>(end - first) * info.mss, info.payload_bytes - off);
+    std::vector<uint8_t> run(kVnetHdrLen + hdrs + len);
+    VnetHdr h{};
+    h.flags = kNeedsCsum;  // the kernel completes the TCP checksum, as for the original
+    h.gso_type = end - first > 1 ? vh.gso_type : kGsoNone;
+    h.gso_size = end - first > 1 ? vh.gso_size : 0;
+    h.hdr_len = static_cast<uint16_t>(hdrs);
+    h.csum_start = static_cast<uint16_t>(ihl);
+    h.csum_offset = 16;
+    std::memcpy(run.data(), &h, sizeof h);
+    uint8_t* rip = run.data() + kVnetHdrLen;
+    std::memcpy(rip, ip, hdrs);
+    std::memcpy(rip + hdrs, ip + hdrs + off, len);
+    put16(rip + 2, static_cast<uint16_t>(hdrs + len));
+    put16(rip + 4, static_cast<uint16_t>(id0 + first));
+    put16(rip + 10, 0);
+    put16(rip + 10, ipv4HeaderChecksum(rip, ihl));
+    uint8_t* tcp = rip + ihl;
     put32(tcp + 4, seq0 + static_cast<uint32_t>(off));
     uint8_t f = flags;
-    if (i + 1 != info.segments) f = static_cast<uint8_t>(f & ~(kTcpFin | kTcpPsh));
-    if (i != 0) f = static_cast<uint8_t>(f & ~kTcpCwr);
+    if (end != info.segments) f = static_cast<uint8_t>(f & ~(kTcpFin | kTcpPsh));
+    if (first != 0) f = static_cast<uint8_t>(f & ~kTcpCwr);
     tcp[13] = f;
-    put16(tcp + 16, tcpChecksum(sip, ihl, hdrs + len));
-    out->push_back(std::move(seg));
+    put16(tcp + 16, tcpPseudoChecksum(rip, ihl, hdrs + len));
+    out->push_back(std::move(run));
+    first = end;
   }
   return true;
 }

@@ -42,17 +42,22 @@ struct PacketInfo {
 // ipv4 == false (the router passes such packets on untouched).
 PacketInfo parsePacket(const uint8_t* p, size_t n);
 
-// Cuts a TCPv4 super-packet into its segments, keeping those whose keep[i] is true, each a complete
-// packet (virtio_net_hdr without GSO, IPv4 header with its length, id and checksum, TCP header with its
-// sequence number, flags FIN/PSH on the last segment only and CWR on the first only, and the full TCP
-// checksum computed here). `out[k]` receives the k-th kept segment. Returns false when the packet is not
-// a TCPv4 packet that parsePacket() marked tcp_gso.
+// Cuts a TCPv4 super-packet into the runs of consecutive segments whose keep[i] is true: one packet per
+// run, itself a GSO super-packet when the run holds more than one segment (virtio_net_hdr with the
+// original gso_size and a partial checksum for the kernel to complete, as the sender's stack handed it
+// over), with its IPv4 length, id and header checksum, TCP sequence number, FIN/PSH only on the run that
+// ends the packet and CWR only on the run that starts it. A loss or a tail drop thus costs the emulator
+// a packet or two more, not one packet per segment. `out[k]` receives the k-th run. Returns false when
+// the packet is not one that parsePacket() marked tcp_gso.
 bool splitSegments(const uint8_t* p, size_t n, const std::vector<bool>& keep, std::vector<std::vector<uint8_t>>* out);
 
 // The Internet checksum (RFC 1071) of an IPv4 header, and the TCP checksum over the pseudo-header and
 // the TCP segment; both return the value to store (already complemented), in network byte order bytes.
 uint16_t ipv4HeaderChecksum(const uint8_t* ip, size_t ihl);
 uint16_t tcpChecksum(const uint8_t* ip, size_t ihl, size_t ip_len);
+// The partial checksum a packet with VIRTIO_NET_HDR_F_NEEDS_CSUM carries in its TCP checksum field: the
+// folded, not complemented, sum of the pseudo-header for a TCP length of ip_len - ihl.
+uint16_t tcpPseudoChecksum(const uint8_t* ip, size_t ihl, size_t ip_len);
 
 }  // namespace pccl::wanem
 

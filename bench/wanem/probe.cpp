@@ -22,7 +22,7 @@ namespace pccl::wanem {
 namespace {
 constexpr uint16_t kPort = 47999;
 
-// The probe's two threads run SCHED_FIFO, below the router's threads (10, 20): on a busy machine the round
+// The probe's two threads run SCHED_FIFO, below the router's threads (writer 10, reader 20): on a busy machine the round
 // trip then measures the emulated path, not how long the endpoints wait for a CPU. Best effort.
 void realtimeSelf() {
   sched_param sp{};
