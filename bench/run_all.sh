@@ -6,7 +6,7 @@
 set -euo pipefail
 usage() {
   cat <<'EOF'
-usage: bench/run_all.sh [--part all|loopback|wan] [OUT_DIR]
+usage: bench/run_all.sh [--part all|loopback|validation|wan] [OUT_DIR]
   Regenerates the files docs/benchmarks.md cites, by the names it cites, into OUT_DIR (default
   docs/benchmarks/v2; the series before it stays in docs/benchmarks/):
   loopback (pccl-bench --ranks N, as the doc's commands):
@@ -23,7 +23,8 @@ usage: bench/run_all.sh [--part all|loopback|wan] [OUT_DIR]
     transatlantic-sync.json (--sync), encrypt-europe-{plain,aes,chacha}.json
   then tables.md (bench/tables.py OUT_DIR) and the plots (bench/plot.sh OUT_DIR). Not here: the CPU and
   GPU kernel files (codec-cpu.json, gpu-h100.json, device-*.json, host-h100-*.json; docs/benchmarks.md).
-  --part loopback|wan: that part only, then the tables and plots of all OUT_DIR holds.
+  --part loopback|validation|wan: that part only (wan: the scenarios, without the validation), then
+  the tables and plots of all OUT_DIR holds.
 
   Time on the 2-core build machine, estimated from the 2026-11-24 runs (each WAN row is 4 operations):
     loopback                     ~10 min
@@ -53,8 +54,8 @@ while [ $# -gt 0 ]; do
   esac
 done
 case "$PART" in
-  all | loopback | wan) ;;
-  *) echo "run_all.sh: --part is all, loopback or wan, not $PART" >&2; usage >&2; exit 2 ;;
+  all | loopback | validation | wan) ;;
+  *) echo "run_all.sh: --part is all, loopback, validation or wan, not $PART" >&2; usage >&2; exit 2 ;;
 esac
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 OUT=${OUT:-$ROOT/docs/benchmarks/v2}
@@ -145,21 +146,19 @@ loopback() {
 
 validate() { bash bench/wanem_validate.sh | tee "$OUT/wanem-validation.md"; }
 
+# The WAN rows, the same-run comparisons with Gloo first (the headline tables), then pccl alone per K,
+# then quantization, shared-state sync and encryption.
 wan() {
   local scenario k default
-  step wanem-validation validate
   for scenario in europe transatlantic mixed; do
-    case $scenario in
-      europe) default=4 ;;
-      transatlantic) default=16 ;;
-      mixed) default=64 ;;
-    esac
-    for k in 1 4 16 64; do
+    step "$scenario-K$(default_k $scenario)-and-gloo" bash "bench/$scenario.sh" --backend both \
+      --connections "$(default_k $scenario)" -n 3 -w 1 --json "$OUT/$scenario-K$(default_k $scenario)-and-gloo.json"
+  done
+  for scenario in europe transatlantic mixed; do
+    for k in 4 16 64 1; do
       step "$scenario-K$k" bash "bench/$scenario.sh" --backend pccl --connections "$k" -n 3 -w 1 \
         --json "$OUT/$scenario-K$k.json"
     done
-    step "$scenario-K$default-and-gloo" bash "bench/$scenario.sh" --backend both --connections "$default" -n 3 -w 1 \
-      --json "$OUT/$scenario-K$default-and-gloo.json"
   done
   step quant_wan bash bench/quant_wan.sh "$OUT"
   step transatlantic-sync bash bench/transatlantic.sh --backend pccl --sync -n 3 -w 1 --json "$OUT/transatlantic-sync.json"
@@ -168,9 +167,20 @@ wan() {
   step encrypt-europe-chacha env PCCL_CIPHER=chacha20poly1305 bash bench/europe.sh --backend pccl --encrypt -n 3 -w 1 \
     --json "$OUT/encrypt-europe-chacha.json"
 }
+default_k() {
+  case $1 in
+    europe) echo 4 ;;
+    transatlantic) echo 16 ;;
+    mixed) echo 64 ;;
+  esac
+}
 
-[ "$PART" = wan ] || loopback
-[ "$PART" = loopback ] || wan
+case "$PART" in
+  all) loopback; step wanem-validation validate; wan ;;
+  loopback) loopback ;;
+  validation) step wanem-validation validate ;;
+  wan) wan ;;
+esac
 step tables.md sh -c '/usr/bin/python3 bench/tables.py "$1" > "$1/tables.md"' tables "$OUT"
 step plots bash bench/plot.sh "$OUT"
 echo "run_all.sh: results in $OUT, after $((SECONDS / 60)) min" >&2

@@ -14,7 +14,8 @@ $SCENARIO_HELP
   --json FILE  write the rows as JSON, with the scenario's parameters in every row
   Every other flag goes to pccl-bench (later flags override the scenario's defaults; see
   \$PCCL_BUILD_DIR/bench/pccl-bench --help); pccl-bench refuses unknown or bad ones before anything starts.
-  Environment: PCCL_BUILD_DIR (default build/, where the binaries are).
+  Environment: PCCL_BUILD_DIR (default build/, where the binaries are), PCCL_WANEM_FLAGS (extra
+  pccl-wanem flags, after the scenario's: a later flag overrides, e.g. "--min-tso-segs 0").
 EOF
 }
 JSON=""
@@ -63,7 +64,12 @@ run_wanem() {
       --json-field "loss_pct=$loss" --json-field "cc=$cc" --json-field "scenario=$SCENARIO")
     [ -n "$paths" ] && json_args+=(--json-field "paths=$(basename "$paths")")
   fi
-  local wanem_args=(${PCCL_WANEM_EXTRA:-} --ranks "$ranks" --delay-ms "$delay" --loss-pct "$loss" --rate-mbit "$rate" --cc "$cc" --stats "$stats")
+  # --min-tso-segs 16: senders hand the emulator trains of up to 16 segments instead of 2, which keeps
+  # 4 x 250 Mbit/s with 64 connections per neighbour within what 2 cores can emulate faithfully
+  # (docs/wanem.md, "Capacity"). PCCL_WANEM_FLAGS adds or overrides emulator flags.
+  # shellcheck disable=SC2206
+  local wanem_args=(--ranks "$ranks" --delay-ms "$delay" --loss-pct "$loss" --rate-mbit "$rate" --cc "$cc"
+    --min-tso-segs 16 --stats "$stats" ${PCCL_WANEM_FLAGS:-})
   [ -n "$paths" ] && wanem_args+=(--paths "$paths")
   local status=0
   "$BUILD_DIR/bench/pccl-wanem" "${wanem_args[@]}" -- "$ROOT/bench/wanem_rank.sh" "${json_args[@]}" "$@" || status=$?

@@ -133,6 +133,7 @@ int probeAll(Network& net, const Topology& topo, const Args& a) {
 int main(int argc, char** argv) {
   Args a;
   CLI::App app{"pccl-wanem: run a command per rank over an emulated wide-area network"};
+  app.option_defaults()->multi_option_policy(CLI::MultiOptionPolicy::TakeLast);  // a later flag overrides
   app.add_option("--ranks", a.ranks, "rank namespaces")->check(CLI::Range(1, 64));
   app.add_option("--delay-ms", a.delay_ms, "one-way delay of every path (RTT = 2x)")->check(CLI::Range(0.0, 10000.0));
   app.add_option("--jitter-ms", a.jitter_ms, "extra one-way delay, uniform in [0, J]")->check(CLI::Range(0.0, 10000.0));
