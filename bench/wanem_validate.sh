@@ -118,7 +118,7 @@ if want mathis; then
     seen=$($PY -c 'import json,sys; s=json.load(open(sys.argv[1])); q=[x for x in s["paths"] if x["src"]==1 and x["dst"]==0][0]; print("%.4f" % (100.0*q["lost_random"]/q["segments"]))' "$TMP/stats.json")
     read -r m_set m_seen ratio <<<"$(awk -v g="${g:-0}" -v r=$((2 * d)) -v p="$p" -v s="$seen" 'BEGIN {
       k = 1448 * 8 / (r / 1000) * 1.22 / 1e6; ms = k / sqrt(p / 100); mo = s > 0 ? k / sqrt(s / 100) : 0
-      printf "%.2f %.2f %.2f", ms, mo, mo > 0 ? g / mo : 0 }')"
+      printf "%.2f %.2f %.2f", ms, mo, (mo>0 ? g / mo : 0) }')"
     echo "| $((2 * d)) ms | $p % | $seen % | ${g:-?} Mbit/s | $m_set | $m_seen | $ratio | $(verdict) |"
     check "mathis $((2 * d)) ms $p %" "goodput / Mathis = $ratio" "$(awk -v x="$ratio" 'BEGIN { if (x >= 0.8 && x <= 1.2) print "ok"; else print "FAIL" }')"
   done

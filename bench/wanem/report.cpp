@@ -21,6 +21,7 @@ void binJson(const Bin& b, std::ostream& out) {
       << ", \"lost_random\": " << b.lost_random << ", \"queue_drops\": " << b.queue_drops
       << ", \"emulator_drops\": " << b.emulator_drops << ", \"late_p50_us\": " << b.late.quantile(0.5)
       << ", \"late_p99_us\": " << b.late.quantile(0.99) << ", \"late_max_us\": " << b.late.max()
+      << ", \"tun_wait_p50_us\": " << b.tun_wait.quantile(0.5) << ", \"tun_wait_p99_us\": " << b.tun_wait.quantile(0.99)
       << ", \"wake_p99_us\": " << b.wake.quantile(0.99) << ", \"wake_max_us\": " << b.wake.max();
 }
 
@@ -34,13 +35,13 @@ void printVerdict(const char* what, const Verdict& v, std::FILE* out) {
   const Bin& b = v.bin;
   std::fprintf(out,
                "pccl-wanem: %s%s: %llu packets (%llu segments, %.1f MB), %llu segments lost on purpose, %llu dropped "
-               "by full bottleneck queues, emulator drops %llu, lateness p50 %.0f us p99 %.0f us max %.0f us, reader "
+               "by full bottleneck queues, emulator drops %llu, lateness p50 %.0f us p99 %.0f us max %.0f us (TUN wait p99 %.0f us), reader "
                "wake-up p99 %.0f us: %s%s%s\n",
                what, v.label.c_str(), static_cast<unsigned long long>(b.packets),
                static_cast<unsigned long long>(b.segments), static_cast<double>(b.bytes) / 1e6,
                static_cast<unsigned long long>(b.lost_random), static_cast<unsigned long long>(b.queue_drops),
                static_cast<unsigned long long>(b.emulator_drops), b.late.quantile(0.5), b.late.quantile(0.99),
-               b.late.max(), b.wake.quantile(0.99), v.faithful ? "faithful" : "NOT FAITHFUL (results invalid: ",
+               b.late.max(), b.tun_wait.quantile(0.99), b.wake.quantile(0.99), v.faithful ? "faithful" : "NOT FAITHFUL (results invalid: ",
                v.why.c_str(), v.faithful ? "" : ")");
 }
 }  // namespace

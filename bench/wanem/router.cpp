@@ -33,10 +33,6 @@ void realtime(std::thread& t, int prio, int cpu) {
   pthread_setaffinity_np(t.native_handle(), sizeof set, &set);  // best effort too
 }
 
-std::chrono::steady_clock::time_point asSteady(int64_t ns) {
-  return std::chrono::steady_clock::time_point(std::chrono::nanoseconds(ns));
-}
-
 // Segments before the next random loss: geometric with success probability 1 - p.
 uint64_t drawUntilLoss(std::mt19937_64& rng, double p) {
   if (p <= 0) return UINT64_MAX;
@@ -84,13 +80,8 @@ void Router::start(std::function<uint64_t()> kernel_drops) {
   const long cpus = std::max(1L, sysconf(_SC_NPROCESSORS_ONLN));
   for (size_t i = 0; i < lanes_.size(); ++i) {
     Lane& lane = *lanes_[i];
-    lane.reader = std::thread([this, &lane] { readLoop(lane); });
-    lane.writer = std::thread([this, &lane] { writeLoop(lane); });
-    const int cpu = static_cast<int>(static_cast<long>(i) % cpus);
-    // The reader above the writer: it does little per packet, and a starved reader lets the TUN queue
-    // overflow (the writer's lateness is measured; packets lost in the TUN queue are gone).
-    realtime(lane.reader, 20, cpu);
-    realtime(lane.writer, 10, cpu);
+    lane.thread = std::thread([this, &lane] { laneLoop(lane); });
+    realtime(lane.thread, 10, static_cast<int>(static_cast<long>(i) % cpus));
   }
   if (kernel_drops) monitor_ = std::thread([this, f = std::move(kernel_drops)] { monitorLoop(f); });
 }
@@ -100,9 +91,7 @@ void Router::stop() {
   monitor_cv_.notify_all();
   if (monitor_.joinable()) monitor_.join();
   for (auto& l : lanes_) {
-    l->cv.notify_all();
-    if (l->reader.joinable()) l->reader.join();
-    if (l->writer.joinable()) l->writer.join();
+    if (l->thread.joinable()) l->thread.join();
   }
 }
 
@@ -138,9 +127,7 @@ void Router::push(Lane& lane, Event e) {
   }
   lane.held_bytes += e.buf.bytes.size();
   e.seq = lane.seq++;
-  const bool earliest = lane.events.empty() || e.due_ns < lane.events.top().due_ns;
   lane.events.push(std::move(e));
-  if (earliest) lane.cv.notify_one();
 }
 
 std::vector<std::pair<Router::Buf, PacketInfo>> Router::cross(Lane& lane, Link& link, Buf buf, const PacketInfo& info,
@@ -223,7 +210,7 @@ void Router::enter(Lane& lane, Buf buf, const PacketInfo& info, int src, int dst
   for (auto& e : ready) push(lane, std::move(e));
 }
 
-void Router::readLoop(Lane& lane) {
+void Router::laneLoop(Lane& lane) {
   const int tfd = timerfd_create(CLOCK_MONOTONIC, TFD_NONBLOCK | TFD_CLOEXEC);
   itimerspec its{};
   its.it_interval.tv_nsec = kWakeTimerNs;
@@ -235,9 +222,16 @@ void Router::readLoop(Lane& lane) {
     std::lock_guard<std::mutex> lk(lane.mu);
     scratch = takeBuffer(lane, true);
   }
+  int64_t empty_at = monotonicNs();  // when the TUN queue was last seen empty
   while (!stop_) {
+    drain(lane, scratch, &empty_at);
+    const int64_t next = writeDue(lane, scratch, &empty_at);
+    // Sleep until the next release (plus up to kBatchNs, so that one wake-up writes every packet due by
+    // then), a packet, or the wake-up timer; at most 100 ms, to see stop_.
+    const int64_t wait = next < 0 ? 100'000'000 : std::max<int64_t>(0, next + kBatchNs - monotonicNs());
+    const timespec ts{static_cast<time_t>(wait / 1'000'000'000), static_cast<long>(wait % 1'000'000'000)};
     pollfd p[2] = {{lane.fd, POLLIN, 0}, {tfd, POLLIN, 0}};
-    if (poll(p, tfd >= 0 ? 2 : 1, 100) <= 0) continue;
+    if (ppoll(p, tfd >= 0 ? 2 : 1, &ts, nullptr) <= 0) continue;
     const int64_t wake = monotonicNs();
     if (tfd >= 0 && (p[1].revents & POLLIN) != 0) {
       uint64_t expirations = 0;
@@ -247,52 +241,49 @@ void Router::readLoop(Lane& lane) {
         timer_due += static_cast<int64_t>(expirations) * kWakeTimerNs;
       }
     }
-    // Drain the TUN queue. A packet read now entered it after the queue was last seen empty, i.e.
-    // after this wake-up: now - wake bounds its wait there (the wake-up latency is sampled above).
-    while (!stop_) {
-      const ssize_t n = ::read(lane.fd, scratch.bytes.data(), scratch.bytes.size());
-      if (n <= 0) break;  // EAGAIN: empty
-      const int64_t now = monotonicNs();
-      scratch.len = static_cast<size_t>(n);
-      const PacketInfo info = parsePacket(scratch.bytes.data(), scratch.len);
-      const int src = info.ipv4 ? rankOf(info.src) : -1, dst = info.ipv4 ? rankOf(info.dst) : -1;
-      Buf pkt;
-      {
-        std::lock_guard<std::mutex> lk(lane.mu);
-        if (scratch.len <= kSmall) {
-          pkt = takeBuffer(lane, false);
-          std::memcpy(pkt.bytes.data(), scratch.bytes.data(), scratch.len);
-          pkt.len = scratch.len;
-        } else {
-          pkt = std::move(scratch);
-          scratch = takeBuffer(lane, true);
-        }
-        if (src < 0 || dst < 0 || src == dst) {  // not between two ranks: passed on at once
-          lane.unknown += 1;
-          push(lane, Event{now, 0, Stage::kRelease, src, dst, 0, info, std::move(pkt)});
-          continue;
-        }
-      }
-      enter(lane, std::move(pkt), info, src, dst, now, static_cast<double>(now - wake) / 1000.0);
-    }
+    // Woken by a packet: it entered the queue after this thread went to sleep on an empty queue, and it
+    // woke the thread; its wait is bounded by now - wake (the wake-up latency is sampled above).
+    if ((p[0].revents & POLLIN) != 0) empty_at = std::max(empty_at, wake);
   }
   if (tfd >= 0) close(tfd);
 }
 
-void Router::writeLoop(Lane& lane) {
-  std::unique_lock<std::mutex> lk(lane.mu);
+void Router::drain(Lane& lane, Buf& scratch, int64_t* empty_at) {
   while (!stop_) {
-    if (lane.events.empty()) {
-      lane.cv.wait_for(lk, std::chrono::milliseconds(100));
-      continue;
+    const ssize_t n = ::read(lane.fd, scratch.bytes.data(), scratch.bytes.size());
+    const int64_t now = monotonicNs();
+    if (n <= 0) {  // EAGAIN: empty now, so whatever is read later entered after now
+      *empty_at = now;
+      return;
     }
-    const int64_t due = lane.events.top().due_ns;
-    if (monotonicNs() < due) {
-      // Sleep past `due` by up to kBatchNs so that one wake-up writes every packet due by then: a
-      // wake-up per packet (futex, timer, context switch) is what capped the emulator's packet rate.
-      lane.cv.wait_until(lk, asSteady(due + kBatchNs));
-      continue;
+    scratch.len = static_cast<size_t>(n);
+    const PacketInfo info = parsePacket(scratch.bytes.data(), scratch.len);
+    const int src = info.ipv4 ? rankOf(info.src) : -1, dst = info.ipv4 ? rankOf(info.dst) : -1;
+    Buf pkt;
+    {
+      std::lock_guard<std::mutex> lk(lane.mu);
+      if (scratch.len <= kSmall) {
+        pkt = takeBuffer(lane, false);
+        std::memcpy(pkt.bytes.data(), scratch.bytes.data(), scratch.len);
+        pkt.len = scratch.len;
+      } else {
+        pkt = std::move(scratch);
+        scratch = takeBuffer(lane, true);
+      }
+      if (src < 0 || dst < 0 || src == dst) {  // not between two ranks: passed on at once
+        lane.unknown += 1;
+        push(lane, Event{now, 0, Stage::kRelease, src, dst, 0, info, std::move(pkt)});
+        continue;
+      }
     }
+    enter(lane, std::move(pkt), info, src, dst, now, static_cast<double>(now - *empty_at) / 1000.0);
+  }
+}
+
+int64_t Router::writeDue(Lane& lane, Buf& scratch, int64_t* empty_at) {
+  std::unique_lock<std::mutex> lk(lane.mu);
+  while (!stop_ && !lane.events.empty()) {
+    if (lane.events.top().due_ns > monotonicNs()) return lane.events.top().due_ns;
     Event e = std::move(const_cast<Event&>(lane.events.top()));
     lane.events.pop();
     lane.held_bytes -= e.buf.bytes.size();
@@ -312,13 +303,23 @@ void Router::writeLoop(Lane& lane) {
     }
     lk.unlock();
     const int64_t now = monotonicNs();
+    // The kernel delivers the packet inside this write (and runs the receiver's TCP, which may send).
     const bool ok = ::write(lane.fd, e.buf.bytes.data(), e.buf.len) == static_cast<ssize_t>(e.buf.len);
     lk.lock();
     Bin& bin = lane.timeline.at(now);
     if (!ok) bin.emulator_drops += 1;
-    if (e.src >= 0 && e.dst >= 0) bin.late.add(e.tun_wait_us + static_cast<double>(now - e.due_ns) / 1000.0);
+    if (e.src >= 0 && e.dst >= 0) {
+      bin.late.add(e.tun_wait_us + static_cast<double>(now - e.due_ns) / 1000.0);
+      bin.tun_wait.add(e.tun_wait_us);
+    }
     recycle(lane, std::move(e.buf));
+    // Take what arrived meanwhile (often what this write made a sender send), so that a burst of
+    // releases does not hold arrivals in the TUN queue.
+    lk.unlock();
+    drain(lane, scratch, empty_at);
+    lk.lock();
   }
+  return -1;
 }
 
 void Router::monitorLoop(std::function<uint64_t()> kernel_drops) {

@@ -8,12 +8,14 @@
 // internet: parallel flows compete there and lose segments when the queue is full. Links are computed,
 // not simulated packet by packet: each Link knows when it will be idle (link.hpp).
 //
-// Threads: the TUN is multi-queue, one queue per core; each queue ("lane") has a reader (takes packets,
-// runs the uplink and path stages) and a writer (runs the downlink stage when a packet reaches it, writes
-// packets back at their release time), both SCHED_FIFO where allowed. The kernel keeps a flow on one
-// queue, and each lane releases in time order with ties in arrival order, so no flow is reordered. Links
-// are shared by the lanes under links_mu_; everything else of a lane under its own mutex. An optional
-// monitor thread samples the kernel's drop counters every 100 ms.
+// Threads: the TUN is multi-queue, one queue per core; each queue ("lane") has one thread, SCHED_FIFO
+// and pinned where allowed, that takes packets (uplink and path stages), runs the downlink stage when a
+// packet reaches it, and writes packets back at their release time, taking new packets between writes.
+// One thread rather than a reader and a writer: every write makes the kernel run the receiver's TCP,
+// which sends, which would wake a separate reader and cost two context switches per packet. The kernel
+// keeps a flow on one queue, and each lane releases in time order with ties in arrival order, so no flow
+// is reordered. Links are shared by the lanes under links_mu_; everything else of a lane under its own
+// mutex. An optional monitor thread samples the kernel's drop counters every 100 ms.
 #ifndef PCCL_WANEM_ROUTER_HPP_
 #define PCCL_WANEM_ROUTER_HPP_
 
@@ -82,9 +84,8 @@ class Router {
     std::mt19937_64 rng;
     std::vector<std::vector<uint64_t>> until_loss;  // per path: segments before the next random loss
     std::vector<std::vector<PathCount>> counts;     // per path (reader only; read under mu at the end)
-    std::thread reader, writer;
+    std::thread thread;
     std::mutex mu;
-    std::condition_variable cv;
     std::priority_queue<Event, std::vector<Event>, Later> events;
     uint64_t seq = 0;
     size_t held_bytes = 0;                 // buffer capacity held by queued events
@@ -93,8 +94,11 @@ class Router {
     uint64_t unknown = 0;
   };
 
-  void readLoop(Lane& lane);
-  void writeLoop(Lane& lane);
+  void laneLoop(Lane& lane);
+  // Reads the TUN queue until it is empty (then sets *empty_at), taking every packet in.
+  void drain(Lane& lane, Buf& scratch, int64_t* empty_at);
+  // Runs every event due by now, draining the TUN after each write; returns the next due time, or -1.
+  int64_t writeDue(Lane& lane, Buf& scratch, int64_t* empty_at);
   void monitorLoop(std::function<uint64_t()> kernel_drops);
   // The reader's half: uplink, loss, path bottleneck, propagation; queues what survives on the lane.
   void enter(Lane& lane, Buf buf, const PacketInfo& info, int src, int dst, int64_t now_ns, double tun_wait_us);

@@ -58,6 +58,7 @@ void Bin::merge(const Bin& o) {
   queue_drops += o.queue_drops;
   emulator_drops += o.emulator_drops;
   late.merge(o.late);
+  tun_wait.merge(o.tun_wait);
   wake.merge(o.wake);
 }
 

@@ -38,6 +38,7 @@ struct Bin {
   uint64_t queue_drops = 0;     // segments dropped by a full bottleneck queue (the model)
   uint64_t emulator_drops = 0;  // packets the emulator lost: its buffer cap, failed writes, kernel drops
   LateHist late;                // per packet: TUN wait bound + release lateness
+  LateHist tun_wait;            // per packet: the TUN wait bound alone (the part of `late` before the reader)
   LateHist wake;                // the reader's wake-up latency (a 5 ms timer it also waits on)
   void merge(const Bin& o);
 };
