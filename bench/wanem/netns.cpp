@@ -21,8 +21,6 @@
 namespace pccl::wanem {
 
 namespace {
-constexpr const char* kTun = "pwtun";
-
 std::string readFile(const std::string& path) {
   std::ifstream f(path);
   std::stringstream ss;
@@ -65,7 +63,6 @@ int runCommand(const std::vector<std::string>& argv, std::string* out) {
 
 Network::Network(NetConfig c) : c_(std::move(c)) {
   prefix_ = "pw" + std::to_string(getpid());
-  router_ns_ = prefix_ + "r";
   for (int r = 0; r < c_.ranks; ++r) rank_ns_.push_back(prefix_ + "n" + std::to_string(r));
 }
 
@@ -86,24 +83,28 @@ bool Network::enter(const std::string& name, std::string* error) {
   return true;
 }
 
-bool Network::openTun(std::string* error) {
+bool Network::openTun(int rank, std::string* error) {
   const int self = open("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
-  if (self < 0 || !enter(router_ns_, error)) return false;
-  // One queue per core: each gets its own reader and writer thread in the router.
-  const long queues = std::max(1L, std::min(4L, sysconf(_SC_NPROCESSORS_ONLN)));
+  if (self < 0 || !enter(rank_ns_[static_cast<size_t>(rank)], error)) {
+    if (self >= 0) close(self);
+    return false;
+  }
+  // One queue per core, each read and written by its own router lane. The device is created in the
+  // namespace of the thread that opens it: the rank's own interface, so that what the rank sends is in
+  // the router's hands at once (no veth, no forwarding, no backlog between).
   bool ok = true;
-  for (long q = 0; ok && q < queues; ++q) {
-    const int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);  // the reader drains until EAGAIN
+  for (size_t q = 0; ok && q < tun_fds_.size(); ++q) {
+    const int fd = open("/dev/net/tun", O_RDWR | O_CLOEXEC | O_NONBLOCK);  // a lane drains until EAGAIN
     ifreq ifr{};
     ifr.ifr_flags = IFF_TUN | IFF_NO_PI | IFF_VNET_HDR | IFF_MULTI_QUEUE;
-    std::strncpy(ifr.ifr_name, kTun, IFNAMSIZ - 1);
+    std::strncpy(ifr.ifr_name, "eth0", IFNAMSIZ - 1);
     ok = fd >= 0 && ioctl(fd, TUNSETIFF, &ifr) == 0;
     // Accept GSO super-packets (checksum offload + TSO), as the prototype measured: ~5x less router CPU.
     const unsigned offload = TUN_F_CSUM | TUN_F_TSO4 | TUN_F_TSO6;
     ok = ok && ioctl(fd, TUNSETOFFLOAD, offload) == 0;
-    if (fd >= 0) tun_fds_.push_back(fd);
+    if (fd >= 0) tun_fds_[q].push_back(fd);
   }
-  if (!ok) *error = std::string("cannot create the TUN device: ") + std::strerror(errno);
+  if (!ok) *error = "cannot create the TUN device of rank " + std::to_string(rank) + ": " + std::strerror(errno);
   setns(self, CLONE_NEWNET);
   close(self);
   return ok;
@@ -140,36 +141,21 @@ bool Network::setUp(std::string* error) {
       }
     }
   }
-  bool ok = ip({"netns", "add", router_ns_}) && nsSysctl(router_ns_, "net.ipv4.ip_forward", "1") &&
-            nsSysctl(router_ns_, "net.ipv6.conf.all.disable_ipv6", "1") &&
-            nsSysctl(router_ns_, "net.ipv4.conf.all.rp_filter", "0") &&
-            nsSysctl(router_ns_, "net.ipv4.conf.default.rp_filter", "0");
-  ok = ok && openTun(error);
-  ok = ok && ip({"-n", router_ns_, "link", "set", kTun, "txqueuelen", "2000", "up"}) &&
-       ip({"-n", router_ns_, "route", "add", "default", "dev", kTun, "table", "100"});
+  const long queues = std::max(1L, std::min(4L, sysconf(_SC_NPROCESSORS_ONLN)));
+  tun_fds_.assign(static_cast<size_t>(queues), {});
+  bool ok = true;
   for (int r = 0; ok && r < c_.ranks; ++r) {
-    const std::string ns = rank_ns_[static_cast<size_t>(r)], rv = "r" + std::to_string(r);
-    const std::string net = "10.201." + std::to_string(r) + ".";
-    ok = ip({"netns", "add", ns}) && nsSysctl(ns, "net.ipv6.conf.all.disable_ipv6", "1") &&
-         ip({"-n", router_ns_, "link", "add", rv, "type", "veth", "peer", "name", "eth0", "netns", ns}) &&
-         ip({"-n", ns, "addr", "add", net + "2/24", "dev", "eth0"}) && ip({"-n", ns, "link", "set", "eth0", "up"}) &&
-         ip({"-n", ns, "link", "set", "lo", "up"}) && ip({"-n", ns, "route", "add", "default", "via", net + "1"}) &&
-         ip({"-n", router_ns_, "addr", "add", net + "1/24", "dev", rv}) &&
-         ip({"-n", router_ns_, "link", "set", rv, "up"}) &&
-         ip({"-n", router_ns_, "rule", "add", "iif", rv, "lookup", "100"}) &&
-         nsSysctl(router_ns_, "net.ipv4.conf." + rv + ".rp_filter", "0") &&
+    const std::string& ns = rank_ns_[static_cast<size_t>(r)];
+    ok = ip({"netns", "add", ns}) && nsSysctl(ns, "net.ipv6.conf.all.disable_ipv6", "1") && openTun(r, error) &&
+         ip({"-n", ns, "addr", "add", rankAddr(r) + "/16", "dev", "eth0"}) &&
+         ip({"-n", ns, "link", "set", "eth0", "txqueuelen", "2000", "up"}) &&
+         ip({"-n", ns, "link", "set", "lo", "up"}) && ip({"-n", ns, "route", "add", "default", "dev", "eth0"}) &&
          // Long fat pipes need large socket buffers (net.core.*mem_max cannot change in a namespace).
          nsSysctl(ns, "net.ipv4.tcp_rmem", "4096 131072 67108864") &&
          nsSysctl(ns, "net.ipv4.tcp_wmem", "4096 65536 67108864") &&
          (c_.min_tso_segs <= 0 || nsSysctl(ns, "net.ipv4.tcp_min_tso_segs", std::to_string(c_.min_tso_segs))) &&
          (c_.cc.empty() || nsSysctl(ns, "net.ipv4.tcp_congestion_control", c_.cc));
-    // Packets from a rank reach the router from whichever CPU the rank's stack ran on: RPS on the router's
-    // end steers each flow to one CPU, so a flow is never reordered on its way into the TUN. The other
-    // way needs no RPS: each router lane is pinned to one CPU, so the receiving stack of a flow always
-    // runs there, inline in the lane's writes (no inter-processor interrupts, no reordering).
-    ok = ok && ip({"netns", "exec", router_ns_, "sh", "-c", "echo 3 > /sys/class/net/" + rv + "/queues/rx-0/rps_cpus"});
   }
-  ok = ok && openNetlink(router_ns_, error);
   for (int r = 0; ok && r < c_.ranks; ++r) ok = openNetlink(rank_ns_[static_cast<size_t>(r)], error);
   if (!ok) teardown();
   return ok;
@@ -246,12 +232,13 @@ uint64_t Network::kernelDrops() const {
 void Network::teardown() {
   if (!up_) return;
   up_ = false;
-  for (int fd : tun_fds_) close(fd);
+  for (const auto& queue : tun_fds_) {
+    for (int fd : queue) close(fd);
+  }
   tun_fds_.clear();
   for (int fd : netlink_fds_) close(fd);
   netlink_fds_.clear();
-  for (const auto& ns : rank_ns_) runCommand({"ip", "netns", "del", ns});  // takes the veths with it
-  runCommand({"ip", "netns", "del", router_ns_});
+  for (const auto& ns : rank_ns_) runCommand({"ip", "netns", "del", ns});
   if (!saved_allowed_cc_.empty()) writeFile("/proc/sys/net/ipv4/tcp_allowed_congestion_control", saved_allowed_cc_);
 }
 

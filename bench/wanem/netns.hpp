@@ -1,7 +1,8 @@
-// The kernel half of the WAN: one network namespace per rank and one for the router, veth pairs
-// between them (unshaped: the rates and queues are the router's), policy routing of every packet from
-// a rank into the router's TUN device, per-namespace TCP settings, and the kernel's drop counters. Everything is named after our pid and
-// removed by teardown() (also after a crash: `pccl-wanem --cleanup`).
+// The kernel half of the WAN: one network namespace per rank whose only interface (eth0) is a
+// multi-queue TUN device read and written by the router (every packet a rank sends to another goes
+// through it: the rates, queues, losses and delays are all the router's), per-namespace TCP settings,
+// and the kernel's drop counters. Everything is named after our pid and removed by teardown() (also
+// after a crash: `pccl-wanem --cleanup`).
 #ifndef PCCL_WANEM_NETNS_HPP_
 #define PCCL_WANEM_NETNS_HPP_
 
@@ -25,13 +26,13 @@ class Network {
   // Creates everything; on failure *error says what and teardown() has already run.
   bool setUp(std::string* error);
   void teardown();
-  const std::vector<int>& tunFds() const { return tun_fds_; }
+  // [queue][rank]: the file descriptor of each rank's TUN queue, one row per router lane.
+  const std::vector<std::vector<int>>& tunFds() const { return tun_fds_; }
   const std::string& rankNs(int r) const { return rank_ns_[static_cast<size_t>(r)]; }
-  const std::string& routerNs() const { return router_ns_; }
   std::string rankAddr(int r) const;  // dotted IPv4
   uint32_t rankAddrValue(int r) const;
   // Packets the kernel dropped on the emulator's devices so far: every device's rx/tx drops in every
-  // namespace of ours (the TUN's queue overflowing, veth backlogs) plus the host's per-CPU backlog drops
+  // namespace of ours (a TUN queue overflowing) plus the host's per-CPU backlog drops
   // (/proc/net/softnet_stat). Any increase is the emulator's fault, never the model's.
   uint64_t kernelDrops() const;
 
@@ -41,13 +42,13 @@ class Network {
   static int cleanupStale();
 
  private:
-  bool openTun(std::string* error);
+  bool openTun(int rank, std::string* error);
   bool openNetlink(const std::string& ns, std::string* error);
 
   NetConfig c_;
-  std::string prefix_, router_ns_;
+  std::string prefix_;
   std::vector<std::string> rank_ns_;
-  std::vector<int> tun_fds_;  // one per queue of the multi-queue TUN
+  std::vector<std::vector<int>> tun_fds_;  // [queue][rank]
   std::vector<int> netlink_fds_;  // a route netlink socket in each of our namespaces (for drop counters)
   bool up_ = false;
   std::string saved_allowed_cc_;  // host setting to restore

@@ -48,7 +48,7 @@ int64_t monotonicNs() {
   return static_cast<int64_t>(ts.tv_sec) * 1'000'000'000 + ts.tv_nsec;
 }
 
-Router::Router(std::vector<int> tun_fds, std::vector<uint32_t> rank_addrs, Topology topology, uint64_t seed)
+Router::Router(std::vector<std::vector<int>> tun_fds, std::vector<uint32_t> rank_addrs, Topology topology, uint64_t seed)
     : addrs_(std::move(rank_addrs)), topo_(std::move(topology)), origin_ns_(monotonicNs()), kernel_(origin_ns_) {
   const size_t n = addrs_.size();
   for (size_t r = 0; r < n; ++r) {
@@ -60,9 +60,10 @@ Router::Router(std::vector<int> tun_fds, std::vector<uint32_t> rank_addrs, Topol
     for (size_t d = 0; d < n; ++d) path_links_[s].emplace_back(topo_.paths[s][d].link);
   }
   path_last_ns_.assign(n, std::vector<int64_t>(n, 0));
-  for (int fd : tun_fds) {
+  for (auto& fds : tun_fds) {
     auto lane = std::make_unique<Lane>();
-    lane->fd = fd;
+    lane->fds = std::move(fds);
+    lane->empty_at.assign(lane->fds.size(), monotonicNs());
     lane->rng.seed(seed + lanes_.size());
     lane->until_loss.assign(n, std::vector<uint64_t>(n, 0));
     lane->counts.assign(n, std::vector<PathCount>(n));
@@ -222,18 +223,19 @@ void Router::laneLoop(Lane& lane) {
     std::lock_guard<std::mutex> lk(lane.mu);
     scratch = takeBuffer(lane, true);
   }
-  int64_t empty_at = monotonicNs();  // when the TUN queue was last seen empty
+  std::vector<pollfd> p(lane.fds.size() + 1);
   while (!stop_) {
-    drain(lane, scratch, &empty_at);
-    const int64_t next = writeDue(lane, scratch, &empty_at);
+    drain(lane, scratch);
+    const int64_t next = writeDue(lane, scratch);
     // Sleep until the next release (plus up to kBatchNs, so that one wake-up writes every packet due by
     // then), a packet, or the wake-up timer; at most 100 ms, to see stop_.
     const int64_t wait = next < 0 ? 100'000'000 : std::max<int64_t>(0, next + kBatchNs - monotonicNs());
     const timespec ts{static_cast<time_t>(wait / 1'000'000'000), static_cast<long>(wait % 1'000'000'000)};
-    pollfd p[2] = {{lane.fd, POLLIN, 0}, {tfd, POLLIN, 0}};
-    if (ppoll(p, tfd >= 0 ? 2 : 1, &ts, nullptr) <= 0) continue;
+    for (size_t r = 0; r < lane.fds.size(); ++r) p[r] = {lane.fds[r], POLLIN, 0};
+    p.back() = {tfd, POLLIN, 0};  // a negative fd is ignored by poll
+    if (ppoll(p.data(), p.size(), &ts, nullptr) <= 0) continue;
     const int64_t wake = monotonicNs();
-    if (tfd >= 0 && (p[1].revents & POLLIN) != 0) {
+    if (tfd >= 0 && (p.back().revents & POLLIN) != 0) {
       uint64_t expirations = 0;
       if (::read(tfd, &expirations, sizeof expirations) == sizeof expirations && expirations > 0) {
         std::lock_guard<std::mutex> lk(lane.mu);
@@ -243,22 +245,34 @@ void Router::laneLoop(Lane& lane) {
     }
     // Woken by a packet: it entered the queue after this thread went to sleep on an empty queue, and it
     // woke the thread; its wait is bounded by now - wake (the wake-up latency is sampled above).
-    if ((p[0].revents & POLLIN) != 0) empty_at = std::max(empty_at, wake);
+    for (size_t r = 0; r < lane.fds.size(); ++r) {
+      if ((p[r].revents & POLLIN) != 0) lane.empty_at[r] = std::max(lane.empty_at[r], wake);
+    }
   }
   if (tfd >= 0) close(tfd);
 }
 
-void Router::drain(Lane& lane, Buf& scratch, int64_t* empty_at) {
+void Router::drain(Lane& lane, Buf& scratch) {
+  for (size_t r = 0; r < lane.fds.size() && !stop_; ++r) drainRank(lane, scratch, static_cast<int>(r));
+}
+
+void Router::drainRank(Lane& lane, Buf& scratch, int from) {
+  const auto q = static_cast<size_t>(from);
   while (!stop_) {
-    const ssize_t n = ::read(lane.fd, scratch.bytes.data(), scratch.bytes.size());
+    const ssize_t n = ::read(lane.fds[q], scratch.bytes.data(), scratch.bytes.size());
     const int64_t now = monotonicNs();
     if (n <= 0) {  // EAGAIN: empty now, so whatever is read later entered after now
-      *empty_at = now;
+      lane.empty_at[q] = now;
       return;
     }
     scratch.len = static_cast<size_t>(n);
     const PacketInfo info = parsePacket(scratch.bytes.data(), scratch.len);
     const int src = info.ipv4 ? rankOf(info.src) : -1, dst = info.ipv4 ? rankOf(info.dst) : -1;
+    if (src != from || dst < 0 || dst == from) {  // not from this rank to another (e.g. IGMP): dropped
+      std::lock_guard<std::mutex> lk(lane.mu);
+      lane.unknown += 1;
+      continue;
+    }
     Buf pkt;
     {
       std::lock_guard<std::mutex> lk(lane.mu);
@@ -270,17 +284,12 @@ void Router::drain(Lane& lane, Buf& scratch, int64_t* empty_at) {
         pkt = std::move(scratch);
         scratch = takeBuffer(lane, true);
       }
-      if (src < 0 || dst < 0 || src == dst) {  // not between two ranks: passed on at once
-        lane.unknown += 1;
-        push(lane, Event{now, 0, Stage::kRelease, src, dst, 0, info, std::move(pkt)});
-        continue;
-      }
     }
-    enter(lane, std::move(pkt), info, src, dst, now, static_cast<double>(now - *empty_at) / 1000.0);
+    enter(lane, std::move(pkt), info, src, dst, now, static_cast<double>(now - lane.empty_at[q]) / 1000.0);
   }
 }
 
-int64_t Router::writeDue(Lane& lane, Buf& scratch, int64_t* empty_at) {
+int64_t Router::writeDue(Lane& lane, Buf& scratch) {
   std::unique_lock<std::mutex> lk(lane.mu);
   while (!stop_ && !lane.events.empty()) {
     if (lane.events.top().due_ns > monotonicNs()) return lane.events.top().due_ns;
@@ -304,19 +313,18 @@ int64_t Router::writeDue(Lane& lane, Buf& scratch, int64_t* empty_at) {
     lk.unlock();
     const int64_t now = monotonicNs();
     // The kernel delivers the packet inside this write (and runs the receiver's TCP, which may send).
-    const bool ok = ::write(lane.fd, e.buf.bytes.data(), e.buf.len) == static_cast<ssize_t>(e.buf.len);
+    const int fd = lane.fds[static_cast<size_t>(e.dst)];
+    const bool ok = ::write(fd, e.buf.bytes.data(), e.buf.len) == static_cast<ssize_t>(e.buf.len);
     lk.lock();
     Bin& bin = lane.timeline.at(now);
     if (!ok) bin.emulator_drops += 1;
-    if (e.src >= 0 && e.dst >= 0) {
-      bin.late.add(e.tun_wait_us + static_cast<double>(now - e.due_ns) / 1000.0);
-      bin.tun_wait.add(e.tun_wait_us);
-    }
+    bin.late.add(e.tun_wait_us + static_cast<double>(now - e.due_ns) / 1000.0);
+    bin.tun_wait.add(e.tun_wait_us);
     recycle(lane, std::move(e.buf));
     // Take what arrived meanwhile (often what this write made a sender send), so that a burst of
     // releases does not hold arrivals in the TUN queue.
     lk.unlock();
-    drain(lane, scratch, empty_at);
+    drain(lane, scratch);
     lk.lock();
   }
   return -1;

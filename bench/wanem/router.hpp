@@ -1,16 +1,17 @@
-// The user-space half of the WAN. Every packet between rank namespaces is routed into a TUN device and
-// read here; it then crosses the emulated network in virtual time:
+// The user-space half of the WAN. Every packet a rank sends to another leaves through its TUN interface
+// and is read here; it then crosses the emulated network in virtual time:
 //   sender's uplink (rate, drop-tail queue) -> path (random loss per segment; optionally a bottleneck
 //   of its own) -> one-way delay (+ jitter, never reordering the path) -> receiver's downlink (rate,
 //   drop-tail queue)
-// and is written back into the TUN when it leaves the receiver's downlink; the kernel routes it on to
-// the receiving rank. The bottlenecks are remote queues shared by all flows through them, as on the
+// and is written into the receiving rank's TUN when it leaves the receiver's downlink. The bottlenecks are remote queues shared by all flows through them, as on the
 // internet: parallel flows compete there and lose segments when the queue is full. Links are computed,
 // not simulated packet by packet: each Link knows when it will be idle (link.hpp).
 //
-// Threads: the TUN is multi-queue, one queue per core; each queue ("lane") has one thread, SCHED_FIFO
-// and pinned where allowed, that takes packets (uplink and path stages), runs the downlink stage when a
-// packet reaches it, and writes packets back at their release time, taking new packets between writes.
+// Threads: every rank's TUN is multi-queue, one queue per core; queue i of every rank belongs to lane i,
+// one thread, SCHED_FIFO and pinned where allowed, that takes packets (uplink and path stages), runs the
+// downlink stage when a packet reaches it, and writes packets out at their release time (into queue i of
+// the receiver, so that the kernel sends the flow's next packets through queue i too), taking new
+// packets between writes.
 // One thread rather than a reader and a writer: every write makes the kernel run the receiver's TCP,
 // which sends, which would wake a separate reader and cost two context switches per packet. The kernel
 // keeps a flow on one queue, and each lane releases in time order with ties in arrival order, so no flow
@@ -45,13 +46,14 @@ struct PathCount {
 struct RouterStats {
   Bin total;                       // the whole run
   std::vector<std::vector<PathCount>> paths_count;  // [src][dst]
-  uint64_t unknown = 0;            // packets not between two ranks, passed on at once
+  uint64_t unknown = 0;            // packets not addressed to another rank, dropped
   LinkStats uplinks, downlinks, paths;  // summed per kind (max/min fields: over the links of that kind)
 };
 
 class Router {
  public:
-  Router(std::vector<int> tun_fds, std::vector<uint32_t> rank_addrs, Topology topology, uint64_t seed);
+  // tun_fds[lane][rank]: each rank's TUN queue that the lane reads and writes.
+  Router(std::vector<std::vector<int>> tun_fds, std::vector<uint32_t> rank_addrs, Topology topology, uint64_t seed);
   ~Router();
   // `kernel_drops` (optional) returns a running count of packets the kernel dropped on the emulator's
   // devices; the monitor thread books its increases as emulator drops.
@@ -80,7 +82,8 @@ class Router {
     bool operator()(const Event& a, const Event& b) const { return a.due_ns != b.due_ns ? a.due_ns > b.due_ns : a.seq > b.seq; }
   };
   struct Lane {
-    int fd = -1;
+    std::vector<int> fds;            // per rank: its TUN queue of this lane
+    std::vector<int64_t> empty_at;   // per rank: when that queue was last seen empty
     std::mt19937_64 rng;
     std::vector<std::vector<uint64_t>> until_loss;  // per path: segments before the next random loss
     std::vector<std::vector<PathCount>> counts;     // per path (reader only; read under mu at the end)
@@ -95,10 +98,11 @@ class Router {
   };
 
   void laneLoop(Lane& lane);
-  // Reads the TUN queue until it is empty (then sets *empty_at), taking every packet in.
-  void drain(Lane& lane, Buf& scratch, int64_t* empty_at);
-  // Runs every event due by now, draining the TUN after each write; returns the next due time, or -1.
-  int64_t writeDue(Lane& lane, Buf& scratch, int64_t* empty_at);
+  // Reads every rank's queue of the lane until it is empty (then sets its empty_at), taking packets in.
+  void drain(Lane& lane, Buf& scratch);
+  void drainRank(Lane& lane, Buf& scratch, int from);
+  // Runs every event due by now, draining the queues after each write; returns the next due time, or -1.
+  int64_t writeDue(Lane& lane, Buf& scratch);
   void monitorLoop(std::function<uint64_t()> kernel_drops);
   // The reader's half: uplink, loss, path bottleneck, propagation; queues what survives on the lane.
   void enter(Lane& lane, Buf buf, const PacketInfo& info, int src, int dst, int64_t now_ns, double tun_wait_us);
