@@ -7,8 +7,8 @@
 #     The emulator's own verdict (faithful, or exit 3: NOT FAITHFUL, its p99 release lateness or drops
 #     past the limit) is printed, not asserted: it judges the machine's load, which a test cannot control.
 #  2. SIGTERM mid-run: each rank's command reports through a FIFO that it runs inside its namespace (the
-#     event waited for, with a deadline) while the router and rank namespaces exist; after SIGTERM the
-#     run exits non-zero and leaves no namespace behind (the veths and the TUN live inside them).
+#     event waited for, with a deadline) while the rank namespaces exist; after SIGTERM the run exits
+#     non-zero and leaves no namespace behind (the ranks' TUN devices live inside them).
 # Skipped (exit 77) where namespaces or TUN devices are not available.
 #   tests/wanem_smoke.sh PATH/TO/pccl-wanem
 set -euo pipefail
@@ -40,8 +40,12 @@ ip netns del pccl-wanem-check
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/pccl-wanem-smoke.XXXXXX")
 pid=
-cleanup() {
-  if [ -n "$pid" ]; then kill -KILL "$pid" 2> /dev/null || true; fi
+cleanup() {  # a failed check still stops the run the way a user would, so that it tears down
+  if [ -n "$pid" ]; then
+    kill -TERM "$pid" 2> /dev/null || true
+    wait "$pid" 2> /dev/null || true
+    for ns in $(ip netns list | sed -n "s/^\(pw${pid}n[0-9]*\).*/\1/p"); do ip netns del "$ns" || true; done
+  fi
   rm -rf "$dir"
 }
 trap cleanup EXIT
@@ -81,7 +85,7 @@ while [ $ready -lt 2 ]; do
   case $line in ready\ [01]) ready=$((ready + 1)) ;; esac
 done
 exec 3<&-
-for n in r n0 n1; do
+for n in n0 n1; do
   ip netns list | grep -q "^pw${pid}${n}\b" || { echo "FAIL: namespace pw${pid}${n} missing while running"; exit 1; }
 done
 kill -TERM "$pid"
