@@ -100,6 +100,8 @@ def emulator(row):
         return "not recorded"
     if v is True:
         return "faithful"
+    if row.get("emulator_why"):  # the emulator's own reasons
+        return f"**NOT faithful** ({row['emulator_why']})"
     detail = []
     if row.get("emulator_drops"):
         detail.append(f"{row['emulator_drops']} drops")

@@ -6,9 +6,10 @@
 STATS_JSON is what `pccl-wanem --stats FILE` wrote. Its "phases" list has one entry per label
 "ROW:BACKEND:ALGORITHM:BYTES" (the lines pccl-bench appends to $PCCL_WANEM_PHASES, merged over ranks
 and iterations) with "faithful", "late_p99_us" and "emulator_drops". Row i of BENCH_JSON's "results"
-gets "emulator_faithful" from the phase labelled "i:...", plus "emulator_late_p99_us" and
-"emulator_drops"; a row without its phase (or whose phase names another backend, algorithm or size)
-is marked false and named on stderr. A stats file without "phases" (an older pccl-wanem) gives every
+gets "emulator_faithful" from the phase labelled "i:...", plus "emulator_late_p99_us",
+"emulator_late_max_us", "emulator_drops" and, when not faithful, "emulator_why" (the emulator's
+reasons); a row without its phase (or whose phase names another backend, algorithm or size) is marked
+false and named on stderr. A stats file without "phases" (an older pccl-wanem) gives every
 row the whole-run "faithful". BENCH_JSON is rewritten in place, one row per line as pccl-bench writes
 it (bench/plot.sh reads rows line by line).
 
@@ -56,7 +57,8 @@ def mark(rows, stats, name):
     by_row = phase_verdicts(stats) if stats is not None else None
     faithful = 0
     for i, row in enumerate(rows):
-        for key in ("emulator_late_p99_us", "emulator_drops"):  # nothing kept from an earlier marking
+        for key in ("emulator_late_p99_us", "emulator_late_max_us", "emulator_drops", "emulator_why"):
+            # nothing kept from an earlier marking
             row.pop(key, None)
         if stats is None:
             marks = {"emulator_faithful": False}
@@ -74,7 +76,10 @@ def mark(rows, stats, name):
                 p = found[0]
                 marks = {"emulator_faithful": p.get("faithful") is True,
                          "emulator_late_p99_us": p.get("late_p99_us"),
+                         "emulator_late_max_us": p.get("late_max_us"),
                          "emulator_drops": p.get("emulator_drops")}
+                if p.get("why"):
+                    marks["emulator_why"] = p.get("why")
         rows[i] = with_marks(row, marks)
         faithful += rows[i]["emulator_faithful"]
     return faithful
@@ -94,7 +99,8 @@ def main():
     parser = argparse.ArgumentParser(
         prog="wanem_mark.py",
         usage="bench/wanem_mark.py [-h] STATS_JSON BENCH_JSON",
-        description="Sets each pccl-bench row's emulator_faithful (and emulator_late_p99_us, emulator_drops) "
+        description="Sets each pccl-bench row's emulator_faithful (and emulator_late_p99_us, "
+                    "emulator_late_max_us, emulator_drops, emulator_why) "
                     "from the pccl-wanem --stats verdict of that row's timed phases; rewrites BENCH_JSON in place.")
     parser.add_argument("stats", metavar="STATS_JSON", help="what pccl-wanem --stats wrote")
     parser.add_argument("bench", metavar="BENCH_JSON", help="what pccl-bench --json wrote (rewritten)")
