@@ -26,15 +26,16 @@ usage: bench/run_all.sh [--part all|loopback|validation|wan] [OUT_DIR]
   --part loopback|validation|wan: that part only (wan: the scenarios, without the validation), then
   the tables and plots of all OUT_DIR holds.
 
-  Time on the 2-core build machine, estimated from the 2026-11-24 runs (each WAN row is 4 operations):
+  Time on the 2-core build machine, measured 2026-11-26 (each WAN row is 4 operations):
     loopback                     ~10 min
-    wanem-validation.md           ~2 min
-    europe (16 runs)              ~6 min
-    transatlantic (14 runs)      ~55 min   Gloo at 80 ms RTT and 0.01 % loss takes ~200 s per 256 MiB
-                                           operation (ring ~15 min, ring_chunked ~11 min for 4 each);
-                                           pccl with K = 1 as long (~14 min), K = 4 ~3 min
-    mixed (5 runs)               ~20 min   Gloo ~85 and ~60 s per operation, pccl K = 1 about as slow
-    all                          about 1 h 35 min
+    wanem-validation.md          ~13 min
+    europe (5 runs)               ~3 min
+    transatlantic (5 runs)       ~35 min   Gloo at 80 ms RTT and 0.01 % loss takes 130-190 s per 256 MiB
+                                           operation (the run with Gloo ~22 min); pccl K = 1 ~9 min
+    mixed (5 runs)               ~11 min   Gloo 30-57 s per operation, pccl K = 1 ~40 s
+    quant_wan (16 runs)           ~8 min
+    sync, encryption (4 runs)     ~2 min
+    wan                          ~59 min;  all: about 1 h 25 min
   A step that fails is reported and the others still run (exit 1 at the end). WAN rows the emulator did
   not carry faithfully are kept, marked "emulator_faithful": false (listed at the end; exit 0).
   Needs gnuplot-nox, and iperf3 for the WAN part: installed when missing (scripts/deps.sh, as root).
