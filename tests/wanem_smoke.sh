@@ -6,6 +6,8 @@
 #     run SCHED_FIFO, so that it measures the path, not the wait for a CPU).
 #     The emulator's own verdict (faithful, or exit 3: NOT FAITHFUL, its p99 release lateness or drops
 #     past the limit) is printed, not asserted: it judges the machine's load, which a test cannot control.
+#  1b. --paths: 3 ranks in two regions with asymmetric delays: every pair's fastest round trip is the
+#     sum of its two directions' configured delays (and the default delay is not used).
 #  2. SIGTERM mid-run: each rank's command reports through a FIFO that it runs inside its namespace (the
 #     event waited for, with a deadline) while the rank namespaces exist; after SIGTERM the run exits
 #     non-zero and leaves no namespace behind (the ranks' TUN devices live inside them).
@@ -66,6 +68,27 @@ median=$(sed -n 's/.*rtt_ms median \([0-9.]*\).*/\1/p' "$dir/probe.out")
 awk -v r="$min" 'BEGIN { exit !(r >= 9.9 && r <= 15.0) }' ||
   { echo "FAIL: fastest RTT $min ms, configured 10 ms (want 10 .. 15 ms)"; exit 1; }
 
+# ---- 1b. per-path settings: 3 ranks, asymmetric paths from a paths file --------------------------------
+# Every pair's fastest round trip must be its configured RTT (the sum of both directions' delays), as in
+# part 1; a path given its own delay must not take the default one.
+printf '%s\n' "rank 0 a" "rank 1 a" "rank 2 b" "path a a delay=2" "path a -> b delay=20" "path b -> a delay=25" \
+  > "$dir/paths"
+status=0
+"$WANEM" --ranks 3 --delay-ms 50 --paths "$dir/paths" --probe > "$dir/paths.out" 2> "$dir/paths.err" || status=$?
+cat "$dir/paths.out"
+case $status in 0 | 3) ;; *) cat "$dir/paths.err"; echo "FAIL: pccl-wanem --paths --probe exited $status"; exit 1 ;; esac
+for pair in "0 1 4" "0 2 45" "1 2 45"; do
+  read -r a b want <<< "$pair"
+  got=$(sed -n "s/^probe rank $a <-> $b: rtt_ms median [0-9.]* min \([0-9.]*\) (configured \([0-9.]*\)).*/\1 \2/p" "$dir/paths.out")
+  fastest= configured=
+  read -r fastest configured <<< "$got" || true
+  [ -n "$fastest" ] || { echo "FAIL: no RTT reported for ranks $a and $b"; exit 1; }
+  awk -v c="$configured" -v w="$want" 'BEGIN { exit !(c == w) }' ||
+    { echo "FAIL: ranks $a and $b: configured RTT reported as $configured ms, the paths file says $want ms"; exit 1; }
+  awk -v r="$fastest" -v w="$want" 'BEGIN { exit !(r >= w - 0.1 && r <= w + 5.0) }' ||
+    { echo "FAIL: ranks $a and $b: fastest RTT $fastest ms, configured $want ms (want $want .. $want + 5 ms)"; exit 1; }
+done
+
 # ---- 2. SIGTERM mid-run tears everything down ----------------------------------------------------------
 mkfifo "$dir/ready"
 exec 3<> "$dir/ready"  # read-write: neither side's open blocks
@@ -100,4 +123,4 @@ if ip netns list | grep -q "^pw${pid_done}"; then
   exit 1
 fi
 echo "PASS: fastest RTT $min ms (median $median) for 10 ms configured, emulator $verdict;" \
-  "SIGTERM tears down (exit $status)"
+  "per-path RTTs as configured; SIGTERM tears down (exit $status)"
