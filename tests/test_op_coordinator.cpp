@@ -1,8 +1,10 @@
-// The master's agreement on collectives (master/op_coordinator.hpp, master/tag_divergence.hpp) on its
-// own: announcements in, OpStart/OpAbort out, no sockets, and a fake clock for the divergence window.
+// The master's books of collectives (master/op_coordinator.hpp, master/tag_divergence.hpp) and the
+// settling of operations in doubt (master/op_resolver.hpp) on their own: messages in, OpAbort / OpQuery /
+// OpOutcome out, no sockets, and a fake clock for the divergence window.
 #include <catch2/catch.hpp>
 
 #include "master/op_coordinator.hpp"
+#include "master/op_resolver.hpp"
 #include "master/tag_divergence.hpp"
 #include "wire/frame.hpp"
 
@@ -12,6 +14,7 @@ using pccl::master::CrossedTag;
 using pccl::master::Effects;
 using pccl::master::findCrossedTags;
 using pccl::master::OpCoordinator;
+using pccl::master::OpResolver;
 
 namespace {
 
@@ -56,16 +59,46 @@ Effects announce(OpCoordinator& c, uint8_t peer, const OpAnnounce& a, const Stat
 
 }  // namespace
 
-TEST_CASE("op coordinator: equal announcements start the operation on every member", "[ops]") {
+TEST_CASE("op coordinator: equal announcements are booked without a word, and members' OpDone clear them", "[ops]") {
   OpCoordinator c;
   CHECK(announce(c, 1, ann(7)).empty());
   CHECK(announce(c, 3, ann(7)).empty());
-  auto started = sent<OpStart>(announce(c, 2, ann(7)));
-  REQUIRE(started.size() == 3);
-  CHECK(started[0].second.tag == 7);
-  CHECK(started[0].second.op_id != 0);
+  CHECK(c.pendingCount() == 1);
+  CHECK(announce(c, 2, ann(7)).empty());  // nothing to start: the peers did not wait
   CHECK(c.pendingCount() == 0);
   CHECK(c.runningCount() == 1);
+  CHECK(c.done(idOf(1), 0, OpDone{7, 0}).empty());
+  CHECK(c.done(idOf(9), 0, OpDone{7, 0}).empty());  // not a member: ignored
+  CHECK(c.done(idOf(2), 0, OpDone{7, 0}).empty());
+  CHECK(c.runningCount() == 1);
+  CHECK(c.done(idOf(3), 0, OpDone{7, 0}).empty());
+  CHECK(c.runningCount() == 0);
+}
+
+TEST_CASE("op coordinator: the calls of one tag are told apart by their number", "[ops]") {
+  OpCoordinator c;
+  OpAnnounce second = ann(7);
+  second.seq = 1;
+  CHECK(announce(c, 1, ann(7)).empty());
+  CHECK(announce(c, 1, second).empty());  // peer 1 is a call ahead: not a duplicate
+  CHECK(c.pendingCount() == 2);
+  auto aborted = sent<OpAbort>(announce(c, 2, ann(7, 101)));  // differs from call 0 only
+  REQUIRE(aborted.size() == 3);
+  CHECK(aborted[0].second.seq == 0);
+  CHECK(c.pendingCount() == 1);
+}
+
+TEST_CASE("op coordinator: OpFailed from a member aborts it on every member, from anyone else nothing", "[ops]") {
+  OpCoordinator c;
+  CHECK(announce(c, 1, ann(7)).empty());
+  CHECK(announce(c, 2, ann(7)).empty());
+  CHECK(c.failed(idOf(9), 0, OpFailed{7, 0, static_cast<uint16_t>(Code::kTimeout), 0, "late"}).empty());
+  auto aborted = sent<OpAbort>(c.failed(idOf(2), 0, OpFailed{7, 0, static_cast<uint16_t>(Code::kTimeout), 1, "late"}));
+  REQUIRE(aborted.size() == 3);  // peer 3 has not called it yet: it fails the call when it comes
+  CHECK(aborted[2].first == idOf(3));
+  CHECK(aborted[2].second.code == static_cast<uint16_t>(Code::kTimeout));
+  CHECK_THAT(aborted[2].second.reason, Catch::Contains(shortId(idOf(2))) && Catch::Contains("late"));
+  CHECK(c.pendingCount() + c.runningCount() == 0);
 }
 
 TEST_CASE("op coordinator: different calls are Mismatch, naming both peers and values", "[ops]") {
@@ -76,7 +109,7 @@ TEST_CASE("op coordinator: different calls are Mismatch, naming both peers and v
   REQUIRE(aborted.size() == 3);
   for (const auto& [to, m] : aborted) {
     CHECK(m.code == static_cast<uint16_t>(Code::kMismatch));
-    CHECK(m.op_id == 0);
+    CHECK(m.seq == 0);
     CHECK_THAT(m.reason, Catch::Contains("count=101") && Catch::Contains(shortId(idOf(3))));
   }
   CHECK(c.pendingCount() == 0);
@@ -87,7 +120,7 @@ TEST_CASE("op coordinator: races with a ring change are TopologyChanged, not Mis
   SECTION("a peer an epoch behind") {
     CHECK(announce(c, 1, ann(7)).empty());
     auto aborted = sent<OpAbort>(announce(c, 2, ann(7, 100, kEpoch - 1)));
-    REQUIRE(aborted.size() == 2);  // everyone who announced
+    REQUIRE(aborted.size() == 3);  // every member
     CHECK(aborted[0].second.code == static_cast<uint16_t>(Code::kTopologyChanged));
     CHECK_THAT(aborted[0].second.reason, Catch::Contains("epoch 3") && Catch::Contains("pcclUpdateTopology"));
   }
@@ -95,12 +128,12 @@ TEST_CASE("op coordinator: races with a ring change are TopologyChanged, not Mis
     CHECK(announce(c, 1, ann(7)).empty());
     CHECK(announce(c, 2, ann(8)).empty());
     auto aborted = sent<OpAbort>(c.voteStarted(idOf(3)));
-    REQUIRE(aborted.size() == 2);
+    REQUIRE(aborted.size() == 6);  // two tags, three members each
     for (const auto& [to, m] : aborted) CHECK(m.code == static_cast<uint16_t>(Code::kTopologyChanged));
   }
   SECTION("the master says why no collective can run: its code is passed on") {
     auto aborted = sent<OpAbort>(announce(c, 1, ann(7), Status::topologyChanged("a vote is open")));
-    REQUIRE(aborted.size() == 1);
+    REQUIRE(aborted.size() == 3);
     CHECK(aborted[0].second.code == static_cast<uint16_t>(Code::kTopologyChanged));
     CHECK_THAT(aborted[0].second.reason, Catch::Contains("a vote is open"));
   }
@@ -113,7 +146,7 @@ TEST_CASE("op coordinator: a blocked run says why before it says that a peer is 
   const Status stale = Status::peerLost("the ring build of epoch 4 failed: ring successor 03030303 at 10.0.0.3:29500: "
                                         "Connection refused; every peer must call pcclUpdateTopology first");
   auto aborted = sent<OpAbort>(announce(c, 1, ann(7, 100, kEpoch - 1), stale));
-  REQUIRE(aborted.size() == 1);
+  REQUIRE(aborted.size() == 3);
   CHECK(aborted[0].second.code == static_cast<uint16_t>(Code::kPeerLost));
   CHECK_THAT(aborted[0].second.reason, Catch::Contains("10.0.0.3:29500") && Catch::StartsWith("tag 7: "));
 }
@@ -163,14 +196,14 @@ TEST_CASE("op coordinator: a crossed tag fails with Mismatch after the window, n
   CHECK(c.tick(t0 + window - Millis(1)).empty());  // not yet
   Effects fx = c.tick(t0 + window);
   auto aborted = sent<OpAbort>(fx);
-  REQUIRE(aborted.size() == 3);  // every announcer of both tags
+  REQUIRE(aborted.size() == 6);  // both tags, on every member
   for (const auto& [to, m] : aborted) {
     INFO(m.reason);
     CHECK(m.code == static_cast<uint16_t>(Code::kMismatch));
-    CHECK(m.op_id == 0);
+    CHECK(m.seq == 0);
     CHECK_THAT(m.reason, Catch::StartsWith("tags diverge: tag " + std::to_string(m.tag)) &&
                              Catch::Contains("announce_window_ms 30000") && Catch::Contains("for 30000 ms"));
-    if (to == idOf(3)) {
+    if (m.tag == 0) {
       CHECK(m.tag == 0);
       CHECK_THAT(m.reason, Catch::Contains("peer " + shortId(idOf(1)) + " (rank 0, waiting in tag 10") &&
                                Catch::Contains("peer " + shortId(idOf(2)) + " (rank 1, waiting in tag 10"));
@@ -192,18 +225,20 @@ TEST_CASE("op coordinator: a slow member is never failed by the window, and a cr
     CHECK(announce(c, 1, ann(5)).empty());
     CHECK(announce(c, 2, ann(5)).empty());
     for (int i = 0; i < 10; ++i) CHECK(c.tick(t0 + i * window).empty());
-    CHECK(sent<OpStart>(announce(c, 3, ann(5))).size() == 3);  // it arrives: the operation starts
+    CHECK(announce(c, 3, ann(5)).empty());  // it arrives: every member has called it
+    CHECK(c.runningCount() == 1);
   }
   SECTION("asynchronous calls in different orders") {
     CHECK(announce(c, 1, ann(1)).empty());
     CHECK(announce(c, 2, ann(2)).empty());
     CHECK(c.tick(t0).empty());  // crossed: 1 has 1, 2 has 2
     CHECK(announce(c, 1, ann(2)).empty());
-    CHECK(announce(c, 3, ann(2)).size() == 3);     // tag 2 starts; tag 1 now waits only for slow members
+    CHECK(announce(c, 3, ann(2)).empty());         // tag 2 is called by all; tag 1 waits only for slow members
     CHECK(c.tick(t0 + window / 2).empty());        // no longer crossed: the window is reset
     CHECK(c.tick(t0 + 10 * window).empty());
     CHECK(announce(c, 2, ann(1)).empty());
-    CHECK(sent<OpStart>(announce(c, 3, ann(1))).size() == 3);
+    CHECK(announce(c, 3, ann(1)).empty());
+    CHECK(c.pendingCount() == 0);
   }
   SECTION("window 0 turns the check off") {
     OpCoordinator off(4096, Millis(0));
@@ -226,4 +261,55 @@ TEST_CASE("op coordinator: divergence is judged per group", "[ops]") {
   CHECK(c.tick(t0).empty());
   CHECK(c.tick(t0 + 5 * window).empty());
   CHECK(c.pendingCount() == 2);
+}
+
+// ---- operations in doubt ----------------------------------------------------------------------------
+
+namespace {
+OpState st(uint64_t tag, OpPhase phase, uint32_t seq = 0) {
+  return OpState{kEpoch, tag, seq, static_cast<uint8_t>(phase)};
+}
+}  // namespace
+
+TEST_CASE("op resolver: a peer in doubt makes the master ask every peer, and all prepared is a commit", "[ops]") {
+  OpResolver r;
+  bool failed = false;
+  auto queries = sent<OpQuery>(r.state(idOf(1), 0, st(7, OpPhase::kPrepared), kThree, &failed));
+  REQUIRE(queries.size() == 2);  // the others
+  CHECK(queries[0].first == idOf(2));
+  CHECK(queries[0].second.tag == 7);
+  CHECK(sent<OpOutcome>(r.state(idOf(2), 0, st(7, OpPhase::kCommitted), kThree, &failed)).empty());
+  auto outcome = sent<OpOutcome>(r.state(idOf(3), 0, st(7, OpPhase::kPrepared), kThree, &failed));
+  REQUIRE(outcome.size() == 3);
+  CHECK(outcome[0].second.committed == 1);
+  CHECK_FALSE(failed);
+  CHECK(r.openCount() == 0);
+  // A late asker hears the same.
+  auto late = sent<OpOutcome>(r.state(idOf(2), 0, st(7, OpPhase::kPrepared), kThree, &failed));
+  REQUIRE(late.size() == 1);
+  CHECK(late[0].second.committed == 1);
+}
+
+TEST_CASE("op resolver: one peer that failed it (or was still waiting for data) fails it everywhere", "[ops]") {
+  OpResolver r;
+  bool failed = false;
+  (void)r.state(idOf(1), 0, st(7, OpPhase::kPrepared), kThree, &failed);
+  (void)r.state(idOf(2), 0, st(7, OpPhase::kFailed), kThree, &failed);
+  auto outcome = sent<OpOutcome>(r.state(idOf(3), 0, st(7, OpPhase::kUnknown), kThree, &failed));
+  REQUIRE(outcome.size() == 3);
+  CHECK(outcome[0].second.committed == 0);
+  CHECK(outcome[0].second.code == static_cast<uint16_t>(Code::kPeerLost));
+  CHECK_THAT(outcome[0].second.reason, Catch::Contains(shortId(idOf(2))) && Catch::Contains("pcclUpdateTopology"));
+  CHECK(failed);
+}
+
+TEST_CASE("op resolver: a peer that leaves is not waited for, and the survivors all hold the result", "[ops]") {
+  OpResolver r;
+  bool failed = false;
+  (void)r.state(idOf(1), 0, st(7, OpPhase::kPrepared), kThree, &failed);
+  (void)r.state(idOf(2), 0, st(7, OpPhase::kPrepared), kThree, &failed);
+  auto outcome = sent<OpOutcome>(r.peerGone(idOf(3), &failed));
+  REQUIRE(outcome.size() == 2);
+  CHECK(outcome[0].second.committed == 1);
+  CHECK_FALSE(failed);
 }

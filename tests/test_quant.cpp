@@ -361,7 +361,7 @@ struct CodedRing {
   }
   // placement + copy + delivered, as the channel would; returns the first error.
   Status feed(const std::vector<uint8_t>& bytes, uint32_t flags = 0) {
-    wire::DataHeader h{9, 0, flags, 0};
+    wire::DataHeader h = wire::dataHeader(9, 0, flags, 0);
     auto dst = ring->placement(h, static_cast<uint32_t>(bytes.size()));
     if (!dst.isOk()) return dst.status();
     std::memcpy(*dst, bytes.data(), bytes.size());

@@ -289,8 +289,25 @@ TEST_CASE("security: protocol version mismatch is reported with both versions", 
     auto e = wire::decodePayload<wire::Error>(reply->payload.data(), reply->payload.size());
     REQUIRE(e.isOk());
     CHECK(e->code == static_cast<uint16_t>(Code::kVersionMismatch));
-    CHECK_THAT(e->message, Catch::Contains("version 2") && Catch::Contains("version 3"));
+    CHECK_THAT(e->message, Catch::Contains("version 2") && Catch::Contains("version 4"));
     CHECK(s.waitClosed(2000));
+  }
+  SECTION("a version-3 peer (all-reduces started through the master) talking to this master and to a ring port") {
+    auto master = startMaster(fastMasterConfig());
+    auto member = makeComm(fastCommConfig(master->port()));
+    REQUIRE(member->connect().isOk());
+    for (uint16_t port : {master->port(), member->listenPort()}) {
+      RawSocket s = RawSocket::connectTo(port);
+      REQUIRE(s.sendBytes(helloFrame(net::randomNonce(), 0, 3)));
+      auto reply = s.recvFrame(2000);
+      REQUIRE(reply);
+      REQUIRE(reply->header.type == static_cast<uint16_t>(wire::MsgType::kError));
+      auto e = wire::decodePayload<wire::Error>(reply->payload.data(), reply->payload.size());
+      REQUIRE(e.isOk());
+      CHECK(e->code == static_cast<uint16_t>(Code::kVersionMismatch));
+      CHECK_THAT(e->message, Catch::Contains("remote speaks pccl protocol version 3, this build speaks version 4"));
+      CHECK(s.waitClosed(2000));
+    }
   }
   SECTION("this client talking to a master of another version") {
     RawListener fake;

@@ -369,19 +369,19 @@ TEST_CASE("shared state transfer: wrong, oversized, misplaced or corrupt respons
   };
   std::vector<Case> cases = {
       {"a short response", [](net::Tcp::socket& s, const wire::DataHeader& h) {
-         writeResponse(s, wire::DataHeader{h.op_id, h.phase, 0, h.offset}, std::vector<uint8_t>(10));
+         writeResponse(s, wire::dataHeader(h.op_id, h.phase, 0, h.offset), std::vector<uint8_t>(10));
        }, "bytes in answer"},
       {"another offset", [](net::Tcp::socket& s, const wire::DataHeader& h) {
-         writeResponse(s, wire::DataHeader{h.op_id, h.phase, 0, h.offset + 1}, std::vector<uint8_t>(1024));
+         writeResponse(s, wire::dataHeader(h.op_id, h.phase, 0, h.offset + 1), std::vector<uint8_t>(1024));
        }, "does not answer"},
       {"another sync", [](net::Tcp::socket& s, const wire::DataHeader& h) {
-         writeResponse(s, wire::DataHeader{h.op_id + 1, h.phase, 0, h.offset}, std::vector<uint8_t>(1024));
+         writeResponse(s, wire::dataHeader(h.op_id + 1, h.phase, 0, h.offset), std::vector<uint8_t>(1024));
        }, "does not answer"},
       {"a corrupt zstd frame", [](net::Tcp::socket& s, const wire::DataHeader& h) {
-         writeResponse(s, wire::DataHeader{h.op_id, h.phase, wire::kDataCompressed, h.offset}, std::vector<uint8_t>(50, 0xAB));
+         writeResponse(s, wire::dataHeader(h.op_id, h.phase, wire::kDataCompressed, h.offset), std::vector<uint8_t>(50, 0xAB));
        }, ""},
       {"a request sent back", [](net::Tcp::socket& s, const wire::DataHeader& h) {
-         writeResponse(s, wire::DataHeader{h.op_id, h.phase, wire::kDataRequest, h.offset}, std::vector<uint8_t>(1024));
+         writeResponse(s, wire::dataHeader(h.op_id, h.phase, wire::kDataRequest, h.offset), std::vector<uint8_t>(1024));
        }, "does not answer"},
       {"a hang-up", [](net::Tcp::socket& s, const wire::DataHeader&) { s.close(); }, "PeerLost: state source hostile"},
   };

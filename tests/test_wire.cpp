@@ -17,6 +17,7 @@
 
 #include "wire/bytes.hpp"
 #include "wire/dispatch.hpp"
+#include "wire/data.hpp"
 #include "wire/frame.hpp"
 #include "wire/messages.hpp"
 #include "wire/sync_messages.hpp"
@@ -223,6 +224,7 @@ P2PHello sample(Tag<P2PHello>) {
 OpAnnounce sample(Tag<OpAnnounce>) {
   OpAnnounce m;
   m.tag = 0xA1A2A3A4A5A6A7A8ull;
+  m.seq = 5;
   m.count = 0x0000001234567890ull;
   m.dtype = 10;
   m.op = 1;
@@ -232,32 +234,52 @@ OpAnnounce sample(Tag<OpAnnounce>) {
   m.segment_bytes = 1u << 20;
   return m;
 }
-OpStart sample(Tag<OpStart>) {
-  OpStart m;
-  m.tag = 42;
-  m.op_id = 0x8877665544332211ull;
-  return m;
-}
 OpAbort sample(Tag<OpAbort>) {
   OpAbort m;
   m.tag = 43;
-  m.op_id = 9;
+  m.seq = 9;
   m.code = static_cast<uint16_t>(Code::kMismatch);
   m.reason = "peers disagree on tag 43: count=1 vs count=2";
   return m;
 }
-template <MsgType T>
-OpIdMsg<T> sample(Tag<OpIdMsg<T>>) {
-  OpIdMsg<T> m;
-  m.op_id = 0x0102030405060708ull + static_cast<uint64_t>(T);
+OpDone sample(Tag<OpDone>) {
+  OpDone m;
+  m.tag = 0x0102030405060708ull;
+  m.seq = 0x11223344u;
   return m;
 }
 OpFailed sample(Tag<OpFailed>) {
   OpFailed m;
   m.tag = 44;
-  m.op_id = 0;
+  m.seq = 3;
   m.code = static_cast<uint16_t>(Code::kTimeout);
+  m.ring_broken = 1;
   m.reason = "deadline passed";
+  return m;
+}
+OpState sample(Tag<OpState>) {
+  OpState m;
+  m.epoch = 12;
+  m.tag = 45;
+  m.seq = 2;
+  m.state = static_cast<uint8_t>(OpPhase::kPrepared);
+  return m;
+}
+OpQuery sample(Tag<OpQuery>) {
+  OpQuery m;
+  m.epoch = 12;
+  m.tag = 46;
+  m.seq = 0xFFFFFFFFu;
+  return m;
+}
+OpOutcome sample(Tag<OpOutcome>) {
+  OpOutcome m;
+  m.epoch = 12;
+  m.tag = 47;
+  m.seq = 1;
+  m.committed = 0;
+  m.code = static_cast<uint16_t>(Code::kPeerLost);
+  m.reason = "tag 47 (call 1) failed on peer 01020304 before every peer held its result";
   return m;
 }
 
@@ -335,16 +357,16 @@ TEST_CASE("wire: header byte layout is 20 little-endian bytes starting with PCCL
   h.epoch = 0x0102030405060708ull;
   h.length = 0x0A0B0C0Du;
   const HeaderBytes b = encodeHeader(h);
-  const HeaderBytes expected = {'P',  'C',  'C',  'L',  0x03, 0x00, 0x34, 0x12, 0x08, 0x07,
+  const HeaderBytes expected = {'P',  'C',  'C',  'L',  0x04, 0x00, 0x34, 0x12, 0x08, 0x07,
                                 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x0D, 0x0C, 0x0B, 0x0A};
   CHECK(b == expected);
   CHECK(kHeaderSize == 20);
-  CHECK(kProtocolVersion == 3);
+  CHECK(kProtocolVersion == 4);
 
   auto d = decodeHeader(b.data(), b.size(), 0xFFFFFFFFu);
   REQUIRE(d.isOk());
   CHECK(d->magic == kMagic);
-  CHECK(d->version == 3);
+  CHECK(d->version == 4);
   CHECK(d->type == 0x1234);
   CHECK(d->epoch == 0x0102030405060708ull);
   CHECK(d->length == 0x0A0B0C0Du);
@@ -359,7 +381,7 @@ TEST_CASE("wire: P2PHello frame byte layout") {
   const std::vector<uint8_t> frame = encodeFrame(m, 0x0000000000000105ull);
   std::vector<uint8_t> expected = {
       // header
-      'P', 'C', 'C', 'L', 0x03, 0x00, 0x30, 0x00,              // magic, version 3, type 48
+      'P', 'C', 'C', 'L', 0x04, 0x00, 0x30, 0x00,              // magic, version 4, type 48
       0x05, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,          // epoch 0x105
       0x5C, 0x00, 0x00, 0x00,                                  // length 92
       // payload: sender_id
@@ -373,6 +395,48 @@ TEST_CASE("wire: P2PHello frame byte layout") {
     INFO("byte " << i);
     CHECK(static_cast<int>(frame[i]) == static_cast<int>(expected[i]));
   }
+}
+
+TEST_CASE("wire: ring data header layout (protocol 4): tag, phase, flags, offset, seq, descriptor") {
+  DataHeader d = dataHeader(0x0102030405060708ull, 3, kDataCompressed, 0x1112131415161718ull);
+  d.seq = 0xA1A2A3A4u;
+  d.desc = OpDesc{0x2122232425262728ull, 0x31323334u, 10, 1, 3, 19};
+  const auto head = encodeDataFrameHead(d, 0x105, 100);
+  REQUIRE(head.size() == kHeaderSize + 44);
+  const std::vector<uint8_t> expected = {
+      0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,  // op_id (the tag)
+      0x03, 0x00, 0x00, 0x00,                          // phase
+      0x01, 0x00, 0x00, 0x00,                          // flags
+      0x18, 0x17, 0x16, 0x15, 0x14, 0x13, 0x12, 0x11,  // offset
+      0xA4, 0xA3, 0xA2, 0xA1,                          // seq
+      0x28, 0x27, 0x26, 0x25, 0x24, 0x23, 0x22, 0x21,  // count
+      0x34, 0x33, 0x32, 0x31,                          // segment_bytes
+      10, 1, 3, 19,                                    // dtype, op, quant, compress
+  };
+  CHECK(std::vector<uint8_t>(head.begin() + kHeaderSize, head.end()) == expected);
+  auto back = decodeDataHeader(head.data() + kHeaderSize, kDataHeaderSize);
+  REQUIRE(back.isOk());
+  CHECK(back->seq == d.seq);
+  CHECK(back->desc == d.desc);
+  CHECK(decodeDataHeader(head.data() + kHeaderSize, kDataHeaderSize - 1).status().code() == Code::kProtocolError);
+
+  RingCtl c;
+  c.kind = RingCtl::kAbort;
+  c.value = 3;
+  c.code = static_cast<uint16_t>(Code::kMismatch);
+  c.desc = d.desc;
+  c.reason = "peers disagree on tag 1";
+  const std::vector<uint8_t> body = encodeRingCtl(c);
+  auto ctl = decodeRingCtl(body.data(), body.size());
+  REQUIRE(ctl.isOk());
+  CHECK(ctl->kind == RingCtl::kAbort);
+  CHECK(ctl->value == 3);
+  CHECK(ctl->desc == d.desc);
+  CHECK(ctl->reason == c.reason);
+  for (size_t n = 0; n < body.size(); ++n) CHECK_FALSE(decodeRingCtl(body.data(), n).isOk());
+  std::vector<uint8_t> bad = body;
+  bad[0] = 9;
+  CHECK_THAT(decodeRingCtl(bad.data(), bad.size()).status().message(), Catch::Contains("unknown kind 9"));
 }
 
 TEST_CASE("wire: string and list byte layouts") {

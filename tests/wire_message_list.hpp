@@ -18,8 +18,8 @@ struct Tag {
 using AllMessages =
     std::tuple<Hello, HelloReply, AuthProof, AuthOk, Error, JoinRequest, JoinAccepted, Heartbeat, VoteUpdate,
                WithdrawVote, Leave, P2PAccept, TopologyUpdate, P2PReady, TopologyReady, TopologyFailed, P2PFailed,
-               QueryStatus, MembershipStatus, PeerLeft, P2PHello, OpAnnounce, OpStart, OpAbort, OpDone,
-               OpComplete, OpFailed, SyncAnnounce, SyncPlan, SyncDone, SyncComplete>;
+               QueryStatus, MembershipStatus, PeerLeft, P2PHello, OpAnnounce, OpAbort, OpDone, OpFailed,
+               OpState, OpQuery, OpOutcome, SyncAnnounce, SyncPlan, SyncDone, SyncComplete>;
 
 template <typename... Ms, typename F>
 void forEachImpl(std::tuple<Ms...>*, F& f) {

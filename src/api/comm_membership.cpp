@@ -176,16 +176,16 @@ void Communicator::Impl::ioStartSession() {
 
 void Communicator::Impl::registerSessionHandlers() {
   wire::Dispatcher& d = link_->dispatcher();
-  d.on<wire::OpStart>([this](const wire::FrameHeader&, const wire::OpStart& m) {
-    colls_->onStart(m);
+  d.on<wire::OpAbort>([this](const wire::FrameHeader& h, const wire::OpAbort& m) {
+    colls_->onAbort(m, h.epoch);
     return Status::ok();
   });
-  d.on<wire::OpAbort>([this](const wire::FrameHeader&, const wire::OpAbort& m) {
-    colls_->onAbort(m);
+  d.on<wire::OpQuery>([this](const wire::FrameHeader&, const wire::OpQuery& m) {
+    colls_->onQuery(m);
     return Status::ok();
   });
-  d.on<wire::OpComplete>([this](const wire::FrameHeader&, const wire::OpComplete& m) {
-    colls_->onComplete(m);
+  d.on<wire::OpOutcome>([this](const wire::FrameHeader&, const wire::OpOutcome& m) {
+    colls_->onOutcome(m);
     return Status::ok();
   });
   d.on<wire::SyncPlan>([this](const wire::FrameHeader&, const wire::SyncPlan& m) {
@@ -274,8 +274,20 @@ Status Communicator::Impl::onTopology(const wire::TopologyUpdate& m) {
 
 Status Communicator::Impl::onReady(const wire::TopologyReady& m) {
   if (m.epoch != building_.epoch) return Status::ok();
+  // Our neighbours within the group's ring, named in mismatch messages.
+  std::vector<const RingMember*> group;
+  size_t self = 0;
+  for (const auto& r : building_.ring) {
+    if (r.group != building_.ring[building_.rank].group) continue;
+    if (r.id == id_) self = group.size();
+    group.push_back(&r);
+  }
+  const size_t n = group.size();
+  const std::string pred = n > 0 ? wire::shortId(group[(self + n - 1) % n]->id) : "?";
+  const std::string succ = n > 0 ? wire::shortId(group[(self + 1) % n]->id) : "?";
+  colls_->setSelf(wire::shortId(id_));
   colls_->setRing(building_.epoch, building_.group_rank, building_.group_world_size, pool_->outbound(),
-                  pool_->inbound());
+                  pool_->inbound(), pred, succ);
   std::lock_guard<std::mutex> lk(mu_);
   topology_ = building_;
   last_build_ = Status::ok();
@@ -289,11 +301,12 @@ Status Communicator::Impl::onReady(const wire::TopologyReady& m) {
 }
 
 Status Communicator::Impl::onFailed(const wire::TopologyFailed& m) {
-  colls_->clearRing();
+  const Status failed(wire::codeFromWire(m.code, Code::kPeerLost),
+                      fmt::format("topology update to epoch {} failed: {}", m.epoch, m.reason));
+  colls_->clearRing(Status(failed.code(), fmt::format("the ring build of epoch {} failed: {}", m.epoch, m.reason)));
   pool_->reset(Status::ok());
   std::lock_guard<std::mutex> lk(mu_);
-  last_build_ = Status(wire::codeFromWire(m.code, Code::kPeerLost),
-                       fmt::format("topology update to epoch {} failed: {}", m.epoch, m.reason));
+  last_build_ = failed;
   ++builds_done_;
   setState(PeerState::kMember);
   return Status::ok();

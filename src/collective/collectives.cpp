@@ -14,6 +14,13 @@ namespace pccl::collective {
 
 namespace {
 constexpr const char* kLog = "collective";
+
+std::string describeDesc(const wire::OpDesc& d, uint64_t epoch) {
+  return fmt::format("count={} dtype={} op={} quant={} compress={} epoch={} segment_bytes={}", d.count,
+                     codec::dtypeName(static_cast<codec::DType>(d.dtype)),
+                     codec::redOpName(static_cast<codec::RedOp>(d.op)),
+                     codec::quantName(static_cast<codec::Quant>(d.quant)), d.compress, epoch, d.segment_bytes);
+}
 }  // namespace
 
 Collectives::Collectives(asio::io_context& io, BufferPool* pool, ResetRing reset_ring)
@@ -21,98 +28,133 @@ Collectives::Collectives(asio::io_context& io, BufferPool* pool, ResetRing reset
 
 Collectives::~Collectives() { failAll(Status::invalidUsage("the communicator was destroyed")); }
 
-void Collectives::setRing(uint64_t epoch, uint32_t rank, uint32_t world, Channels successor, Channels predecessor) {
+void Collectives::setRing(uint64_t epoch, uint32_t rank, uint32_t world, Channels successor, Channels predecessor,
+                          std::string predecessor_id, std::string successor_id) {
   epoch_ = epoch;
   rank_ = rank;
   world_ = world;
   successor_ = std::move(successor);
   predecessor_ = std::move(predecessor);
+  predecessor_id_ = std::move(predecessor_id);
+  successor_id_ = std::move(successor_id);
   ring_broken_ = Status::ok();
-  paused_.clear();
+  next_seq_.clear();
+  early_.clear();
   for (auto& ch : successor_) ch->start(this);
   for (auto& ch : predecessor_) ch->start(this);
 }
 
-void Collectives::clearRing() {
+void Collectives::clearRing(const Status& why) {
   successor_.clear();
   predecessor_.clear();
-  paused_.clear();
-  ring_broken_ = Status::peerLost("the ring is being rebuilt");
+  early_.clear();
+  ring_broken_ = why.isOk() ? Status::peerLost("the ring is being rebuilt") : why;
+}
+
+Collectives::Op* Collectives::find(const OpKey& key) {
+  auto it = ops_.find(key);
+  return it == ops_.end() ? nullptr : it->second.get();
+}
+
+bool Collectives::isFuture(const OpKey& k) const {
+  if (k.epoch != epoch_) return false;
+  auto it = next_seq_.find(k.tag);
+  return k.seq >= (it == next_seq_.end() ? 0 : it->second);
+}
+
+std::string Collectives::mismatch(const wire::OpDesc& theirs, const std::string& who, const wire::OpDesc& ours,
+                                  const OpKey& k) const {
+  return fmt::format("peers disagree on tag {}: peer {} has {}, peer {} has {}", k.tag, self_,
+                     describeDesc(ours, k.epoch), who, describeDesc(theirs, k.epoch));
 }
 
 // ---- the life of one operation ------------------------------------------------------------------
 
 void Collectives::submit(ReduceRequest req, Completion done) {
-  auto op = std::make_unique<Op>(io_);
-  op->req = std::move(req);
-  op->done = std::move(done);
-  op->world = world_;
-  Op& o = *op;
-  if (by_tag_.count(o.req.tag) != 0) {
-    return finishOp(o, Status::invalidUsage(fmt::format("tag {} is already in flight", o.req.tag)));
-  }
+  auto holder = std::make_unique<Op>(io_, std::max<uint32_t>(world_, 1));
+  Op& o = *holder;
+  o.req = std::move(req);
+  o.done = std::move(done);
+  o.world = world_;
+  const uint64_t tag = o.req.tag;
+  if (by_tag_.count(tag) != 0) return finishOp(o, Status::invalidUsage(fmt::format("tag {} is already in flight", tag)));
   if (!link_down_.isOk()) return finishOp(o, link_down_);
   if (link_ == nullptr) return finishOp(o, Status::masterUnreachable("not connected to the master"));
-  by_tag_[o.req.tag] = std::move(op);
-  wire::OpAnnounce a;
-  a.tag = o.req.tag;
-  a.count = o.req.count;
-  a.dtype = static_cast<uint8_t>(o.req.dtype);
-  a.op = static_cast<uint8_t>(o.req.op);
-  a.quant = static_cast<uint8_t>(o.req.quant);
-  a.compress = static_cast<uint8_t>(o.req.compress);
-  a.epoch = epoch_;
-  a.segment_bytes = o.req.segment_bytes;
-  link_->send(a, epoch_);
-  const uint64_t tag = o.req.tag;
-  o.timer.expires_at(o.req.submitted + o.req.timeout);
-  o.timer.async_wait([this, tag](const asio::error_code& ec) {
-    if (!ec) timedOut(tag);
-  });
-}
-
-void Collectives::onStart(const wire::OpStart& m) {
-  max_started_ = std::max(max_started_, m.op_id);
-  auto it = by_tag_.find(m.tag);
-  if (it == by_tag_.end() || it->second->state != State::kAnnounced) {
-    // We gave up on it (deadline) before the start reached us: make the others stop too.
-    if (link_ != nullptr) {
-      link_->send(wire::OpFailed{m.tag, m.op_id, static_cast<uint16_t>(Code::kTimeout),
-                                 "this peer no longer waits for the operation"},
-                  epoch_);
-    }
-    return resumePaused();
+  if (!ring_broken_.isOk() && successor_.empty() && world_ <= 1) {  // no ring installed: a build failed
+    return finishOp(o, Status(ring_broken_.code(), ring_broken_.message() + "; call pcclUpdateTopology"));
   }
-  Op& op = *it->second;
-  op.op_id = m.op_id;
-  op.state = State::kRunning;
-  by_id_[m.op_id] = &op;
-  run(op);
-  resumePaused();
-}
-
-void Collectives::run(Op& op) {
-  const ReduceRequest& r = op.req;
-  const size_t bytes = r.count * codec::dtypeSize(r.dtype);
-  if (r.count == 0) return localDone(op);
-  if (world_ <= 1) {
-    if (r.output != r.input) {
-      if (r.device != nullptr) {
-        Status st = deviceCopy(*r.device, r.output, r.input, bytes);
-        if (!st.isOk()) return failOp(op, st, true);
+  const size_t bytes = o.req.count * codec::dtypeSize(o.req.dtype);
+  if (world_ <= 1) {  // alone in the group: the result is the input
+    if (o.req.output != o.req.input && bytes > 0) {
+      if (o.req.device != nullptr) {
+        Status st = deviceCopy(*o.req.device, o.req.output, o.req.input, bytes);
+        if (!st.isOk()) return finishOp(o, st);
       } else {
-        std::memcpy(r.output, r.input, bytes);
+        std::memcpy(o.req.output, o.req.input, bytes);
       }
     }
-    return localDone(op);
+    return finishOp(o, Status::ok());
   }
+  // Calls of this tag that failed on the others before we made them are skipped: we did not make
+  // them, and the others' retries are our calls (the master or a neighbour told us about them).
+  uint32_t& next = next_seq_[tag];
+  while (history_.find(OpKey{epoch_, tag, next})) ++next;
+  o.key = OpKey{epoch_, tag, next++};
+  o.desc = wire::OpDesc{o.req.count, o.req.segment_bytes, static_cast<uint8_t>(o.req.dtype),
+                        static_cast<uint8_t>(o.req.op), static_cast<uint8_t>(o.req.quant),
+                        static_cast<uint8_t>(o.req.compress)};
+  const OpKey key = o.key;
   if (!ring_broken_.isOk() || successor_.empty()) {
-    return failOp(op, Status::peerLost(fmt::format("the ring's connections are down ({}); call pcclUpdateTopology",
-                                                   ring_broken_.isOk() ? "none" : ring_broken_.message())),
-                  true);
+    Status why = Status::peerLost(fmt::format("the ring's connections are down ({}); call pcclUpdateTopology",
+                                              ring_broken_.isOk() ? "none" : ring_broken_.message()));
+    link_->send(wire::OpFailed{tag, key.seq, static_cast<uint16_t>(why.code()), 1, why.message()}, epoch_);
+    history_.failed(key, why);
+    return finishOp(o, why);
   }
+  ops_[key] = std::move(holder);
+  by_tag_[tag] = &o;
+  wire::OpAnnounce a;
+  a.tag = tag;
+  a.seq = key.seq;
+  a.count = o.desc.count;
+  a.dtype = o.desc.dtype;
+  a.op = o.desc.op;
+  a.quant = o.desc.quant;
+  a.compress = o.desc.compress;
+  a.epoch = epoch_;
+  a.segment_bytes = o.desc.segment_bytes;
+  link_->send(a, epoch_);
+  wire::RingCtl hello;
+  hello.kind = wire::RingCtl::kHello;
+  hello.desc = o.desc;
+  sendCtl(key, false, hello);
+  o.timer.expires_at(o.req.submitted + o.req.timeout);
+  o.timer.async_wait([this, key](const asio::error_code& ec) {
+    if (!ec) timedOut(key);
+  });
+  if (o.req.count == 0) {
+    o.data_in = true;
+  } else if (Status st = startRing(o); !st.isOk()) {
+    if (Op* p = find(key)) failOp(*p, st, true, false, true);
+    return;
+  }
+  if (find(key) == nullptr) return;
+  if (auto theirs = early_.takeHello(key)) {
+    if (!onHello(o, *theirs)) return;
+  }
+  if (Status st = replayEarly(o); !st.isOk()) {
+    if (Op* p = find(key)) failOp(*p, st, false, true, true);
+    return;
+  }
+  if (Op* p = find(key)) maybePrepared(*p);
+}
+
+Status Collectives::startRing(Op& op) {
+  const ReduceRequest& r = op.req;
   RingOpSpec spec;
-  spec.op_id = op.op_id;
+  spec.op_id = op.key.tag;
+  spec.seq = op.key.seq;
+  spec.desc = op.desc;
   spec.input = r.input;
   spec.output = r.output;
   spec.count = r.count;
@@ -130,7 +172,7 @@ void Collectives::run(Op& op) {
     const size_t wire_bytes = wireRegionBytes(spec);
     auto pinned = r.device->pinned(wire_bytes);
     auto on_gpu = pinned.isOk() ? r.device->device(wire_bytes) : Result<codec::gpu::Block>(pinned.status());
-    if (!on_gpu.isOk()) return failOp(op, on_gpu.status(), true);
+    if (!on_gpu.isOk()) return on_gpu.status();
     op.wire_pinned = std::move(pinned).value();
     op.wire_device = std::move(on_gpu).value();
     spec.wire = op.wire_pinned.data();
@@ -140,81 +182,112 @@ void Collectives::run(Op& op) {
     op.wire = pool_->acquire(wireRegionBytes(spec));
     spec.wire = op.wire.data.get();
   }
-  const uint64_t op_id = op.op_id;
-  op.ring = std::make_shared<RingAllReduce>(spec, successor_,
-                                            [this, op_id](const Status& s) { ringFinished(op_id, s); });
+  const OpKey key = op.key;
+  op.ring = std::make_shared<RingAllReduce>(spec, successor_, [this, key](const Status& s) { ringFinished(key, s); });
   auto ring = op.ring;
   ring->start();
+  return Status::ok();
 }
 
-void Collectives::ringFinished(uint64_t op_id, const Status& s) {
-  Op* op = byId(op_id);
+void Collectives::ringFinished(const OpKey& key, const Status& s) {
+  Op* op = find(key);
   if (op == nullptr || op->state != State::kRunning) return;
-  if (s.isOk()) return localDone(*op);
-  failOp(*op, s, true);
+  if (!s.isOk()) return failOp(*op, s, false, true, true);
+  op->data_in = true;
+  maybePrepared(*op);
 }
 
-void Collectives::localDone(Op& op) {
-  op.state = State::kLocalDone;
-  if (link_ != nullptr) link_->send(wire::OpDone{op.op_id}, epoch_);
+void Collectives::maybePrepared(Op& op) {
+  if (op.state != State::kRunning || !op.data_in || !op.successor_ok) return;
+  op.state = State::kPrepared;
+  applyCommit(op, op.commit.prepared());
 }
 
-void Collectives::onComplete(const wire::OpComplete& m) {
-  Op* op = byId(m.op_id);
-  if (op == nullptr) return;
-  if (op->state != State::kLocalDone) {
-    PCCL_LOG_ERROR(kLog, "{} epoch={} tag={}: master completed op {} that is still running here", name_, epoch_,
-                   op->req.tag, m.op_id);
-    return failOp(*op, Status::protocol("the master completed an operation this peer had not finished"), true);
+void Collectives::applyCommit(Op& op, const CommitRound::Sends& s) {
+  wire::RingCtl c;
+  if (s.commit) {
+    c.kind = wire::RingCtl::kCommit;
+    sendCtl(op.key, true, c);
+    sendCtl(op.key, false, c);
+    return commitOp(op);
   }
-  finishOp(*op, Status::ok());
-}
-
-void Collectives::onAbort(const wire::OpAbort& m) {
-  max_started_ = std::max(max_started_, m.op_id);
-  Op* op = nullptr;
-  if (m.op_id != 0) {
-    op = byId(m.op_id);
-  } else {
-    auto it = by_tag_.find(m.tag);
-    if (it != by_tag_.end() && it->second->state == State::kAnnounced) op = it->second.get();
+  c.kind = wire::RingCtl::kPrepared;
+  if (s.to_successor != 0) {
+    c.value = s.to_successor;
+    sendCtl(op.key, true, c);
   }
-  if (op != nullptr) failOp(*op, Status(wire::codeFromWire(m.code, Code::kPeerLost), m.reason), false);
-  resumePaused();
+  if (s.to_predecessor != 0) {
+    c.value = s.to_predecessor;
+    sendCtl(op.key, false, c);
+  }
 }
 
-void Collectives::timedOut(uint64_t tag) {
-  auto it = by_tag_.find(tag);
-  if (it == by_tag_.end()) return;
-  Op& op = *it->second;
-  const char* where = op.state == State::kAnnounced ? "waiting for every peer to call it" : "running";
-  failOp(op, Status::timeout(fmt::format("all-reduce tag {} not finished within {} ms ({})", tag,
-                                         op.req.timeout.count(), where)),
-         true);
+void Collectives::commitOp(Op& op) {
+  history_.committed(op.key);
+  if (link_ != nullptr) link_->send(wire::OpDone{op.key.tag, op.key.seq}, epoch_);
+  finishOp(op, Status::ok());
 }
 
-void Collectives::failOp(Op& op, const Status& why, bool tell_master) {
-  const State was = op.state;
-  if (was == State::kFailing) return;
+// A failure after this peer was prepared: it holds the result, and some peer may already have
+// committed, so it must not fail on its own. The master asks every peer and answers.
+void Collectives::inDoubt(Op& op, const std::string& why) {
+  if (op.state == State::kInDoubt) return;
+  op.state = State::kInDoubt;
+  PCCL_LOG_WARN(kLog, "{} epoch={}: {} is in doubt ({}): asking the master how it ended", name_, epoch_,
+                describeKey(op.key), why);
+  if (link_ == nullptr) {
+    return endFailed(op, link_down_.isOk() ? Status::masterUnreachable("the master is gone") : link_down_);
+  }
+  link_->send(wire::OpState{op.key.epoch, op.key.tag, op.key.seq, static_cast<uint8_t>(wire::OpPhase::kPrepared)},
+              epoch_);
+}
+
+void Collectives::failOp(Op& op, const Status& why, bool flood, bool close_ring, bool tell_master) {
+  if (op.state == State::kFailing) return;
+  if (op.state == State::kPrepared || op.state == State::kInDoubt) return inDoubt(op, why.message());
   op.state = State::kFailing;  // closing the ring below reports back here: do not fail twice
-  const bool touched = was != State::kAnnounced;  // output may hold partial data
+  history_.failed(op.key, why);
   if (tell_master && link_ != nullptr) {
-    link_->send(wire::OpFailed{op.req.tag, op.op_id, static_cast<uint16_t>(why.code()), why.message()}, epoch_);
+    link_->send(wire::OpFailed{op.key.tag, op.key.seq, static_cast<uint16_t>(why.code()),
+                               static_cast<uint8_t>(close_ring ? 1 : 0), why.message()},
+                epoch_);
   }
-  if (op.ring) op.ring->fail(why);
-  if (was == State::kRunning) {
-    // Segments of this operation may still be on the wire, and frames in flight could land in the
-    // user's buffer: close the ring's connections before giving the buffer back.
-    PCCL_LOG_WARN(kLog, "{} epoch={} tag={}: all-reduce op {} failed mid-transfer, closing the ring: {}", name_,
-                  epoch_, op.req.tag, op.op_id, why.toString());
-    ring_broken_ = why;
+  if (flood) {
+    wire::RingCtl c;
+    c.kind = wire::RingCtl::kAbort;
+    c.code = static_cast<uint16_t>(why.code());
+    c.reason = why.message();
+    sendCtl(op.key, true, c);
+    sendCtl(op.key, false, c);
+  }
+  auto ring = op.ring;
+  if (ring) ring->fail(why);
+  if (close_ring && ring) {
+    // Frames of ours may be on their way: closing the connections ends them before the buffer goes back.
+    PCCL_LOG_WARN(kLog, "{} epoch={}: all-reduce {} failed, closing the ring: {}", name_, epoch_,
+                  describeKey(op.key), why.toString());
+    if (ring_broken_.isOk()) ring_broken_ = why;
     reset_ring_(why);
   }
+  if (!ring) return endFailed(op, why);
+  const OpKey key = op.key;
+  // Our frames still queued are taken back; one being written finishes first (then nothing reads the buffer).
+  ring->whenQuiet([this, key, why] {
+    if (Op* p = find(key)) endFailed(*p, why);
+  });
+}
+
+void Collectives::endFailed(Op& op, const Status& why) {
+  op.state = State::kFailing;
+  history_.failed(op.key, why);
   const size_t bytes = op.req.count * codec::dtypeSize(op.req.dtype);
-  if (touched && op.req.saved.data) std::memcpy(op.req.output, op.req.saved.data.get(), bytes);
-  if (touched && op.req.saved_device) {
+  if (op.req.saved.data) std::memcpy(op.req.output, op.req.saved.data.get(), bytes);
+  if (op.req.saved_device) {
     Status st = deviceCopy(*op.req.device, op.req.output, op.req.saved_device.data(), bytes);
-    if (!st.isOk()) PCCL_LOG_ERROR(kLog, "{} epoch={} tag={}: could not restore the device buffer: {}", name_, epoch_, op.req.tag, st.toString());
+    if (!st.isOk()) {
+      PCCL_LOG_ERROR(kLog, "{} epoch={}: could not restore the device buffer of {}: {}", name_, epoch_,
+                     describeKey(op.key), st.toString());
+    }
   }
   finishOp(op, why);
 }
@@ -237,11 +310,12 @@ void Collectives::finishOp(Op& op, const Status& s) {
   op.wire_device.reset();
   // Drop the bookkeeping before telling the user: the tag may be reused at once.
   std::unique_ptr<Op> keep;
-  if (op.op_id != 0) by_id_.erase(op.op_id);
-  auto it = by_tag_.find(op.req.tag);
-  if (it != by_tag_.end() && it->second.get() == &op) {
+  auto t = by_tag_.find(op.req.tag);
+  if (t != by_tag_.end() && t->second == &op) by_tag_.erase(t);
+  auto it = ops_.find(op.key);
+  if (it != ops_.end() && it->second.get() == &op) {
     keep = std::move(it->second);
-    by_tag_.erase(it);
+    ops_.erase(it);
   }
   if (done) done(out);
 }
@@ -252,15 +326,87 @@ Status Collectives::deviceCopy(codec::gpu::Engine& e, void* dst, const void* src
   });
 }
 
+void Collectives::timedOut(const OpKey& key) {
+  Op* op = find(key);
+  if (op == nullptr) return;
+  Status why = Status::timeout(fmt::format("all-reduce tag {} not finished within {} ms ({})", key.tag,
+                                           op->req.timeout.count(),
+                                           op->data_in ? "waiting for the other peers to finish" : "running"));
+  if (op->state != State::kRunning) return inDoubt(*op, why.message());
+  // The others hear it (ring abort and master); a frame still being written (a successor that does
+  // not read) closes the ring, so the call returns on time.
+  failOp(*op, why, true, false, true);
+  if (Op* p = find(key); p != nullptr && p->ring && p->ring->sendsInFlight() > 0) {
+    if (ring_broken_.isOk()) ring_broken_ = why;
+    reset_ring_(why);
+  }
+}
+
+// ---- the master ---------------------------------------------------------------------------------
+
+void Collectives::onAbort(const wire::OpAbort& m, uint64_t epoch) {
+  if (epoch != epoch_) return;  // an operation of another ring: none of ours is in flight
+  const OpKey key{epoch_, m.tag, m.seq};
+  const Status why(wire::codeFromWire(m.code, Code::kPeerLost), m.reason);
+  Op* op = find(key);
+  if (op == nullptr) {
+    if (isFuture(key) && !history_.find(key)) {
+      history_.failed(key, why);  // we have not made this call: ours will be the next number
+      early_.drop(key);
+    }
+    return;
+  }
+  // A member that left broke the ring: close it. Other aborts leave the ring to the next operation.
+  failOp(*op, why, false, why.code() == Code::kPeerLost, false);
+}
+
+void Collectives::onQuery(const wire::OpQuery& m) {
+  const OpKey key{m.epoch, m.tag, m.seq};
+  wire::OpPhase phase = wire::OpPhase::kUnknown;
+  Op* op = find(key);
+  if (op != nullptr && op->state == State::kRunning) {
+    // Another peer is in doubt and we are not prepared: no peer can have committed. Failing here
+    // settles it: every peer fails the operation.
+    failOp(*op, Status::peerLost(fmt::format("{} failed: another peer lost its ring while this peer still waited "
+                                             "for data; call pcclUpdateTopology and retry", describeKey(key))),
+           false, true, false);
+    phase = wire::OpPhase::kFailed;
+  } else if (op != nullptr && op->state == State::kFailing) {
+    phase = wire::OpPhase::kFailed;
+  } else if (op != nullptr) {
+    phase = wire::OpPhase::kPrepared;
+  } else if (auto ended = history_.find(key)) {
+    phase = ended->isOk() ? wire::OpPhase::kCommitted : wire::OpPhase::kFailed;
+  } else if (isFuture(key)) {
+    history_.failed(key, Status::peerLost(fmt::format("{} failed on the other peers before this peer called it; "
+                                                      "call pcclUpdateTopology and retry", describeKey(key))));
+    early_.drop(key);
+    phase = wire::OpPhase::kFailed;
+  }
+  if (link_ != nullptr) link_->send(wire::OpState{m.epoch, m.tag, m.seq, static_cast<uint8_t>(phase)}, epoch_);
+}
+
+void Collectives::onOutcome(const wire::OpOutcome& m) {
+  Op* op = find(OpKey{m.epoch, m.tag, m.seq});
+  if (op == nullptr || (op->state != State::kPrepared && op->state != State::kInDoubt)) return;
+  if (m.committed != 0) return commitOp(*op);
+  endFailed(*op, Status(wire::codeFromWire(m.code, Code::kPeerLost), m.reason));
+}
+
 void Collectives::failAll(const Status& why) {
   // Failing the first running operation closes the ring, which reports back through channelClosed:
   // the operations still running then fail with `why` as well, not with the ring's loss.
   failing_all_ = why;
-  std::vector<uint64_t> tags;
-  for (const auto& kv : by_tag_) tags.push_back(kv.first);
-  for (uint64_t tag : tags) {
-    auto it = by_tag_.find(tag);
-    if (it != by_tag_.end()) failOp(*it->second, why, false);
+  std::vector<OpKey> keys;
+  for (const auto& kv : ops_) keys.push_back(kv.first);
+  for (const OpKey& k : keys) {
+    Op* op = find(k);
+    if (op == nullptr || op->state == State::kFailing) continue;
+    if (op->state == State::kRunning) {
+      failOp(*op, why, false, true, false);
+    } else {
+      endFailed(*op, why);  // prepared or in doubt: we are leaving, nobody can settle it for us
+    }
   }
   failing_all_ = Status::ok();
 }
@@ -269,78 +415,6 @@ void Collectives::linkLost(const Status& why) {
   link_down_ = why.isOk() ? Status::masterUnreachable("the connection to the master is closed") : why;
   failAll(link_down_);
   link_ = nullptr;
-}
-
-Collectives::Op* Collectives::byId(uint64_t op_id) {
-  auto it = by_id_.find(op_id);
-  return it == by_id_.end() ? nullptr : it->second;
-}
-
-// ---- ring connections ---------------------------------------------------------------------------
-
-bool Collectives::ours(const net::DataChannel& ch, const Channels& list) const {
-  return std::any_of(list.begin(), list.end(), [&](const auto& c) { return c.get() == &ch; });
-}
-
-Result<net::Placement> Collectives::place(net::DataChannel& ch, const wire::DataHeader& h, uint32_t bytes) {
-  if (!ours(ch, predecessor_)) {
-    return Status::protocol(fmt::format("{}: data frame on a connection that does not carry data to us", ch.name()));
-  }
-  if ((h.flags & wire::kDataRequest) != 0) {
-    return Status::protocol(fmt::format("{}: a shared-state request on a ring connection", ch.name()));
-  }
-  Op* op = byId(h.op_id);
-  if (op != nullptr && op->state == State::kRunning) {
-    auto ring = op->ring;
-    auto p = ring->placement(h, bytes);
-    if (!p.isOk()) return p.status().withContext(ch.name());
-    return net::Placement::direct(*p);
-  }
-  if (op != nullptr) return Status::protocol(fmt::format("{}: data for op {} after it finished", ch.name(), h.op_id));
-  if (h.op_id > max_started_) {
-    // The predecessor heard OpStart before we did: wait for ours (it is on its way).
-    paused_.push_back(ch.weak_from_this());
-    return net::Placement::pause();
-  }
-  return net::Placement::discard();  // an operation that was aborted here
-}
-
-Status Collectives::deliver(net::DataChannel& ch, const wire::DataHeader& h, const uint8_t*, uint32_t bytes) {
-  Op* op = byId(h.op_id);
-  if (op == nullptr || op->state != State::kRunning) return Status::ok();
-  auto ring = op->ring;
-  Status st = ring->delivered(h, bytes);
-  return st.isOk() ? st : st.withContext(ch.name());
-}
-
-void Collectives::channelClosed(net::DataChannel& ch, const Status& why) {
-  if (!ours(ch, successor_) && !ours(ch, predecessor_)) return;  // an old ring's connection
-  if (ring_broken_.isOk()) {
-    ring_broken_ = why.isOk() ? Status::peerLost(ch.name() + " closed") : why;
-    PCCL_LOG_DEBUG(kLog, "{} epoch={}: ring connection lost: {}", name_, epoch_, ring_broken_.toString());
-  }
-  std::vector<uint64_t> running;
-  for (const auto& kv : by_id_) {
-    if (kv.second->state == State::kRunning) running.push_back(kv.first);
-  }
-  const bool ours_failing = !failing_all_.isOk();  // failAll() closed the ring: its reason, and the master knows
-  for (uint64_t id : running) {
-    Op* op = byId(id);
-    if (op != nullptr && op->state == State::kRunning) {
-      failOp(*op,
-             ours_failing ? failing_all_
-                          : Status::peerLost(fmt::format("ring connection lost: {}", ring_broken_.message())),
-             !ours_failing);
-    }
-  }
-}
-
-void Collectives::resumePaused() {
-  std::vector<std::weak_ptr<net::DataChannel>> paused = std::move(paused_);
-  paused_.clear();
-  for (auto& w : paused) {
-    if (auto ch = w.lock()) ch->resume();
-  }
 }
 
 }  // namespace pccl::collective

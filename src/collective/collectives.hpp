@@ -1,14 +1,18 @@
-// The peer's side of collectives: every all-reduce is announced to the master, started under the
-// op id the master assigns once every peer of the group agreed, run on the ring, reported done, and
-// completed only when the master says every participant finished (so all succeed or all fail).
-// Also the DataSink of the ring's connections: routes each incoming frame to its operation.
+// The peer's side of all-reduces (protocol 4, docs/algorithms.md §2): a call starts on the ring at once,
+// without waiting for the master, and succeeds only when every peer of the ring holds its result.
 //
-//   submit ──OpAnnounce──► kAnnounced ──OpStart──► kRunning ──ring done, OpDone──► kLocalDone
-//   kLocalDone ──OpComplete──► success
-//   any ──OpAbort / failure / deadline / link lost──► failed (in-place input restored)
+//   submit: hello -> predecessor, data -> successor (at most wire::kEagerBytes before its hello),
+//           OpAnnounce -> master (in passing)            state kRunning
+//   all data in + successor's hello matched              state kPrepared: the commit round (commit_round.hpp)
+//   every peer prepared (streaks, or a neighbour's commit) success; OpDone -> master (in passing)
+//   a failure while kRunning: fail here and everywhere (a ring abort, or closing the ring), input restored
+//   a failure while kPrepared: in doubt: OpState -> master, which asks every peer and answers OpOutcome
 //
-// A failure while data may be in flight closes the ring's connections (the next update rebuilds them).
-// Thread: the communicator's io thread, except where noted.
+// An operation is named by (epoch, tag, seq), seq counting the calls of the tag on this ring; a call
+// the others failed before this peer made it (an abort from the master or the ring) is skipped, so
+// that this peer's call pairs with their retry. A frame of a call this peer has not made yet is kept
+// (EarlyFrames), one of a call that ended is dropped.
+// Also the DataSink of the ring's connections. Thread: the communicator's io thread.
 #ifndef PCCL_COLLECTIVE_COLLECTIVES_HPP_
 #define PCCL_COLLECTIVE_COLLECTIVES_HPP_
 
@@ -17,10 +21,13 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "codec/dtype.hpp"
 #include "collective/buffer_pool.hpp"
+#include "collective/commit_round.hpp"
+#include "collective/op_book.hpp"
 #include "collective/ring_allreduce.hpp"
 #include "net/data_channel.hpp"
 #include "peer/master_link.hpp"
@@ -54,6 +61,10 @@ struct ReduceOutcome {
 };
 using Completion = std::function<void(const ReduceOutcome&)>;
 
+// Test hooks (tests only; never set in production): called on the io thread before the commit round's
+// message of `kind` (wire::RingCtl::Kind) for `tag` is sent; returning false drops it.
+using RingCtlHook = std::function<bool(uint64_t tag, uint8_t kind)>;
+
 class Collectives : public net::DataSink {
  public:
   using Channels = RingAllReduce::Channels;
@@ -67,20 +78,25 @@ class Collectives : public net::DataSink {
     if (link != nullptr) link_down_ = Status::ok();
   }
   void setName(std::string name) { name_ = std::move(name); }
+  void setSelf(std::string short_id) { self_ = std::move(short_id); }
+  void setCtlHook(RingCtlHook hook) { ctl_hook_ = std::move(hook); }
   // A new ring is installed: our rank and world within the group, and its connections (empty when
-  // we are alone). Starts reading from them.
-  void setRing(uint64_t epoch, uint32_t rank, uint32_t world, Channels successor, Channels predecessor);
-  void clearRing();  // a rebuild started; the old connections are about to close
+  // we are alone). Starts reading from them; the call numbers of every tag start again at 0.
+  void setRing(uint64_t epoch, uint32_t rank, uint32_t world, Channels successor, Channels predecessor,
+               std::string predecessor_id, std::string successor_id);
+  // A rebuild started (or failed: `why`); the old connections are about to close.
+  void clearRing(const Status& why = Status::ok());
 
   void submit(ReduceRequest req, Completion done);
-  void onStart(const wire::OpStart& m);
-  void onAbort(const wire::OpAbort& m);
-  void onComplete(const wire::OpComplete& m);
+  // From the master.
+  void onAbort(const wire::OpAbort& m, uint64_t epoch);
+  void onQuery(const wire::OpQuery& m);
+  void onOutcome(const wire::OpOutcome& m);
   void failAll(const Status& why);  // we are leaving: every operation in flight fails
   // The link to the master is gone for good: everything in flight fails, and so does every later
   // submit (with the same reason) instead of waiting for an answer that cannot come.
   void linkLost(const Status& why);
-  size_t active() const { return by_tag_.size(); }
+  size_t active() const { return ops_.size(); }
 
   // net::DataSink
   Result<net::Placement> place(net::DataChannel& ch, const wire::DataHeader& h, uint32_t bytes) override;
@@ -88,31 +104,52 @@ class Collectives : public net::DataSink {
   void channelClosed(net::DataChannel& ch, const Status& why) override;
 
  private:
-  enum class State { kAnnounced, kRunning, kLocalDone, kFailing };
+  enum class State { kRunning, kPrepared, kInDoubt, kFailing };
   struct Op {
-    explicit Op(asio::io_context& io) : timer(io) {}
+    Op(asio::io_context& io, uint32_t ring_world) : commit(ring_world), timer(io) {}
     ReduceRequest req;
     Completion done;
-    State state = State::kAnnounced;
-    uint64_t op_id = 0;
+    State state = State::kRunning;
+    OpKey key;
+    wire::OpDesc desc;
     uint32_t world = 1;
+    bool data_in = false;        // every segment arrived and every send completed
+    bool successor_ok = false;   // the successor's hello matched our call
+    CommitRound commit;
     std::shared_ptr<RingAllReduce> ring;
     BufferPool::Buffer wire;  // coded operations: the segments' wire bytes
     codec::gpu::Block wire_pinned, wire_device;  // device buffers: the wire bytes, pinned and on the GPU
     asio::steady_timer timer;
   };
 
-  void run(Op& op);
-  void ringFinished(uint64_t op_id, const Status& s);
-  void localDone(Op& op);
-  // Ends `op` with `why`; tells the master when `tell_master`; closes the ring when data may be in flight.
-  void failOp(Op& op, const Status& why, bool tell_master);
+  // collectives.cpp: the life of an operation.
+  Status startRing(Op& op);
+  void ringFinished(const OpKey& key, const Status& s);
+  void maybePrepared(Op& op);
+  void applyCommit(Op& op, const CommitRound::Sends& s);
+  void commitOp(Op& op);
+  void inDoubt(Op& op, const std::string& why);
+  // A failure before this peer was prepared: the operation fails here and everywhere. `flood` sends a
+  // ring abort both ways (ring kept); `close_ring` closes the ring's connections instead (a connection
+  // broke, a deadline, a member left); `tell_master` reports it (OpFailed).
+  void failOp(Op& op, const Status& why, bool flood, bool close_ring, bool tell_master);
+  void endFailed(Op& op, const Status& why);
   void finishOp(Op& op, const Status& s);
   Status deviceCopy(codec::gpu::Engine& e, void* dst, const void* src, size_t bytes);
-  void timedOut(uint64_t tag);
-  void resumePaused();
+  void timedOut(const OpKey& key);
+  Op* find(const OpKey& key);
+  OpKey keyOf(const wire::DataHeader& h) const { return OpKey{epoch_, h.op_id, h.seq}; }
+  bool isFuture(const OpKey& k) const;
+  std::string mismatch(const wire::OpDesc& theirs, const std::string& who, const wire::OpDesc& ours,
+                       const OpKey& k) const;
+  // ring_frames.cpp: frames of the ring.
+  void sendCtl(const OpKey& k, bool to_successor, const wire::RingCtl& c);
+  Status onCtl(bool from_predecessor, const wire::DataHeader& h, const wire::RingCtl& c);
+  bool onHello(Op& op, const wire::OpDesc& theirs);  // false: the operation failed on a mismatch
+  void onRingAbort(const OpKey& k, const wire::RingCtl& c, bool from_predecessor);
+  Status replayEarly(Op& op);
+  Result<uint8_t*> placeData(Op& op, const std::string& from, const wire::DataHeader& h, uint32_t bytes);
   bool ours(const net::DataChannel& ch, const Channels& list) const;
-  Op* byId(uint64_t op_id);
 
   asio::io_context& io_;
   BufferPool* pool_;
@@ -121,17 +158,21 @@ class Collectives : public net::DataSink {
   peer::MasterLink* link_ = nullptr;
   Status link_down_;  // why the master cannot be reached any more (OK while it can)
   std::string name_ = "peer=?";
+  std::string self_ = "?";
   uint64_t epoch_ = 0;
   uint32_t rank_ = 0;
   uint32_t world_ = 1;
   Channels successor_;
   Channels predecessor_;
+  std::string predecessor_id_, successor_id_;  // short ids, for messages
   Status ring_broken_;  // why the current ring can no longer carry data
   Status failing_all_;  // while failAll() runs: its reason (OK otherwise)
-  std::map<uint64_t, std::unique_ptr<Op>> by_tag_;
-  std::map<uint64_t, Op*> by_id_;
-  uint64_t max_started_ = 0;  // highest op id the master told us about (start or abort)
-  std::vector<std::weak_ptr<net::DataChannel>> paused_;  // waiting for an OpStart they are ahead of
+  std::map<OpKey, std::unique_ptr<Op>> ops_;
+  std::unordered_map<uint64_t, const Op*> by_tag_;   // the tags in flight
+  std::unordered_map<uint64_t, uint32_t> next_seq_;  // per tag: the next call's number on this ring
+  OpHistory history_;
+  EarlyFrames early_;
+  RingCtlHook ctl_hook_;
 };
 
 }  // namespace pccl::collective

@@ -175,23 +175,60 @@ void RingAllReduce::sendSegment(uint32_t phase, size_t segment) {
   const uint8_t* base = phase == 0 ? spec_.input : spec_.output;
   const uint8_t* src = base + (c.offset + s.offset) * elem_;
   uint32_t bytes = static_cast<uint32_t>(s.count * elem_);
-  wire::DataHeader h{spec_.op_id, phase, 0, s.offset};
+  wire::DataHeader h = wire::dataHeader(spec_.op_id, phase, 0, s.offset);
+  h.seq = spec_.seq;
+  h.desc = spec_.desc;
   if (spec_.coded()) {
     const size_t index = slotIndex(sendChunk(spec_.rank, spec_.world, phase), segment);
     src = slot(index);
     bytes = slot_len_[index];
     h.flags = slot_flags_[index];
   }
+  if (!successor_ready_) {
+    if (eager_sent_ + bytes > wire::kEagerBytes) {
+      held_.emplace_back(phase, segment);
+      return;
+    }
+    eager_sent_ += bytes;
+  }
   auto& ch = pickConnection(segment);
   std::weak_ptr<RingAllReduce> weak = weak_from_this();
+  ++sends_issued_;
   ch->send(h, src, bytes, [weak, bytes](const Status& st) {
     auto self = weak.lock();
-    if (!self || self->over_) return;
+    if (!self) return;
+    ++self->send_done_;
+    if (self->over_) {
+      if (self->quiet_ && self->sendsInFlight() == 0) {
+        auto quiet = std::move(self->quiet_);
+        self->quiet_ = nullptr;
+        quiet();
+      }
+      return;
+    }
     if (!st.isOk()) return self->fail(st);
     self->bytes_sent_ += bytes;
-    ++self->send_done_;
     self->maybeFinish();
   });
+}
+
+void RingAllReduce::successorReady() {
+  if (successor_ready_) return;
+  successor_ready_ = true;
+  std::vector<std::pair<uint32_t, size_t>> held = std::move(held_);
+  held_.clear();
+  for (const auto& [phase, segment] : held) {
+    if (over_) return;
+    sendSegment(phase, segment);
+  }
+}
+
+void RingAllReduce::whenQuiet(std::function<void()> quiet) {
+  const Status why = Status::internal("the operation ended");
+  auto self = shared_from_this();
+  for (auto& ch : successor_) ch->cancelQueued(spec_.op_id, spec_.seq, why);
+  if (sendsInFlight() == 0) return quiet();
+  quiet_ = std::move(quiet);
 }
 
 Result<uint8_t*> RingAllReduce::placement(const wire::DataHeader& h, uint32_t bytes) {

@@ -45,7 +45,9 @@
 namespace pccl::collective {
 
 struct RingOpSpec {
-  uint64_t op_id = 0;
+  uint64_t op_id = 0;  // the tag
+  uint32_t seq = 0;    // the call's number for the tag (with the epoch, names the operation)
+  wire::OpDesc desc;   // carried in every data header
   const uint8_t* input = nullptr;  // never written
   uint8_t* output = nullptr;       // must not overlap input
   size_t count = 0;
@@ -81,6 +83,9 @@ class RingAllReduce : public std::enable_shared_from_this<RingAllReduce> {
   RingAllReduce(const RingOpSpec& spec, Channels successor, Finished finished);
 
   void start();
+  // The successor's hello arrived (it called the operation too): segments held back by the eager
+  // limit (wire::kEagerBytes before the hello) go out.
+  void successorReady();
   // Where the payload of an incoming frame of this operation goes, after checking that the frame is
   // one we expect (phase, offset, length) and have not had yet.
   Result<uint8_t*> placement(const wire::DataHeader& h, uint32_t bytes);
@@ -90,6 +95,10 @@ class RingAllReduce : public std::enable_shared_from_this<RingAllReduce> {
   // No more sends are issued; device jobs not yet started are dropped and a running one is waited
   // for (so the buffers are free when `finished` runs, with `why`, if it has not run yet).
   void fail(const Status& why);
+  // After fail(): takes back our frames still queued on the connections, and runs `quiet` once no
+  // frame of ours is being written any more (at once if none is): then nothing reads the buffers.
+  void whenQuiet(std::function<void()> quiet);
+  size_t sendsInFlight() const { return sends_issued_ - send_done_; }
 
   uint64_t bytesSent() const { return bytes_sent_; }
   uint64_t bytesReceived() const { return bytes_received_; }
@@ -134,6 +143,12 @@ class RingAllReduce : public std::enable_shared_from_this<RingAllReduce> {
   size_t send_expected_ = 0, send_done_ = 0;
   uint64_t bytes_sent_ = 0, bytes_received_ = 0;
   bool over_ = false;
+  // Eager limit: until the successor's hello, at most wire::kEagerBytes leave; the rest wait here.
+  bool successor_ready_ = false;
+  uint64_t eager_sent_ = 0;
+  std::vector<std::pair<uint32_t, size_t>> held_;  // (phase, segment)
+  size_t sends_issued_ = 0;  // handed to a connection (send_done_ counts their completions)
+  std::function<void()> quiet_;
   // Coded operations: per chunk its first slot; per slot the bytes it holds and their flags.
   std::vector<size_t> first_seg_;
   size_t slot_cap_ = 0;

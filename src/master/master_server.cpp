@@ -137,21 +137,22 @@ void MasterServer::registerHandlers(Session& s) {
   });
   s.dispatcher.on<wire::OpDone>([this, sp, requireJoined](const wire::FrameHeader&, const wire::OpDone& m) {
     PCCL_RETURN_IF_ERROR(requireJoined());
-    apply(ops_.done(sp->id, m.op_id));
+    apply(ops_.done(sp->id, groupOf(sp->id), m));
     return Status::ok();
   });
   s.dispatcher.on<wire::OpFailed>([this, sp, requireJoined](const wire::FrameHeader&, const wire::OpFailed& m) {
     PCCL_RETURN_IF_ERROR(requireJoined());
-    const Code code = wire::codeFromWire(m.code, Code::kPeerLost);
-    if (m.op_id == 0) {
-      apply(ops_.withdraw(sp->id, groupOf(sp->id), m.tag, code, m.reason));
-      return Status::ok();
-    }
-    bool aborted = false;
-    apply(ops_.failed(sp->id, m.op_id, code, m.reason, &aborted));
-    if (aborted) {
+    apply(ops_.failed(sp->id, groupOf(sp->id), m));
+    if (m.ring_broken != 0) {
       membership_.markStale(fmt::format("a transfer: tag {} failed at peer {} ({})", m.tag, shortId(sp->id), m.reason));
     }
+    return Status::ok();
+  });
+  s.dispatcher.on<wire::OpState>([this, sp, requireJoined](const wire::FrameHeader&, const wire::OpState& m) {
+    PCCL_RETURN_IF_ERROR(requireJoined());
+    bool failed = false;
+    apply(resolver_.state(sp->id, groupOf(sp->id), m, groupMembers(sp->id), &failed));
+    if (failed) membership_.markStale(fmt::format("tag {} failed while peers were in doubt", m.tag));
     return Status::ok();
   });
   s.dispatcher.on<wire::P2PReady>([this, sp, requireJoined](const wire::FrameHeader&, const wire::P2PReady& m) {
@@ -257,6 +258,8 @@ void MasterServer::forget(const Session* s, const Status& reason) {
 
 void MasterServer::removePeer(const wire::Uuid& id, wire::LeaveReason why, const std::string& detail) {
   apply(ops_.peerGone(id, detail.empty() ? "left" : detail));
+  bool failed = false;
+  apply(resolver_.peerGone(id, &failed));
   apply(syncs_.peerGone(id, detail.empty() ? "left" : detail));
   apply(membership_.remove(id, why, detail));
 }

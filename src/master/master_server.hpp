@@ -10,6 +10,7 @@
 
 #include "master/membership.hpp"
 #include "master/op_coordinator.hpp"
+#include "master/op_resolver.hpp"
 #include "master/sync_coordinator.hpp"
 #include "net/connection.hpp"
 #include "net/listener.hpp"
@@ -66,6 +67,7 @@ class MasterServer {
   Millis tick_period_;
   Membership membership_;
   OpCoordinator ops_;
+  OpResolver resolver_;
   SyncCoordinator syncs_;
   std::map<uint64_t, std::unique_ptr<Session>> sessions_;  // by serial
   std::map<wire::Uuid, uint64_t> serial_by_id_;

@@ -1,10 +1,12 @@
-// The master's view of collectives: every peer of a group announces (tag, count, dtype, op, quant,
-// epoch); when all have, the master starts the operation under a fresh op_id, or aborts it with a
-// message saying who differs and how. An operation completes only when every participant reports
-// done (so either all peers succeed or all fail), and fails everywhere when one participant fails
-// or leaves. Tags that diverge (members waiting in different tags: tag_divergence.hpp) fail after
-// `announce_window`. Pure logic, like Membership: time comes in through tick(). Thread:
-// MasterServer's event loop.
+// The master's books of all-reduces (protocol 4). Peers start an operation on the ring without
+// waiting for the master and tell it in passing: OpAnnounce when they call it, OpDone when it
+// committed, OpFailed when it failed. The master never holds an operation up; it aborts one that
+// cannot go on, on every member (OpAbort): peers that announced different calls (naming who differs),
+// a member announcing on a stale epoch or while a vote is open, a member that failed it or left, and
+// tags that stay crossed for `announce_window` (tag_divergence.hpp). Operations left in doubt by a
+// failure during the peers' commit round are settled by OpResolver. An operation is named by
+// (group, tag, seq). Pure logic, like Membership: time comes in through tick(). Thread: MasterServer's
+// event loop.
 #ifndef PCCL_MASTER_OP_COORDINATOR_HPP_
 #define PCCL_MASTER_OP_COORDINATOR_HPP_
 
@@ -13,7 +15,7 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <utility>
+#include <tuple>
 #include <vector>
 
 #include "master/membership.hpp"
@@ -24,8 +26,8 @@ namespace pccl::master {
 
 class OpCoordinator {
  public:
-  // At most `max_ops` operations announced or running at once (MasterConfig::max_concurrent_ops): an
-  // announcement beyond it is refused (InvalidUsage) before anything is stored. `announce_window`
+  // At most `max_ops` operations in the books at once (MasterConfig::max_concurrent_ops): an
+  // announcement beyond it is aborted (InvalidUsage) before anything is stored. `announce_window`
   // (MasterConfig::announce_window_ms): how long a tag may stay crossed before it fails; 0 = never.
   explicit OpCoordinator(size_t max_ops = 4096, Millis announce_window = Millis(30000))
       : max_ops_(max_ops), window_(announce_window) {}
@@ -34,46 +36,40 @@ class OpCoordinator {
   // can run now (a vote is open, a ring is being built, a member left), or OK.
   Effects announce(const wire::Uuid& peer, uint32_t group, const std::vector<wire::Uuid>& members,
                    uint64_t epoch, const Status& blocked, const wire::OpAnnounce& a);
-  Effects done(const wire::Uuid& peer, uint64_t op_id);
-  // A participant failed running op_id; the operation is aborted everywhere. Returns true in `aborted`
-  // when a running operation was aborted (its ring may hold partial data: the run needs a new ring).
-  Effects failed(const wire::Uuid& peer, uint64_t op_id, Code code, const std::string& reason, bool* aborted);
-  // A peer withdrew its announcement of `tag` before the operation started (its deadline passed).
-  Effects withdraw(const wire::Uuid& peer, uint32_t group, uint64_t tag, Code code, const std::string& reason);
-  // Aborts every pending or running operation that involves `peer`.
+  // The operation committed on `peer`. Only its members count.
+  Effects done(const wire::Uuid& peer, uint32_t group, const wire::OpDone& m);
+  // It failed on `peer` (a member): aborted everywhere.
+  Effects failed(const wire::Uuid& peer, uint32_t group, const wire::OpFailed& m);
+  // Aborts every operation that involves `peer`.
   Effects peerGone(const wire::Uuid& peer, const std::string& why);
-  // A vote started: pending announcements cannot be matched any more.
+  // A vote started: operations not yet announced by every member cannot run any more.
   Effects voteStarted(const wire::Uuid& voter);
   // The master's periodic check, `now` from its clock: notes when pending tags became crossed, and
   // fails (Mismatch, naming the missing peers and the tags they wait in) every tag crossed for
-  // `announce_window` or longer, on every member that announced it.
+  // `announce_window` or longer, on every member.
   Effects tick(TimePoint now);
 
-  size_t pendingCount() const { return pending_.size(); }
-  size_t runningCount() const { return running_.size(); }
+  size_t pendingCount() const;  // not yet announced by every member
+  size_t runningCount() const { return entries_.size() - pendingCount(); }
 
  private:
-  struct Pending {
+  struct Entry {
+    uint64_t epoch = 0;
     std::vector<wire::Uuid> members;
     std::map<wire::Uuid, wire::OpAnnounce> announced;
+    std::set<wire::Uuid> done;
     std::optional<TimePoint> crossed_since;  // first tick that found it crossed; reset when it is not
     std::string crossed_why;                 // describeCrossedTag() at the last check
+    bool pending() const { return announced.size() < members.size(); }
+    bool isMember(const wire::Uuid& p) const;
   };
-  struct Running {
-    uint64_t tag = 0;
-    std::vector<wire::Uuid> members;
-    std::set<wire::Uuid> done;
-  };
-  using Key = std::pair<uint32_t, uint64_t>;  // (group, tag)
+  using Key = std::tuple<uint32_t, uint64_t, uint32_t>;  // (group, tag, seq)
 
-  void abortPending(Effects& fx, const Key& key, Code code, const std::string& reason);
-  void abortRunning(Effects& fx, uint64_t op_id, Code code, const std::string& reason);
+  void abort(Effects& fx, const Key& key, Code code, const std::string& reason);
   void checkCrossings(uint32_t group, TimePoint now);
   static std::string describe(const wire::OpAnnounce& a);
 
-  std::map<Key, Pending> pending_;
-  std::map<uint64_t, Running> running_;
-  uint64_t next_op_id_ = 0;
+  std::map<Key, Entry> entries_;
   size_t max_ops_;
   Millis window_;
   std::set<uint32_t> changed_;  // groups whose pending tags changed since the last tick

@@ -125,9 +125,36 @@ void DataChannel::send(const wire::DataHeader& h, const uint8_t* payload, uint32
     done(Status::peerLost(name_ + " is closed"));
     return;
   }
-  out_.push_back(Pending{wire::encodeDataFrameHead(h, epoch_, bytes), payload, bytes, std::move(done)});
+  out_.push_back(Pending{wire::encodeDataFrameHead(h, epoch_, bytes), payload, bytes, std::move(done), h.op_id, h.seq, nullptr});
   queued_bytes_ += bytes;
   if (!writing_) writeNext();
+}
+
+void DataChannel::sendOwned(const wire::DataHeader& h, std::vector<uint8_t> payload) {
+  if (closed_) return;
+  auto owned = std::make_shared<std::vector<uint8_t>>(std::move(payload));
+  const auto bytes = static_cast<uint32_t>(owned->size());
+  out_.push_back(Pending{wire::encodeDataFrameHead(h, epoch_, bytes), owned->data(), bytes, [](const Status&) {},
+                         h.op_id, h.seq, owned});
+  queued_bytes_ += bytes;
+  if (!writing_) writeNext();
+}
+
+size_t DataChannel::cancelQueued(uint64_t op_id, uint32_t seq, const Status& why) {
+  std::vector<Pending> taken;
+  auto it = out_.begin();
+  if (writing_ && it != out_.end()) ++it;  // being written: its bytes are already on their way
+  while (it != out_.end()) {
+    if (it->op_id == op_id && it->seq == seq && !it->owned) {
+      queued_bytes_ -= it->bytes;
+      taken.push_back(std::move(*it));
+      it = out_.erase(it);
+    } else {
+      ++it;
+    }
+  }
+  for (auto& p : taken) p.done(why);
+  return taken.size();
 }
 
 void DataChannel::writeNext() {

@@ -65,6 +65,11 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   void resume();  // after a kPause placement: asks the sink again
   // `payload` must stay valid until `done` runs. `done` runs exactly once (also when the channel closes).
   void send(const wire::DataHeader& h, const uint8_t* payload, uint32_t bytes, SendDone done);
+  // A frame whose payload the channel keeps (control frames): nothing to keep alive, nothing to hear back.
+  void sendOwned(const wire::DataHeader& h, std::vector<uint8_t> payload);
+  // Takes back the frames of (op_id, seq) queued and not yet being written: their `done` runs with
+  // `why`. A frame being written is left to finish. Returns how many were taken back.
+  size_t cancelQueued(uint64_t op_id, uint32_t seq, const Status& why);
   void close(const Status& why);  // idempotent; fails pending sends; tells the sink once
 
   bool isOpen() const { return !closed_; }
@@ -83,6 +88,9 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
     const uint8_t* payload;
     uint32_t bytes;
     SendDone done;
+    uint64_t op_id = 0;
+    uint32_t seq = 0;
+    std::shared_ptr<std::vector<uint8_t>> owned;  // sendOwned: the payload
   };
   static constexpr size_t kMaxHead = wire::kHeaderSize + wire::kDataHeaderSize + kAeadTagBytes;
   size_t headBytes() const { return wire::kHeaderSize + wire::kDataHeaderSize + sealOverhead(crypto_); }

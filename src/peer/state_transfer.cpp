@@ -105,7 +105,7 @@ Status StateServer::deliver(net::DataChannel& ch, const wire::DataHeader& h, con
   if (q.level > codec::kMaxZstdLevel) {
     return Status::protocol(fmt::format("{}: zstd level {} (at most {})", ch.name(), q.level, codec::kMaxZstdLevel));
   }
-  wire::DataHeader out{h.op_id, h.phase, 0, h.offset};
+  wire::DataHeader out = wire::dataHeader(h.op_id, h.phase, 0, h.offset);
   const uint8_t* src = s.data + h.offset;
   const auto length = static_cast<uint32_t>(q.length);
   if (q.level > 0) {
@@ -228,7 +228,7 @@ void StateFetcher::refill(size_t i, size_t depth) {
     c.outstanding.push_back(r);
     auto payload = std::make_shared<std::vector<uint8_t>>(
         encodeStateRequest(r.length, static_cast<uint8_t>(plan_.compress), plan_.keys[r.key].name));
-    wire::DataHeader h{plan_.sync_id, r.seq, wire::kDataRequest, r.offset};
+    wire::DataHeader h = wire::dataHeader(plan_.sync_id, r.seq, wire::kDataRequest, r.offset);
     c.channel->send(h, payload->data(), static_cast<uint32_t>(payload->size()), [payload](const Status&) {});
   }
 }

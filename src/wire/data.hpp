@@ -1,38 +1,93 @@
-// The ring's data frames: the 20-byte frame header (type kData) followed by a 24-byte DataHeader and
-// the elements themselves. The receiver learns where the elements go from the DataHeader alone, so it
-// can read them straight into their destination.
-//   op_id u64 | phase u32 | flags u32 | offset u64 (element offset within the phase's chunk)
+// The ring's data frames: the 20-byte frame header (type kData) followed by a 44-byte DataHeader and
+// the payload. The receiver learns where the payload goes from the DataHeader alone, so it can read it
+// straight into its destination (docs/protocol.md §5.4).
+//   op_id u64 | phase u32 | flags u32 | offset u64 | seq u32 | OpDesc (16 bytes)
+// On ring connections op_id is the operation's tag and seq its call number (together with the frame's
+// epoch they name the operation), and every frame carries the operation's descriptor, so a neighbour
+// refuses the data of a call that differs from its own before combining anything. A frame with
+// kDataControl carries a RingCtl (hello, prepared, commit, abort) instead of elements, in either
+// direction. State-fetch connections (§5.6) use op_id for the sync id and leave seq and the descriptor 0.
 #ifndef PCCL_WIRE_DATA_HPP_
 #define PCCL_WIRE_DATA_HPP_
 
 #include <array>
 #include <cstdint>
+#include <string>
+#include <vector>
 
 #include "pccl/status.hpp"
 #include "wire/frame.hpp"
 
 namespace pccl::wire {
 
-inline constexpr size_t kDataHeaderSize = 24;
+inline constexpr size_t kDataHeaderSize = 44;
 inline constexpr uint32_t kMaxDataPayload = 64u << 20;  // one segment's bytes, checked before reading them
+// Payload bytes of one operation a peer may send its successor before the successor's hello for it
+// arrived (the successor keeps them until it makes the call).
+inline constexpr uint32_t kEagerBytes = 4u << 20;
 
 inline constexpr uint32_t kDataCompressed = 1;  // flags: the payload is one zstd frame
 // flags: a request for shared-state bytes (state-fetch connections only, docs/protocol.md §5.6)
 inline constexpr uint32_t kDataRequest = 2;
-inline constexpr uint32_t kDataKnownFlags = kDataCompressed | kDataRequest;
+inline constexpr uint32_t kDataControl = 4;  // flags: the payload is a RingCtl (ring connections only)
+inline constexpr uint32_t kDataKnownFlags = kDataCompressed | kDataRequest | kDataControl;
+
+// What every peer of an all-reduce must agree on besides the tag (the epoch is the frame's).
+struct OpDesc {
+  uint64_t count = 0;
+  uint32_t segment_bytes = 0;
+  uint8_t dtype = 0;
+  uint8_t op = 0;
+  uint8_t quant = 0;
+  uint8_t compress = 0;
+  bool operator==(const OpDesc& o) const {
+    return count == o.count && segment_bytes == o.segment_bytes && dtype == o.dtype && op == o.op &&
+           quant == o.quant && compress == o.compress;
+  }
+  bool operator!=(const OpDesc& o) const { return !(*this == o); }
+};
 
 struct DataHeader {
-  uint64_t op_id = 0;
+  uint64_t op_id = 0;  // ring: the tag
   uint32_t phase = 0;  // ring step: 0..N-2 reduce-scatter, N-1..2N-3 all-gather
   uint32_t flags = 0;  // kData* bits; others must be 0
   uint64_t offset = 0;
+  uint32_t seq = 0;    // ring: the call's number for this tag in this epoch
+  OpDesc desc;
 };
+inline DataHeader dataHeader(uint64_t op_id, uint32_t phase, uint32_t flags, uint64_t offset) {
+  DataHeader h;
+  h.op_id = op_id;
+  h.phase = phase;
+  h.flags = flags;
+  h.offset = offset;
+  return h;
+}
+
+// The payload of a kDataControl frame.
+struct RingCtl {
+  enum Kind : uint8_t {
+    kHello = 1,     // receiver -> sender: "I called it, with `desc`"; lifts the eager limit
+    kPrepared = 2,  // "the `value` consecutive peers ending with me (walking away from you) hold all their data"
+    kCommit = 3,    // "every peer holds all its data": the operation succeeded
+    kAbort = 4,     // the operation fails everywhere with code and reason (nobody can have committed)
+  };
+  uint8_t kind = 0;
+  uint32_t value = 0;
+  uint16_t code = 0;
+  OpDesc desc;
+  std::string reason;
+};
+inline constexpr size_t kMaxRingCtlReason = 2048;
 
 using DataHeaderBytes = std::array<uint8_t, kDataHeaderSize>;
 // Frame header + data header for `payload_bytes` of elements.
 std::array<uint8_t, kHeaderSize + kDataHeaderSize> encodeDataFrameHead(const DataHeader& d, uint64_t epoch,
                                                                        uint32_t payload_bytes);
 Result<DataHeader> decodeDataHeader(const uint8_t* data, size_t size);
+
+std::vector<uint8_t> encodeRingCtl(const RingCtl& c);
+Result<RingCtl> decodeRingCtl(const uint8_t* data, size_t size);
 
 }  // namespace pccl::wire
 

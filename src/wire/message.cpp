@@ -30,10 +30,11 @@ const char* msgTypeName(uint16_t type) {
     case MsgType::kSyncPlan: return "SyncPlan";
     case MsgType::kSyncDone: return "SyncDone";
     case MsgType::kSyncComplete: return "SyncComplete";
-    case MsgType::kOpStart: return "OpStart";
     case MsgType::kOpAbort: return "OpAbort";
     case MsgType::kOpDone: return "OpDone";
-    case MsgType::kOpComplete: return "OpComplete";
+    case MsgType::kOpState: return "OpState";
+    case MsgType::kOpQuery: return "OpQuery";
+    case MsgType::kOpOutcome: return "OpOutcome";
     case MsgType::kOpFailed: return "OpFailed";
     case MsgType::kData: return "Data";
     case MsgType::kP2PHello: return "P2PHello";

@@ -39,13 +39,14 @@ enum class MsgType : uint16_t {
   kLeave = 27,
   kP2PFailed = 28,
   kQueryStatus = 29,
-  // Collective coordination (peer <-> master).
+  // Collective bookkeeping (peer <-> master). 33 (OpStart) and 36 (OpComplete) were protocol 3's.
   kOpAnnounce = 32,
-  kOpStart = 33,
   kOpAbort = 34,
   kOpDone = 35,
-  kOpComplete = 36,
   kOpFailed = 37,
+  kOpState = 38,
+  kOpQuery = 39,
+  kOpOutcome = 44,
   // Shared-state sync (peer <-> master; sync_messages.hpp).
   kSyncAnnounce = 40,
   kSyncPlan = 41,
@@ -67,7 +68,7 @@ using KxKey = std::array<uint8_t, 32>;  // an ephemeral X25519 public key (docs/
 using SignKey = std::array<uint8_t, 32>;     // a peer's Ed25519 ring identity (public half)
 using Signature = std::array<uint8_t, 64>;   // an Ed25519 signature
 
-// A pccl::Code received in a message (Error, TopologyFailed, P2PFailed, OpAbort, OpFailed), or
+// A pccl::Code received in a message (Error, TopologyFailed, P2PFailed, OpAbort, OpFailed, OpOutcome, ring aborts), or
 // `fallback` when the value is 0 or not a code this build knows.
 inline Code codeFromWire(uint16_t code, Code fallback) {
   return code != 0 && code <= static_cast<uint16_t>(Code::kTopologyChanged) ? static_cast<Code>(code) : fallback;

@@ -4,6 +4,7 @@ namespace pccl::wire {
 
 void OpAnnounce::encode(ByteWriter& w) const {
   w.u64(tag);
+  w.u32(seq);
   w.u64(count);
   w.u8(dtype);
   w.u8(op);
@@ -15,6 +16,7 @@ void OpAnnounce::encode(ByteWriter& w) const {
 Result<OpAnnounce> OpAnnounce::decode(ByteReader& r) {
   OpAnnounce m;
   PCCL_RETURN_IF_ERROR(r.u64(&m.tag));
+  PCCL_RETURN_IF_ERROR(r.u32(&m.seq));
   PCCL_RETURN_IF_ERROR(r.u64(&m.count));
   PCCL_RETURN_IF_ERROR(r.u8(&m.dtype));
   PCCL_RETURN_IF_ERROR(r.u8(&m.op));
@@ -25,42 +27,94 @@ Result<OpAnnounce> OpAnnounce::decode(ByteReader& r) {
   return m;
 }
 
-void OpStart::encode(ByteWriter& w) const {
-  w.u64(tag);
-  w.u64(op_id);
-}
-Result<OpStart> OpStart::decode(ByteReader& r) {
-  OpStart m;
-  PCCL_RETURN_IF_ERROR(r.u64(&m.tag));
-  PCCL_RETURN_IF_ERROR(r.u64(&m.op_id));
-  return m;
-}
-
 void OpAbort::encode(ByteWriter& w) const {
   w.u64(tag);
-  w.u64(op_id);
+  w.u32(seq);
   w.u16(code);
   w.str(reason);
 }
 Result<OpAbort> OpAbort::decode(ByteReader& r) {
   OpAbort m;
   PCCL_RETURN_IF_ERROR(r.u64(&m.tag));
-  PCCL_RETURN_IF_ERROR(r.u64(&m.op_id));
+  PCCL_RETURN_IF_ERROR(r.u32(&m.seq));
   PCCL_RETURN_IF_ERROR(r.u16(&m.code));
   PCCL_RETURN_IF_ERROR(r.str(&m.reason));
   return m;
 }
 
+void OpDone::encode(ByteWriter& w) const {
+  w.u64(tag);
+  w.u32(seq);
+}
+Result<OpDone> OpDone::decode(ByteReader& r) {
+  OpDone m;
+  PCCL_RETURN_IF_ERROR(r.u64(&m.tag));
+  PCCL_RETURN_IF_ERROR(r.u32(&m.seq));
+  return m;
+}
+
 void OpFailed::encode(ByteWriter& w) const {
   w.u64(tag);
-  w.u64(op_id);
+  w.u32(seq);
   w.u16(code);
+  w.u8(ring_broken);
   w.str(reason);
 }
 Result<OpFailed> OpFailed::decode(ByteReader& r) {
   OpFailed m;
   PCCL_RETURN_IF_ERROR(r.u64(&m.tag));
-  PCCL_RETURN_IF_ERROR(r.u64(&m.op_id));
+  PCCL_RETURN_IF_ERROR(r.u32(&m.seq));
+  PCCL_RETURN_IF_ERROR(r.u16(&m.code));
+  PCCL_RETURN_IF_ERROR(r.u8(&m.ring_broken));
+  if (m.ring_broken > 1) return Status::protocol("OpFailed: ring_broken must be 0 or 1");
+  PCCL_RETURN_IF_ERROR(r.str(&m.reason));
+  return m;
+}
+
+void OpState::encode(ByteWriter& w) const {
+  w.u64(epoch);
+  w.u64(tag);
+  w.u32(seq);
+  w.u8(state);
+}
+Result<OpState> OpState::decode(ByteReader& r) {
+  OpState m;
+  PCCL_RETURN_IF_ERROR(r.u64(&m.epoch));
+  PCCL_RETURN_IF_ERROR(r.u64(&m.tag));
+  PCCL_RETURN_IF_ERROR(r.u32(&m.seq));
+  PCCL_RETURN_IF_ERROR(r.u8(&m.state));
+  if (m.state > static_cast<uint8_t>(OpPhase::kCommitted)) return Status::protocol("OpState: unknown state");
+  return m;
+}
+
+void OpQuery::encode(ByteWriter& w) const {
+  w.u64(epoch);
+  w.u64(tag);
+  w.u32(seq);
+}
+Result<OpQuery> OpQuery::decode(ByteReader& r) {
+  OpQuery m;
+  PCCL_RETURN_IF_ERROR(r.u64(&m.epoch));
+  PCCL_RETURN_IF_ERROR(r.u64(&m.tag));
+  PCCL_RETURN_IF_ERROR(r.u32(&m.seq));
+  return m;
+}
+
+void OpOutcome::encode(ByteWriter& w) const {
+  w.u64(epoch);
+  w.u64(tag);
+  w.u32(seq);
+  w.u8(committed);
+  w.u16(code);
+  w.str(reason);
+}
+Result<OpOutcome> OpOutcome::decode(ByteReader& r) {
+  OpOutcome m;
+  PCCL_RETURN_IF_ERROR(r.u64(&m.epoch));
+  PCCL_RETURN_IF_ERROR(r.u64(&m.tag));
+  PCCL_RETURN_IF_ERROR(r.u32(&m.seq));
+  PCCL_RETURN_IF_ERROR(r.u8(&m.committed));
+  if (m.committed > 1) return Status::protocol("OpOutcome: committed must be 0 or 1");
   PCCL_RETURN_IF_ERROR(r.u16(&m.code));
   PCCL_RETURN_IF_ERROR(r.str(&m.reason));
   return m;

@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
     using M = typename decltype(tag)::type;
     ok = write(dir + "/frames/" + std::to_string(n++), wire::encodeFrame(M{}, 1)) && ok;
   });
-  const auto head = wire::encodeDataFrameHead(wire::DataHeader{7, 1, wire::kDataCompressed, 4096}, 1, 0);
+  const auto head = wire::encodeDataFrameHead(wire::dataHeader(7, 1, wire::kDataCompressed, 4096), 1, 0);
   ok = write(dir + "/frames/data", std::vector<uint8_t>(head.begin(), head.end())) && ok;
 
   std::vector<float> values(300);
