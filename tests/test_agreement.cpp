@@ -141,11 +141,17 @@ TEST_CASE("agreement: peers whose tags diverge all fail with Mismatch naming who
   CHECK_THAT(st[2].message(), Catch::Contains("tag 0 was called by peer " + late) &&
                                   Catch::Contains(shortOf(*c.peers[0])) && Catch::Contains(shortOf(*c.peers[1])) &&
                                   Catch::Contains("waiting in tag 10"));
-  // Nothing is left behind: calls that agree work at once.
+  // Peer 2 never called tag 10, but its first call of it is call 0 of tag 10, which failed: it fails at
+  // once, with the same reason (a peer's k-th call of a tag is call k, whenever it is made). Then calls
+  // that agree work.
+  Status first;
   c.onEach([&](size_t i) {
     std::vector<float> buf(100, 1.0f);
+    if (i == 2) first = reduceOnes(*c.peers[i], buf, 10);
     st[i] = reduceOnes(*c.peers[i], buf, 10);
   });
+  CHECK(first.code() == Code::kMismatch);
+  CHECK_THAT(first.message(), Catch::Contains("tags diverge"));
   for (const Status& s : st) CHECK(s.isOk());
 }
 

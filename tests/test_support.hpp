@@ -195,13 +195,16 @@ struct LocalCluster {
   }
 };
 
-// `n` peers built from `config` (master_address filled in). Returns an empty cluster on failure.
-inline LocalCluster startCluster(size_t n, CommConfig config, const MasterConfig& master = fastMasterConfig()) {
+// One peer per config (master_address filled in), joined in that order. Returns an empty cluster on failure.
+inline LocalCluster startCluster(std::vector<CommConfig> configs, const MasterConfig& master = fastMasterConfig()) {
   LocalCluster c;
+  const size_t n = configs.size();
   c.master = startMaster(master);
   if (!c.master) return c;
-  config.master_address = "127.0.0.1:" + std::to_string(c.master->port());
-  for (size_t i = 0; i < n; ++i) c.peers.push_back(makeComm(config));
+  for (auto& config : configs) {
+    config.master_address = "127.0.0.1:" + std::to_string(c.master->port());
+    c.peers.push_back(makeComm(config));
+  }
   for (auto& p : c.peers) {
     if (!p) return LocalCluster{};
   }
@@ -218,6 +221,11 @@ inline LocalCluster startCluster(size_t n, CommConfig config, const MasterConfig
   for (auto& j : joins) ok = j.get().isOk() && ok;
   if (!ok) return LocalCluster{};
   return c;
+}
+
+// `n` peers built from `config`.
+inline LocalCluster startCluster(size_t n, const CommConfig& config, const MasterConfig& master = fastMasterConfig()) {
+  return startCluster(std::vector<CommConfig>(n, config), master);
 }
 
 inline std::vector<std::string> memberArgs(uint16_t port, const std::string& name) {

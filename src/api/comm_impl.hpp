@@ -14,6 +14,7 @@
 
 #include <condition_variable>
 #include <functional>
+#include <future>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -68,6 +69,15 @@ class Communicator::Impl {
 
   // ---- tests only (detail::CommAccess) -----------------------------------------------------------
   void postForTest(std::function<void()> fn) { asio::post(io_, std::move(fn)); }  // may block the io thread
+  // Drops (hook returns false) or watches the commit round's ring messages this peer sends (tests only).
+  void setRingCtlHookForTest(collective::RingCtlHook hook) {
+    std::promise<void> set;
+    asio::post(io_, [this, &set, &hook] {
+      colls_->setCtlHook(std::move(hook));
+      set.set_value();
+    });
+    set.get_future().wait();
+  }
   // Runs on the destroying thread once the io thread has been told to stop, before it is joined.
   void setStopHookForTest(std::function<void()> fn) { test_on_stop_ = std::move(fn); }
 

@@ -95,15 +95,15 @@ void Collectives::submit(ReduceRequest req, Completion done) {
     }
     return finishOp(o, Status::ok());
   }
-  // Calls of this tag that failed on the others before we made them are skipped: we did not make
-  // them, and the others' retries are our calls (the master or a neighbour told us about them).
-  uint32_t& next = next_seq_[tag];
-  while (history_.find(OpKey{epoch_, tag, next})) ++next;
-  o.key = OpKey{epoch_, tag, next++};
+  o.key = OpKey{epoch_, tag, next_seq_[tag]++};
   o.desc = wire::OpDesc{o.req.count, o.req.segment_bytes, static_cast<uint8_t>(o.req.dtype),
                         static_cast<uint8_t>(o.req.op), static_cast<uint8_t>(o.req.quant),
                         static_cast<uint8_t>(o.req.compress)};
   const OpKey key = o.key;
+  if (auto ended = history_.find(key)) {  // the others failed this call before we made it: so do we
+    early_.drop(key);
+    return finishOp(o, ended->isOk() ? Status::internal("a call ended twice") : *ended);
+  }
   if (!ring_broken_.isOk() || successor_.empty()) {
     Status why = Status::peerLost(fmt::format("the ring's connections are down ({}); call pcclUpdateTopology",
                                               ring_broken_.isOk() ? "none" : ring_broken_.message()));
@@ -351,7 +351,7 @@ void Collectives::onAbort(const wire::OpAbort& m, uint64_t epoch) {
   Op* op = find(key);
   if (op == nullptr) {
     if (isFuture(key) && !history_.find(key)) {
-      history_.failed(key, why);  // we have not made this call: ours will be the next number
+      history_.failed(key, why);  // we have not made this call yet: it fails when we do
       early_.drop(key);
     }
     return;

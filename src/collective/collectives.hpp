@@ -8,10 +8,10 @@
 //   a failure while kRunning: fail here and everywhere (a ring abort, or closing the ring), input restored
 //   a failure while kPrepared: in doubt: OpState -> master, which asks every peer and answers OpOutcome
 //
-// An operation is named by (epoch, tag, seq), seq counting the calls of the tag on this ring; a call
-// the others failed before this peer made it (an abort from the master or the ring) is skipped, so
-// that this peer's call pairs with their retry. A frame of a call this peer has not made yet is kept
-// (EarlyFrames), one of a call that ended is dropped.
+// An operation is named by (epoch, tag, seq), seq counting the calls of the tag on this ring: a peer's
+// k-th call of a tag is call k whenever it is made, so a call that failed on the others before this
+// peer made it (an abort from the master or the ring) fails here too, at once, when it is made. A
+// frame of a call this peer has not made yet is kept (EarlyFrames), one of a call that ended is dropped.
 // Also the DataSink of the ring's connections. Thread: the communicator's io thread.
 #ifndef PCCL_COLLECTIVE_COLLECTIVES_HPP_
 #define PCCL_COLLECTIVE_COLLECTIVES_HPP_

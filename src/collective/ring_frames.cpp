@@ -170,7 +170,7 @@ void Collectives::onRingAbort(const OpKey& key, const wire::RingCtl& c, bool fro
   if (op == nullptr && !isFuture(key)) return;
   sendCtl(key, from_predecessor, c);
   if (op == nullptr) {
-    history_.failed(key, why);  // we have not made this call: ours will be the next number
+    history_.failed(key, why);  // we have not made this call yet: it fails when we do
     early_.drop(key);
     return;
   }
