@@ -308,6 +308,7 @@ void Collectives::finishOp(Op& op, const Status& s) {
   op.req.saved_device.reset();
   op.wire_pinned.reset();
   op.wire_device.reset();
+  early_.drop(op.key);  // frames of this call still being read are freed once read
   // Drop the bookkeeping before telling the user: the tag may be reused at once.
   std::unique_ptr<Op> keep;
   auto t = by_tag_.find(op.req.tag);

@@ -68,6 +68,7 @@ void EarlyFrames::channelClosed(const void* channel) {
   auto it = slots_.find(r->second.first);
   release(it, r->second.second);
   reading_.erase(r);
+  if (it->second.frames.empty() && it->second.eager == 0) slots_.erase(it);
 }
 
 std::vector<EarlyFrames::Frame> EarlyFrames::takeComplete(const OpKey& k) {
