@@ -12,9 +12,13 @@
 //                                                   MS = CLOCK_REALTIME milliseconds, to compare with
 //                                                   the driver's SIGSTOP intervals)
 //   joined epoch=E world=W
+// Once the file QUIET exists (the driver's quiet phase), each change of the world size of its
+// successful operations is also printed on stdout, flushed: "quiet-ok world=W", so the driver can wait
+// for the event "everyone is back in one ring" instead of sleeping for a guess.
 //
-//   chaos_peer --master HOST:PORT --log FILE [--count N]
+//   chaos_peer --master HOST:PORT --log FILE [--count N] [--quiet-file QUIET]
 #include <signal.h>
+#include <unistd.h>
 #include <time.h>
 
 #include <chrono>
@@ -98,13 +102,16 @@ bool recoverable(pccl::Code c) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string master, log_path;
+  std::string master, log_path, quiet_file;
   size_t count = 20000;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--master") == 0) master = argv[i + 1];
     if (std::strcmp(argv[i], "--log") == 0) log_path = argv[i + 1];
     if (std::strcmp(argv[i], "--count") == 0) count = std::strtoull(argv[i + 1], nullptr, 10);
+    if (std::strcmp(argv[i], "--quiet-file") == 0) quiet_file = argv[i + 1];
   }
+  bool quiet = false;
+  uint32_t reported_world = 0;
   if (master.empty() || log_path.empty()) {
     std::fprintf(stderr, "usage: chaos_peer --master HOST:PORT --log FILE [--count N]\n");
     return 2;
@@ -163,6 +170,12 @@ int main(int argc, char** argv) {
                    static_cast<unsigned long long>(epoch), static_cast<unsigned long long>(seq), r->world_size, wrong,
                    static_cast<unsigned long long>(fnv1a(data.data(), count * sizeof(float))), ms);
           ++seq;
+          quiet = quiet || (!quiet_file.empty() && access(quiet_file.c_str(), F_OK) == 0);
+          if (quiet && r->world_size != reported_world) {
+            reported_world = r->world_size;
+            std::printf("quiet-ok world=%u\n", reported_world);
+            std::fflush(stdout);
+          }
           continue;
         }
         st = r.status();

@@ -14,6 +14,7 @@
 #include <dirent.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <map>
@@ -103,7 +104,8 @@ TEST_CASE("chaos: 6 peers loop all-reduces through random kills, freezes and res
   auto start = [&](int i) {
     peers[i].log = dir + "/peer" + std::to_string(i) + ".log";
     peers[i].proc = std::make_unique<ChildProcess>(
-        std::vector<std::string>{PCCL_CHAOS_PEER_BIN, "--master", address, "--log", peers[i].log});
+        std::vector<std::string>{PCCL_CHAOS_PEER_BIN, "--master", address, "--log", peers[i].log, "--quiet-file",
+                                 dir + "/quiet"});
   };
   for (int i = 0; i < kPeers; ++i) start(i);
 
@@ -148,9 +150,20 @@ TEST_CASE("chaos: 6 peers loop all-reduces through random kills, freezes and res
       start(i);
     }
   }
-  // Quiet phase: every peer back in one ring of 6, doing operations.
+  // Quiet phase: every peer back in one ring of 6, doing operations. Waited for as an event (each
+  // peer says when its operations run with all 6), with a deadline generous enough for sanitizers.
   const int64_t quiet_start = realMs();
-  std::this_thread::sleep_for(std::chrono::seconds(20));
+  REQUIRE(std::system(("touch " + dir + "/quiet").c_str()) == 0);
+  const auto quiet_deadline = std::chrono::steady_clock::now() + std::chrono::seconds(150);
+  for (int i = 0; i < kPeers; ++i) {
+    for (;;) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(quiet_deadline - std::chrono::steady_clock::now());
+      auto l = peers[i].proc->waitForLine("quiet-ok world=", static_cast<int>(std::max<int64_t>(left.count(), 0)));
+      if (!l || l->find("world=" + std::to_string(kPeers)) != std::string::npos) break;
+    }
+  }
+  WARN("chaos: every peer back in one ring of " << kPeers << " after " << (realMs() - quiet_start) << " ms");
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // a few more operations with all 6 (a schedule)
   const long rss1 = rssKb(master.pid());
   const int fds1 = openFds(master.pid());
 
