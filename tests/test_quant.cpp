@@ -324,6 +324,7 @@ struct CodedRing {
   std::vector<float> input = std::vector<float>(100, 0.5f), output = std::vector<float>(100, 0.0f);
   std::vector<uint8_t> wire;
   Compressor zstd;
+  std::shared_ptr<collective::Striper> striper;
   std::shared_ptr<collective::RingAllReduce> ring;
   Status finished = Status::internal("not finished");
 
@@ -346,8 +347,9 @@ struct CodedRing {
     spec.compressor = &zstd;
     wire.resize(collective::wireRegionBytes(spec));
     spec.wire = wire.data();
-    ring = std::make_shared<collective::RingAllReduce>(spec, collective::RingAllReduce::Channels{out},
-                                                       [this](const Status& s) { finished = s; });
+    striper = std::make_shared<collective::Striper>(collective::Striper::Channels{out});
+    striper->attach();
+    ring = std::make_shared<collective::RingAllReduce>(spec, striper, [this](const Status& s) { finished = s; });
     ring->start();
     peer_ = std::move(server);
   }

@@ -3,6 +3,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <utility>
 
@@ -14,6 +15,23 @@ namespace pccl::collective {
 
 namespace {
 constexpr const char* kLog = "collective";
+
+// TCP_NOTSENT_LOWAT of striped ring connections: PCCL_NOTSENT_LOWAT bytes (0 = off), else 128 KiB
+// (docs/environment.md). Measured on the emulated transatlantic link: docs/benchmarks.md.
+uint32_t notSentLowat() {
+  static const uint32_t value = [] {
+    const char* env = std::getenv("PCCL_NOTSENT_LOWAT");
+    if (env == nullptr || *env == '\0') return 128u << 10;
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(env, &end, 10);
+    if (*end != '\0' || v > (1ull << 30)) {
+      PCCL_LOG_WARN(kLog, "ignoring PCCL_NOTSENT_LOWAT '{}': bytes 0..1073741824 expected", env);
+      return 128u << 10;
+    }
+    return static_cast<uint32_t>(v);
+  }();
+  return value;
+}
 
 std::string describeDesc(const wire::OpDesc& d, uint64_t epoch) {
   return fmt::format("count={} dtype={} op={} quant={} compress={} epoch={} segment_bytes={}", d.count,
@@ -40,11 +58,20 @@ void Collectives::setRing(uint64_t epoch, uint32_t rank, uint32_t world, Channel
   ring_broken_ = Status::ok();
   next_seq_.clear();
   early_.clear();
+  striper_ = std::make_shared<Striper>(successor_);
+  striper_->attach();
+  if (successor_.size() > 1) {
+    // Striped over several connections: the kernel keeps little unsent per connection, so segments
+    // wait in the striper for whichever connection drains first (docs/algorithms.md §1).
+    const uint32_t lowat = notSentLowat();
+    for (auto& ch : successor_) ch->setNotSentLowat(lowat);
+  }
   for (auto& ch : successor_) ch->start(this);
   for (auto& ch : predecessor_) ch->start(this);
 }
 
 void Collectives::clearRing(const Status& why) {
+  striper_.reset();
   successor_.clear();
   predecessor_.clear();
   early_.clear();
@@ -183,7 +210,7 @@ Status Collectives::startRing(Op& op) {
     spec.wire = op.wire.data.get();
   }
   const OpKey key = op.key;
-  op.ring = std::make_shared<RingAllReduce>(spec, successor_, [this, key](const Status& s) { ringFinished(key, s); });
+  op.ring = std::make_shared<RingAllReduce>(spec, striper_, [this, key](const Status& s) { ringFinished(key, s); });
   auto ring = op.ring;
   ring->start();
   return Status::ok();

@@ -164,6 +164,7 @@ class Collectives : public net::DataSink {
   uint32_t world_ = 1;
   Channels successor_;
   Channels predecessor_;
+  std::shared_ptr<Striper> striper_;  // our frames over successor_
   std::string predecessor_id_, successor_id_;  // short ids, for messages
   Status ring_broken_;  // why the current ring can no longer carry data
   Status failing_all_;  // while failAll() runs: its reason (OK otherwise)

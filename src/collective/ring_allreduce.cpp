@@ -54,7 +54,7 @@ size_t wireRegionBytes(const RingOpSpec& spec) {
   return spec.coded() ? totalSegments(spec) * slotCapacity(spec) : 0;
 }
 
-RingAllReduce::RingAllReduce(const RingOpSpec& spec, Channels successor, Finished finished)
+RingAllReduce::RingAllReduce(const RingOpSpec& spec, std::shared_ptr<Striper> successor, Finished finished)
     : spec_(spec), successor_(std::move(successor)), finished_(std::move(finished)),
       elem_(codec::dtypeSize(spec.dtype)) {
   const uint32_t phases = phaseCount(spec_.world);
@@ -151,24 +151,6 @@ Status RingAllReduce::reducePartials(size_t index, const uint8_t* raw, size_t at
   return compressSlot(index, count * codec::partialSumSize(spec_.dtype, spec_.world));
 }
 
-// The connection with the least data waiting to be acknowledged (our queue plus the kernel's), so a
-// connection slowed by a loss or a small congestion window gets fewer segments and none sits idle.
-// Ties (e.g. all empty) rotate from segment + op id, spreading small concurrent operations.
-std::shared_ptr<net::DataChannel>& RingAllReduce::pickConnection(size_t segment) {
-  const size_t k = successor_.size();
-  size_t best = (segment + spec_.op_id) % k;
-  uint64_t best_load = successor_[best]->backlog();
-  for (size_t i = 1; i < k && best_load > 0; ++i) {
-    const size_t c = (segment + spec_.op_id + i) % k;
-    const uint64_t load = successor_[c]->backlog();
-    if (load < best_load) {
-      best = c;
-      best_load = load;
-    }
-  }
-  return successor_[best];
-}
-
 void RingAllReduce::sendSegment(uint32_t phase, size_t segment) {
   const Span c = chunk(sendChunk(spec_.rank, spec_.world, phase));
   const Span s = segmentOf(c.count, spec_.segment_elems, segment);
@@ -191,10 +173,10 @@ void RingAllReduce::sendSegment(uint32_t phase, size_t segment) {
     }
     eager_sent_ += bytes;
   }
-  auto& ch = pickConnection(segment);
   std::weak_ptr<RingAllReduce> weak = weak_from_this();
   ++sends_issued_;
-  ch->send(h, src, bytes, [weak, bytes](const Status& st) {
+  auto striper = successor_;
+  striper->send(h, src, bytes, [weak, bytes](const Status& st) {
     auto self = weak.lock();
     if (!self) return;
     ++self->send_done_;
@@ -226,7 +208,7 @@ void RingAllReduce::successorReady() {
 void RingAllReduce::whenQuiet(std::function<void()> quiet) {
   const Status why = Status::internal("the operation ended");
   auto self = shared_from_this();
-  for (auto& ch : successor_) ch->cancelQueued(spec_.op_id, spec_.seq, why);
+  successor_->cancel(spec_.op_id, spec_.seq, why);
   if (sendsInFlight() == 0) return quiet();
   quiet_ = std::move(quiet);
 }

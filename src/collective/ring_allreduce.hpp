@@ -39,6 +39,7 @@
 #include "codec/gpu/engine.hpp"
 #include "codec/partial_sum.hpp"
 #include "collective/partition.hpp"
+#include "collective/striper.hpp"
 #include "net/data_channel.hpp"
 #include "pccl/status.hpp"
 
@@ -78,9 +79,10 @@ class RingAllReduce : public std::enable_shared_from_this<RingAllReduce> {
   using Channels = std::vector<std::shared_ptr<net::DataChannel>>;
   using Finished = std::function<void(const Status&)>;
 
-  // `successor` holds the K connections we send on. `finished` runs once: OK when every segment has
-  // been received and every send has completed (the buffers are free), or the first failure.
-  RingAllReduce(const RingOpSpec& spec, Channels successor, Finished finished);
+  // `successor` stripes our frames over the K connections we send on. `finished` runs once: OK when
+  // every segment has been received and every send has completed (the buffers are free), or the first
+  // failure.
+  RingAllReduce(const RingOpSpec& spec, std::shared_ptr<Striper> successor, Finished finished);
 
   void start();
   // The successor's hello arrived (it called the operation too): segments held back by the eager
@@ -107,7 +109,6 @@ class RingAllReduce : public std::enable_shared_from_this<RingAllReduce> {
   Span chunk(uint32_t index) const { return chunkOf(spec_.count, spec_.world, index); }
   size_t segmentsOf(uint32_t chunk_index) const;
   void sendSegment(uint32_t phase, size_t segment);
-  std::shared_ptr<net::DataChannel>& pickConnection(size_t segment);
   void maybeFinish();
   // Coded operations.
   size_t slotIndex(uint32_t chunk_index, size_t segment) const { return first_seg_[chunk_index] + segment; }
@@ -134,7 +135,7 @@ class RingAllReduce : public std::enable_shared_from_this<RingAllReduce> {
   void quiesce();
 
   RingOpSpec spec_;
-  Channels successor_;
+  std::shared_ptr<Striper> successor_;
   Finished finished_;
   size_t elem_ = 1;
   std::vector<size_t> first_slot_;  // per phase: index of its first segment in received_

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 #include <linux/sockios.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/ioctl.h>
 
 #include <algorithm>
@@ -16,6 +18,12 @@ DataChannel::DataChannel(Link link, uint64_t epoch, std::string name)
   // Kernel buffer sizes are left to TCP autotuning (net.ipv4.tcp_rmem/tcp_wmem): setting SO_SNDBUF or
   // SO_RCVBUF would switch autotuning off and cap them at net.core.*mem_max, too small for long fat pipes.
   tuneSocket(socket_);
+}
+
+void DataChannel::setNotSentLowat(uint32_t bytes) {
+  if (bytes == 0) return;
+  const int v = static_cast<int>(std::min<uint32_t>(bytes, 1u << 30));
+  (void)setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, sizeof(v));
 }
 
 DataChannel::~DataChannel() {
@@ -196,6 +204,7 @@ void DataChannel::written(const asio::error_code& ec) {
   bytes_sent_ += done.bytes;
   done.done(Status::ok());
   writeNext();
+  if (!writing_ && !closed_ && on_idle_) on_idle_();
 }
 
 uint64_t DataChannel::backlog() const {

@@ -62,6 +62,9 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   static constexpr size_t kDiscardChunk = 64 * 1024;
 
   void start(DataSink* sink);
+  // TCP_NOTSENT_LOWAT: the kernel keeps at most about `bytes` not yet sent (0: the kernel's default,
+  // unlimited), so what waits to be sent waits in pccl, where it can still go to another connection.
+  void setNotSentLowat(uint32_t bytes);
   void resume();  // after a kPause placement: asks the sink again
   // `payload` must stay valid until `done` runs. `done` runs exactly once (also when the channel closes).
   void send(const wire::DataHeader& h, const uint8_t* payload, uint32_t bytes, SendDone done);
@@ -73,6 +76,10 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   void close(const Status& why);  // idempotent; fails pending sends; tells the sink once
 
   bool isOpen() const { return !closed_; }
+  // Nothing of ours being written or queued (the kernel may still hold bytes to send).
+  bool idle() const { return !writing_ && out_.empty(); }
+  // Called each time the channel becomes idle after a write (not when it closes).
+  void setOnIdle(std::function<void()> fn) { on_idle_ = std::move(fn); }
   // Bytes accepted for sending but not yet acknowledged by the remote: our queue plus the kernel's
   // send queue (SIOCOUTQ). Used to send each segment on the least loaded connection.
   uint64_t backlog() const;
@@ -119,6 +126,7 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   std::deque<Pending> out_;
   bool writing_ = false;
   bool closed_ = false;
+  std::function<void()> on_idle_;
   uint64_t queued_bytes_ = 0;  // payload bytes in out_
   uint64_t bytes_sent_ = 0;
   uint64_t bytes_received_ = 0;

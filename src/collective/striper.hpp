@@ -1,0 +1,56 @@
+// Stripes the data frames of every operation over the K connections to the successor, pulled rather
+// than pushed: a frame waits here, in the order it became ready, until a connection has nothing of
+// its own to write (its previous frame is in the kernel), and then goes to that connection. So each
+// connection holds at most one of our frames plus what its kernel buffer keeps (bounded by
+// TCP_NOTSENT_LOWAT where set), a connection slowed by a loss takes fewer frames, and none sits idle
+// while another still has a queue: no segment is committed early to a connection that then stalls.
+// Thread: the communicator's io thread.
+#ifndef PCCL_COLLECTIVE_STRIPER_HPP_
+#define PCCL_COLLECTIVE_STRIPER_HPP_
+
+#include <cstdint>
+#include <deque>
+#include <memory>
+#include <vector>
+
+#include "net/data_channel.hpp"
+
+namespace pccl::collective {
+
+class Striper : public std::enable_shared_from_this<Striper> {
+ public:
+  using Channels = std::vector<std::shared_ptr<net::DataChannel>>;
+
+  explicit Striper(Channels channels) : channels_(std::move(channels)) {}
+  ~Striper();
+  // Starts listening to the connections (they tell us when they have nothing left to write).
+  void attach();
+
+  // `payload` must stay valid until `done` runs; `done` runs exactly once.
+  void send(const wire::DataHeader& h, const uint8_t* payload, uint32_t bytes, net::DataChannel::SendDone done);
+  // Takes back the frames of (op_id, seq) still waiting here or queued on a connection and not being
+  // written: their `done` runs with `why`. Returns how many.
+  size_t cancel(uint64_t op_id, uint32_t seq, const Status& why);
+  // Fails every waiting frame (the connections are gone).
+  void failAll(const Status& why);
+  size_t waiting() const { return queue_.size(); }
+  const Channels& channels() const { return channels_; }
+
+ private:
+  struct Frame {
+    wire::DataHeader h;
+    const uint8_t* payload;
+    uint32_t bytes;
+    net::DataChannel::SendDone done;
+  };
+  void pump();
+
+  Channels channels_;
+  std::deque<Frame> queue_;
+  size_t next_ = 0;  // where the search for an idle connection starts (rotates)
+  bool pumping_ = false;
+};
+
+}  // namespace pccl::collective
+
+#endif  // PCCL_COLLECTIVE_STRIPER_HPP_
