@@ -27,20 +27,25 @@ void Striper::send(const wire::DataHeader& h, const uint8_t* payload, uint32_t b
 void Striper::pump() {
   if (pumping_) return;  // a send below completing at once calls back here: the loop goes on
   pumping_ = true;
-  const size_t k = channels_.size();
+  used_.resize(channels_.size(), 0);
   bool open = false;
-  for (size_t tried = 0; tried < k && !queue_.empty();) {
-    auto& ch = channels_[next_];
-    next_ = (next_ + 1) % k;
-    open = open || ch->isOpen();
-    if (!ch->isOpen() || !ch->idle()) {
-      ++tried;
-      continue;
+  while (!queue_.empty()) {
+    // The idle connection used most recently: small operations stay on a few connections whose
+    // congestion windows have grown, instead of waking every cold one (each restarts from the initial
+    // window after an idle period); a large operation keeps every connection busy anyway.
+    size_t best = channels_.size();
+    open = false;
+    for (size_t i = 0; i < channels_.size(); ++i) {
+      const auto& ch = channels_[i];
+      if (!ch->isOpen()) continue;
+      open = true;
+      if (ch->idle() && (best == channels_.size() || used_[i] > used_[best])) best = i;
     }
+    if (best == channels_.size()) break;
     Frame f = std::move(queue_.front());
     queue_.pop_front();
-    ch->send(f.h, f.payload, f.bytes, std::move(f.done));
-    tried = 0;  // that connection is busy now; look again at all the others
+    used_[best] = ++clock_;
+    channels_[best]->send(f.h, f.payload, f.bytes, std::move(f.done));
   }
   pumping_ = false;
   if (!open && !queue_.empty()) failAll(Status::peerLost("every ring connection to the successor is closed"));

@@ -4,6 +4,8 @@
 // connection holds at most one of our frames plus what its kernel buffer keeps (bounded by
 // TCP_NOTSENT_LOWAT where set), a connection slowed by a loss takes fewer frames, and none sits idle
 // while another still has a queue: no segment is committed early to a connection that then stalls.
+// Among idle connections the one used most recently goes first, so that small operations stay on
+// connections whose congestion windows are open.
 // Thread: the communicator's io thread.
 #ifndef PCCL_COLLECTIVE_STRIPER_HPP_
 #define PCCL_COLLECTIVE_STRIPER_HPP_
@@ -47,7 +49,8 @@ class Striper : public std::enable_shared_from_this<Striper> {
 
   Channels channels_;
   std::deque<Frame> queue_;
-  size_t next_ = 0;  // where the search for an idle connection starts (rotates)
+  std::vector<uint64_t> used_;  // per connection: when it last took a frame (clock_)
+  uint64_t clock_ = 0;
   bool pumping_ = false;
 };
 
