@@ -255,25 +255,34 @@ TEST_CASE("security: a replayed handshake proof is rejected", "[security]") {
   CHECK(replay.sock.waitClosed(2000));
 }
 
+namespace {
+// Sends `hello` (a Hello of another protocol version) and expects the Error VersionMismatch whose
+// message contains `says`, then the connection closed.
+void expectVersionMismatch(uint16_t port, const std::vector<uint8_t>& hello, const std::string& says) {
+  RawSocket s = RawSocket::connectTo(port);
+  REQUIRE(s.sendBytes(hello));
+  auto reply = s.recvFrame(2000);
+  REQUIRE(reply);
+  REQUIRE(reply->header.type == static_cast<uint16_t>(wire::MsgType::kError));
+  auto e = wire::decodePayload<wire::Error>(reply->payload.data(), reply->payload.size());
+  REQUIRE(e.isOk());
+  CHECK(e->code == static_cast<uint16_t>(Code::kVersionMismatch));
+  CHECK_THAT(e->message, Catch::Contains(says));
+  CHECK(s.waitClosed(2000));
+}
+}  // namespace
+
 TEST_CASE("security: protocol version mismatch is reported with both versions", "[security]") {
   CleanEnv env;
+  const std::string ours = "this build speaks version " + std::to_string(wire::kProtocolVersion);
   SECTION("a newer client talking to this master") {
     auto master = startMaster(fastMasterConfig());
-    RawSocket s = RawSocket::connectTo(master->port());
-    REQUIRE(s.sendBytes(helloFrame(net::randomNonce(), 0, wire::kProtocolVersion + 1)));
-    auto reply = s.recvFrame(2000);
-    REQUIRE(reply);
-    REQUIRE(reply->header.type == static_cast<uint16_t>(wire::MsgType::kError));
-    auto e = wire::decodePayload<wire::Error>(reply->payload.data(), reply->payload.size());
-    REQUIRE(e.isOk());
-    CHECK(e->code == static_cast<uint16_t>(Code::kVersionMismatch));
-    CHECK_THAT(e->message, Catch::Contains("version " + std::to_string(wire::kProtocolVersion + 1)) &&
-                               Catch::Contains("version " + std::to_string(wire::kProtocolVersion)));
-    CHECK(s.waitClosed(2000));
+    expectVersionMismatch(master->port(), helloFrame(net::randomNonce(), 0, wire::kProtocolVersion + 1),
+                          "remote speaks pccl protocol version " + std::to_string(wire::kProtocolVersion + 1) +
+                              ", " + ours);
   }
   SECTION("a version-2 peer (before the ephemeral key exchange) talking to this master") {
     auto master = startMaster(fastMasterConfig());
-    RawSocket s = RawSocket::connectTo(master->port());
     wire::FrameHeader h;
     h.version = 2;
     h.type = static_cast<uint16_t>(wire::MsgType::kHello);
@@ -282,31 +291,14 @@ TEST_CASE("security: protocol version mismatch is reported with both versions", 
     std::vector<uint8_t> old(hb.begin(), hb.end());
     old.resize(old.size() + 34, 0);
     old[wire::kHeaderSize] = static_cast<uint8_t>(wire::Role::kPeerToMaster);
-    REQUIRE(s.sendBytes(old));
-    auto reply = s.recvFrame(2000);
-    REQUIRE(reply);
-    REQUIRE(reply->header.type == static_cast<uint16_t>(wire::MsgType::kError));
-    auto e = wire::decodePayload<wire::Error>(reply->payload.data(), reply->payload.size());
-    REQUIRE(e.isOk());
-    CHECK(e->code == static_cast<uint16_t>(Code::kVersionMismatch));
-    CHECK_THAT(e->message, Catch::Contains("version 2") && Catch::Contains("version 4"));
-    CHECK(s.waitClosed(2000));
+    expectVersionMismatch(master->port(), old, "remote speaks pccl protocol version 2, " + ours);
   }
   SECTION("a version-3 peer (all-reduces started through the master) talking to this master and to a ring port") {
     auto master = startMaster(fastMasterConfig());
     auto member = makeComm(fastCommConfig(master->port()));
     REQUIRE(member->connect().isOk());
     for (uint16_t port : {master->port(), member->listenPort()}) {
-      RawSocket s = RawSocket::connectTo(port);
-      REQUIRE(s.sendBytes(helloFrame(net::randomNonce(), 0, 3)));
-      auto reply = s.recvFrame(2000);
-      REQUIRE(reply);
-      REQUIRE(reply->header.type == static_cast<uint16_t>(wire::MsgType::kError));
-      auto e = wire::decodePayload<wire::Error>(reply->payload.data(), reply->payload.size());
-      REQUIRE(e.isOk());
-      CHECK(e->code == static_cast<uint16_t>(Code::kVersionMismatch));
-      CHECK_THAT(e->message, Catch::Contains("remote speaks pccl protocol version 3, this build speaks version 4"));
-      CHECK(s.waitClosed(2000));
+      expectVersionMismatch(port, helloFrame(net::randomNonce(), 0, 3), "remote speaks pccl protocol version 3, " + ours);
     }
   }
   SECTION("this client talking to a master of another version") {
