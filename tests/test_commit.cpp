@@ -94,6 +94,18 @@ bool all(const std::vector<float>& v, float x) {
   return std::all_of(v.begin(), v.end(), [x](float y) { return y == x; });
 }
 
+// Every peer starts its all-reduce; returns once all of them, the victim too, hold their data (none can
+// commit: the victim drops its commit-round messages).
+std::vector<std::future<Outcome>> reduceUntilAllPrepared(Scene& s) {
+  PreparedWatch watch;
+  watch.watch(s.cluster);
+  auto futures = reduceOnEach(s.cluster);
+  REQUIRE(s.victim->waitForLine("prepared", 20000));
+  REQUIRE(watch.waitFor(3, 20000));
+  for (auto& p : s.cluster.peers) detail::CommAccess::impl(*p).setRingCtlHookForTest(nullptr);
+  return futures;
+}
+
 // The survivors form a new ring without the victim and all-reduce with it.
 void goesOnWithThree(LocalCluster& c) {
   REQUIRE(c.updateAll());
@@ -110,12 +122,8 @@ void goesOnWithThree(LocalCluster& c) {
 TEST_CASE("commit: a peer SIGKILLed after its data is in, before it told anyone: every survivor succeeds",
           "[commit][faults]") {
   Scene s = sceneWithVictim();
-  PreparedWatch watch;
-  watch.watch(s.cluster);
-  auto futures = reduceOnEach(s.cluster);
-  REQUIRE(s.victim->waitForLine("prepared", 20000));
   // Every survivor holds all its data but none can commit: the victim's streak never reaches them.
-  REQUIRE(watch.waitFor(3, 20000));
+  auto futures = reduceUntilAllPrepared(s);
   s.victim->signal(SIGKILL);
   for (size_t i = 0; i < futures.size(); ++i) {
     Outcome o = futures[i].get();
@@ -161,11 +169,7 @@ TEST_CASE("commit: a peer SIGKILLed while a survivor is not yet prepared: every 
 TEST_CASE("commit: a peer frozen (SIGSTOP) in the commit round is removed and every survivor succeeds",
           "[commit][faults]") {
   Scene s = sceneWithVictim();
-  PreparedWatch watch;
-  watch.watch(s.cluster);
-  auto futures = reduceOnEach(s.cluster);
-  REQUIRE(s.victim->waitForLine("prepared", 20000));
-  REQUIRE(watch.waitFor(3, 20000));
+  auto futures = reduceUntilAllPrepared(s);
   s.victim->signal(SIGSTOP);  // its sockets stay open: only the master's heartbeat timeout notices
   for (size_t i = 0; i < futures.size(); ++i) {
     Outcome o = futures[i].get();
