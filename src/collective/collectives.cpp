@@ -7,6 +7,7 @@
 #include <cstring>
 #include <utility>
 
+#include "codec/describe.hpp"
 #include "codec/reduce.hpp"
 #include "collective/partition.hpp"
 #include "util/log.hpp"
@@ -33,12 +34,6 @@ uint32_t notSentLowat() {
   return value;
 }
 
-std::string describeDesc(const wire::OpDesc& d, uint64_t epoch) {
-  return fmt::format("count={} dtype={} op={} quant={} compress={} epoch={} segment_bytes={}", d.count,
-                     codec::dtypeName(static_cast<codec::DType>(d.dtype)),
-                     codec::redOpName(static_cast<codec::RedOp>(d.op)),
-                     codec::quantName(static_cast<codec::Quant>(d.quant)), d.compress, epoch, d.segment_bytes);
-}
 }  // namespace
 
 Collectives::Collectives(asio::io_context& io, BufferPool* pool, ResetRing reset_ring)
@@ -92,7 +87,7 @@ bool Collectives::isFuture(const OpKey& k) const {
 std::string Collectives::mismatch(const wire::OpDesc& theirs, const std::string& who, const wire::OpDesc& ours,
                                   const OpKey& k) const {
   return fmt::format("peers disagree on tag {}: peer {} has {}, peer {} has {}", k.tag, self_,
-                     describeDesc(ours, k.epoch), who, describeDesc(theirs, k.epoch));
+                     codec::describeCall(ours, k.epoch), who, codec::describeCall(theirs, k.epoch));
 }
 
 // ---- the life of one operation ------------------------------------------------------------------

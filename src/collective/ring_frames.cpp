@@ -24,7 +24,7 @@ void Collectives::sendCtl(const OpKey& k, bool to_successor, const wire::RingCtl
   const Channels& list = to_successor ? successor_ : predecessor_;
   if (list.empty() || k.epoch != epoch_) return;
   // The least loaded connection: a control frame must not wait behind megabytes of data.
-  const net::DataChannel* best = nullptr;
+  net::DataChannel* best = nullptr;
   uint64_t best_load = 0;
   for (const auto& ch : list) {
     if (!ch->isOpen()) continue;
@@ -37,7 +37,7 @@ void Collectives::sendCtl(const OpKey& k, bool to_successor, const wire::RingCtl
   if (best == nullptr) return;
   wire::DataHeader h = wire::dataHeader(k.tag, 0, wire::kDataControl, 0);
   h.seq = k.seq;
-  const_cast<net::DataChannel*>(best)->sendOwned(h, wire::encodeRingCtl(c));
+  best->sendOwned(h, wire::encodeRingCtl(c));
 }
 
 Result<net::Placement> Collectives::place(net::DataChannel& ch, const wire::DataHeader& h, uint32_t bytes) {

@@ -27,7 +27,6 @@ void Striper::send(const wire::DataHeader& h, const uint8_t* payload, uint32_t b
 void Striper::pump() {
   if (pumping_) return;  // a send below completing at once calls back here: the loop goes on
   pumping_ = true;
-  used_.resize(channels_.size(), 0);
   bool open = false;
   while (!queue_.empty()) {
     // The idle connection used most recently: small operations stay on a few connections whose

@@ -23,7 +23,7 @@ class Striper : public std::enable_shared_from_this<Striper> {
  public:
   using Channels = std::vector<std::shared_ptr<net::DataChannel>>;
 
-  explicit Striper(Channels channels) : channels_(std::move(channels)) {}
+  explicit Striper(Channels channels) : channels_(std::move(channels)), used_(channels_.size(), 0) {}
   ~Striper();
   // Starts listening to the connections (they tell us when they have nothing left to write).
   void attach();

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "codec/describe.hpp"
 #include "codec/dtype.hpp"
 #include "master/tag_divergence.hpp"
 #include "util/log.hpp"
@@ -13,25 +14,13 @@ namespace pccl::master {
 namespace {
 constexpr const char* kLog = "master";
 using wire::shortId;
-
-// The call and configuration every member must agree on (the epoch is checked on its own: a
-// different epoch is a race with a ring change, not a disagreement).
-bool sameOp(const wire::OpAnnounce& a, const wire::OpAnnounce& b) {
-  return a.count == b.count && a.dtype == b.dtype && a.op == b.op && a.quant == b.quant && a.compress == b.compress &&
-         a.segment_bytes == b.segment_bytes;
-}
 }  // namespace
 
 bool OpCoordinator::Entry::isMember(const wire::Uuid& p) const {
   return std::find(members.begin(), members.end(), p) != members.end();
 }
 
-std::string OpCoordinator::describe(const wire::OpAnnounce& a) {
-  return fmt::format("count={} dtype={} op={} quant={} compress={} epoch={} segment_bytes={}", a.count,
-                     codec::dtypeName(static_cast<codec::DType>(a.dtype)),
-                     codec::redOpName(static_cast<codec::RedOp>(a.op)),
-                     codec::quantName(static_cast<codec::Quant>(a.quant)), a.compress, a.epoch, a.segment_bytes);
-}
+std::string OpCoordinator::describe(const wire::OpAnnounce& a) { return codec::describeCall(a.desc(), a.epoch); }
 
 size_t OpCoordinator::pendingCount() const {
   return static_cast<size_t>(
@@ -82,7 +71,8 @@ Effects OpCoordinator::announce(const wire::Uuid& peer, uint32_t group, const st
     return fx;
   }
   const auto& [first_peer, first] = *e.announced.begin();
-  if (!sameOp(a, first)) {
+  // The epoch is checked on its own above: a different epoch is a race with a ring change.
+  if (a.desc() != first.desc()) {
     abort(fx, key, Code::kMismatch,
           fmt::format("peers disagree on tag {}: peer {} has {}, peer {} has {}", a.tag, shortId(first_peer),
                       describe(first), shortId(peer), describe(a)));

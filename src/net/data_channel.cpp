@@ -133,8 +133,12 @@ void DataChannel::send(const wire::DataHeader& h, const uint8_t* payload, uint32
     done(Status::peerLost(name_ + " is closed"));
     return;
   }
-  out_.push_back(Pending{wire::encodeDataFrameHead(h, epoch_, bytes), payload, bytes, std::move(done), h.op_id, h.seq, nullptr});
-  queued_bytes_ += bytes;
+  enqueue(Pending{wire::encodeDataFrameHead(h, epoch_, bytes), payload, bytes, std::move(done), h.op_id, h.seq, nullptr});
+}
+
+void DataChannel::enqueue(Pending p) {
+  queued_bytes_ += p.bytes;
+  out_.push_back(std::move(p));
   if (!writing_) writeNext();
 }
 
@@ -142,10 +146,8 @@ void DataChannel::sendOwned(const wire::DataHeader& h, std::vector<uint8_t> payl
   if (closed_) return;
   auto owned = std::make_shared<std::vector<uint8_t>>(std::move(payload));
   const auto bytes = static_cast<uint32_t>(owned->size());
-  out_.push_back(Pending{wire::encodeDataFrameHead(h, epoch_, bytes), owned->data(), bytes, [](const Status&) {},
-                         h.op_id, h.seq, owned});
-  queued_bytes_ += bytes;
-  if (!writing_) writeNext();
+  enqueue(Pending{wire::encodeDataFrameHead(h, epoch_, bytes), owned->data(), bytes, [](const Status&) {}, h.op_id,
+                  h.seq, owned});
 }
 
 size_t DataChannel::cancelQueued(uint64_t op_id, uint32_t seq, const Status& why) {

@@ -101,6 +101,7 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   };
   static constexpr size_t kMaxHead = wire::kHeaderSize + wire::kDataHeaderSize + kAeadTagBytes;
   size_t headBytes() const { return wire::kHeaderSize + wire::kDataHeaderSize + sealOverhead(crypto_); }
+  void enqueue(Pending p);
   void readHead();
   Status openHead();
   void placeAndRead();

@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <string>
 
+#include "wire/data.hpp"
 #include "wire/message.hpp"
 
 namespace pccl::wire {
@@ -27,6 +28,7 @@ struct OpAnnounce {
   uint8_t compress = 0;  // zstd level on the wire, 0 = off
   uint64_t epoch = 0;  // the ring the peer runs it on
   uint32_t segment_bytes = 0;  // the pipelining unit; every peer must cut the buffer the same way
+  OpDesc desc() const { return OpDesc{count, segment_bytes, dtype, op, quant, compress}; }
   void encode(ByteWriter& w) const;
   static Result<OpAnnounce> decode(ByteReader& r);
 };
