@@ -42,9 +42,10 @@ std::string describe(const Case& c) {
 }
 
 // Every peer runs every case in order (tag = case index); each result is checked against the
-// reference, and all peers' bytes are compared.
-void runSweep(size_t world, const std::vector<size_t>& counts) {
-  LocalCluster cluster = startCluster(world, smallSegments());
+// reference, and all peers' bytes are compared. The bytes sent show the algorithm taken.
+void runSweep(size_t world, const std::vector<size_t>& counts, Path path) {
+  INFO(pathName(path));
+  LocalCluster cluster = startCluster(world, onPath(smallSegments(), path));
   REQUIRE(cluster.peers.size() == world);
   std::vector<Case> cases;
   for (size_t count : counts) {
@@ -71,6 +72,15 @@ void runSweep(size_t world, const std::vector<size_t>& counts) {
         continue;
       }
       if (r->world_size != world) errors[rank].push_back(describe(c) + ": wrong world size");
+      // Gather: every input to every peer. Ring: 2(N-1)/N of it, but integer avg's wider partial sums.
+      const uint64_t gathered = (world - 1) * c.count * sizeOf(c.dtype);
+      const bool floating = c.dtype == DataType::kFloat16 || c.dtype == DataType::kBfloat16 ||
+                            c.dtype == DataType::kFloat32 || c.dtype == DataType::kFloat64;
+      const bool ring_sends_less = world > 2 && c.count > 1000 && (floating || c.op != RedOp::kAvg);
+      if (world > 1 && (path == Path::kGather ? r->tx_bytes != gathered : ring_sends_less && r->tx_bytes >= gathered)) {
+        errors[rank].push_back(describe(c) + ": sent " + std::to_string(r->tx_bytes) + " bytes on the " +
+                               pathName(path) + " path");
+      }
       results[i][rank] = c.in_place ? in : out;
     }
   });
@@ -100,8 +110,9 @@ constexpr DataType kIntegerTypes[] = {DataType::kInt8,  DataType::kUint8,  DataT
 
 // Every integer dtype's avg over `world` peers with inputs at the edges, in and out of place, with and
 // without zstd: exact (the sum over all peers divided once, toward zero) and bit-identical everywhere.
-void runIntegerAvgEdges(size_t world) {
-  LocalCluster cluster = startCluster(world, smallSegments());
+void runIntegerAvgEdges(size_t world, Path path) {
+  INFO(pathName(path));
+  LocalCluster cluster = startCluster(world, onPath(smallSegments(), path));
   REQUIRE(cluster.peers.size() == world);
   struct Run {
     DataType dtype;
@@ -148,30 +159,30 @@ void runIntegerAvgEdges(size_t world) {
 
 }  // namespace
 
-TEST_CASE("allreduce: integer avg is exact at the edges of every integer dtype, 2 peers", "[allreduce]") {
-  runIntegerAvgEdges(2);
+TEST_CASE("allreduce: integer avg is exact at the edges of every integer dtype, 2 peers, ring and gather", "[allreduce]") {
+  for (Path p : {Path::kRing, Path::kGather}) runIntegerAvgEdges(2, p);
 }
-TEST_CASE("allreduce: integer avg is exact at the edges of every integer dtype, 3 peers", "[allreduce]") {
-  runIntegerAvgEdges(3);
+TEST_CASE("allreduce: integer avg is exact at the edges of every integer dtype, 3 peers, ring and gather", "[allreduce]") {
+  for (Path p : {Path::kRing, Path::kGather}) runIntegerAvgEdges(3, p);
 }
-TEST_CASE("allreduce: integer avg is exact at the edges of every integer dtype, 7 peers", "[allreduce]") {
-  runIntegerAvgEdges(7);
+TEST_CASE("allreduce: integer avg is exact at the edges of every integer dtype, 7 peers, ring and gather", "[allreduce]") {
+  for (Path p : {Path::kRing, Path::kGather}) runIntegerAvgEdges(7, p);
 }
 
-TEST_CASE("allreduce: 1 peer, every dtype and op, counts 0/1/odd/large", "[allreduce]") {
-  runSweep(1, {0, 1, 1001, 20011});
+TEST_CASE("allreduce: 1 peer, every dtype and op, counts 0/1/odd/large, ring and gather", "[allreduce]") {
+  for (Path p : {Path::kRing, Path::kGather}) runSweep(1, {0, 1, 1001, 20011}, p);
 }
-TEST_CASE("allreduce: 2 peers, every dtype and op, counts 0/1/odd/large", "[allreduce]") {
-  runSweep(2, {0, 1, 1001, 20011});
+TEST_CASE("allreduce: 2 peers, every dtype and op, counts 0/1/odd/large, ring and gather", "[allreduce]") {
+  for (Path p : {Path::kRing, Path::kGather}) runSweep(2, {0, 1, 1001, 20011}, p);
 }
-TEST_CASE("allreduce: 3 peers, every dtype and op, counts 0/1/odd/large", "[allreduce]") {
-  runSweep(3, {0, 1, 1001, 20011});
+TEST_CASE("allreduce: 3 peers, every dtype and op, counts 0/1/odd/large, ring and gather", "[allreduce]") {
+  for (Path p : {Path::kRing, Path::kGather}) runSweep(3, {0, 1, 1001, 20011}, p);
 }
-TEST_CASE("allreduce: 4 peers, every dtype and op, counts 0/1/odd/large", "[allreduce]") {
-  runSweep(4, {0, 1, 1001, 20011});
+TEST_CASE("allreduce: 4 peers, every dtype and op, counts 0/1/odd/large, ring and gather", "[allreduce]") {
+  for (Path p : {Path::kRing, Path::kGather}) runSweep(4, {0, 1, 1001, 20011}, p);
 }
-TEST_CASE("allreduce: 7 peers, every dtype and op, counts 0/1/odd/large", "[allreduce]") {
-  runSweep(7, {0, 1, 3, 1001, 20011});
+TEST_CASE("allreduce: 7 peers, every dtype and op, counts 0/1/odd/large, ring and gather", "[allreduce]") {
+  for (Path p : {Path::kRing, Path::kGather}) runSweep(7, {0, 1, 3, 1001, 20011}, p);
 }
 
 TEST_CASE("allreduce: 16 concurrent operations of mixed sizes and dtypes, started in different orders", "[allreduce]") {

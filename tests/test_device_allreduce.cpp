@@ -85,7 +85,9 @@ std::vector<std::vector<std::vector<float>>> runAll(LocalCluster& cluster, const
 TEST_CASE("device all-reduce: 3 peers, device buffers give the host path's bytes, every format, mixed rings",
           "[device][allreduce]") {
   REQUIRE(kBackendSet);
-  LocalCluster cluster = startCluster(3, config());
+  const Path path = GENERATE(Path::kRing, Path::kGather);  // the gather path stages device buffers in host memory
+  INFO(pathName(path));
+  LocalCluster cluster = startCluster(3, onPath(config(), path));
   REQUIRE(cluster.peers.size() == 3);
   std::vector<std::string> errors(3);
   auto host = runAll(cluster, [](size_t) { return false; }, errors);
@@ -127,7 +129,9 @@ TEST_CASE("device all-reduce: 3 peers, device buffers give the host path's bytes
 TEST_CASE("device all-reduce: integer avg at the edges is exact on device buffers and in mixed rings",
           "[device][allreduce]") {
   REQUIRE(kBackendSet);
-  LocalCluster cluster = startCluster(3, config());
+  const Path path = GENERATE(Path::kRing, Path::kGather);
+  INFO(pathName(path));
+  LocalCluster cluster = startCluster(3, onPath(config(), path));
   REQUIRE(cluster.peers.size() == 3);
   constexpr size_t kCount = 9001;
   uint64_t tag = 2000;

@@ -39,6 +39,14 @@ inline MasterConfig fastMasterConfig(const std::string& secret = "") {
   return c;
 }
 
+// Which algorithm small all-reduces take (docs/algorithms.md §1): tests run both on the same sizes.
+enum class Path { kRing, kGather };
+inline CommConfig onPath(CommConfig c, Path p) {
+  c.gather_bytes = p == Path::kRing ? 0 : (4 << 20);
+  return c;
+}
+inline const char* pathName(Path p) { return p == Path::kRing ? "ring" : "gather"; }
+
 inline CommConfig fastCommConfig(uint16_t master_port, const std::string& secret = "") {
   CommConfig c;
   c.master_address = "127.0.0.1:" + std::to_string(master_port);

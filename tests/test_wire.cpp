@@ -232,6 +232,7 @@ OpAnnounce sample(Tag<OpAnnounce>) {
   m.compress = 19;
   m.epoch = 77;
   m.segment_bytes = 1u << 20;
+  m.algo = 1;
   return m;
 }
 OpAbort sample(Tag<OpAbort>) {
@@ -357,16 +358,16 @@ TEST_CASE("wire: header byte layout is 20 little-endian bytes starting with PCCL
   h.epoch = 0x0102030405060708ull;
   h.length = 0x0A0B0C0Du;
   const HeaderBytes b = encodeHeader(h);
-  const HeaderBytes expected = {'P',  'C',  'C',  'L',  0x04, 0x00, 0x34, 0x12, 0x08, 0x07,
+  const HeaderBytes expected = {'P',  'C',  'C',  'L',  0x05, 0x00, 0x34, 0x12, 0x08, 0x07,
                                 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x0D, 0x0C, 0x0B, 0x0A};
   CHECK(b == expected);
   CHECK(kHeaderSize == 20);
-  CHECK(kProtocolVersion == 4);
+  CHECK(kProtocolVersion == 5);
 
   auto d = decodeHeader(b.data(), b.size(), 0xFFFFFFFFu);
   REQUIRE(d.isOk());
   CHECK(d->magic == kMagic);
-  CHECK(d->version == 4);
+  CHECK(d->version == 5);
   CHECK(d->type == 0x1234);
   CHECK(d->epoch == 0x0102030405060708ull);
   CHECK(d->length == 0x0A0B0C0Du);
@@ -381,7 +382,7 @@ TEST_CASE("wire: P2PHello frame byte layout") {
   const std::vector<uint8_t> frame = encodeFrame(m, 0x0000000000000105ull);
   std::vector<uint8_t> expected = {
       // header
-      'P', 'C', 'C', 'L', 0x04, 0x00, 0x30, 0x00,              // magic, version 4, type 48
+      'P', 'C', 'C', 'L', 0x05, 0x00, 0x30, 0x00,              // magic, version 5, type 48
       0x05, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,          // epoch 0x105
       0x5C, 0x00, 0x00, 0x00,                                  // length 92
       // payload: sender_id
@@ -397,12 +398,12 @@ TEST_CASE("wire: P2PHello frame byte layout") {
   }
 }
 
-TEST_CASE("wire: ring data header layout (protocol 4): tag, phase, flags, offset, seq, descriptor") {
+TEST_CASE("wire: ring data header layout (protocol 5): tag, phase, flags, offset, seq, descriptor") {
   DataHeader d = dataHeader(0x0102030405060708ull, 3, kDataCompressed, 0x1112131415161718ull);
   d.seq = 0xA1A2A3A4u;
-  d.desc = OpDesc{0x2122232425262728ull, 0x31323334u, 10, 1, 3, 19};
+  d.desc = OpDesc{0x2122232425262728ull, 0x31323334u, 10, 1, 3, 19, 1};
   const auto head = encodeDataFrameHead(d, 0x105, 100);
-  REQUIRE(head.size() == kHeaderSize + 44);
+  REQUIRE(head.size() == kHeaderSize + 45);
   const std::vector<uint8_t> expected = {
       0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,  // op_id (the tag)
       0x03, 0x00, 0x00, 0x00,                          // phase
@@ -411,7 +412,7 @@ TEST_CASE("wire: ring data header layout (protocol 4): tag, phase, flags, offset
       0xA4, 0xA3, 0xA2, 0xA1,                          // seq
       0x28, 0x27, 0x26, 0x25, 0x24, 0x23, 0x22, 0x21,  // count
       0x34, 0x33, 0x32, 0x31,                          // segment_bytes
-      10, 1, 3, 19,                                    // dtype, op, quant, compress
+      10, 1, 3, 19, 1,                                 // dtype, op, quant, compress, algo
   };
   CHECK(std::vector<uint8_t>(head.begin() + kHeaderSize, head.end()) == expected);
   auto back = decodeDataHeader(head.data() + kHeaderSize, kDataHeaderSize);

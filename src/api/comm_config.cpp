@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 #include "util/log.hpp"
 #include "util/secret.hpp"
 #include "wire/data.hpp"
@@ -34,6 +36,24 @@ Status checkCommConfig(const CommConfig& config) {
                                                config.segment_bytes));
   }
   if (config.advertise_host.size() > 255) return Status::invalidArgument("advertise_host longer than 255 bytes");
+  if (config.gather_bytes < -1 || config.gather_bytes > static_cast<int64_t>(wire::kEagerBytes)) {
+    return Status::invalidArgument(fmt::format("gather_bytes must be -1 (PCCL_GATHER_BYTES, else {}) or 0..{}, got {}",
+                                               kDefaultGatherBytes, wire::kEagerBytes, config.gather_bytes));
+  }
+  return Status::ok();
+}
+
+Status resolveGatherBytes(CommConfig& config) {
+  if (config.gather_bytes >= 0) return Status::ok();
+  config.gather_bytes = kDefaultGatherBytes;
+  const char* env = std::getenv("PCCL_GATHER_BYTES");
+  if (env == nullptr || *env == '\0') return Status::ok();
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(env, &end, 10);
+  if (*env == '-' || *end != '\0' || v > wire::kEagerBytes) {
+    return Status::invalidArgument(fmt::format("PCCL_GATHER_BYTES='{}': bytes 0..{} expected", env, wire::kEagerBytes));
+  }
+  config.gather_bytes = static_cast<int64_t>(v);
   return Status::ok();
 }
 

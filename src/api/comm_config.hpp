@@ -18,6 +18,11 @@ Status checkCommConfig(const CommConfig& config);
 // encryption without a secret or a bad variable.
 Status resolveCredentials(CommConfig& config);
 
+// CommConfig::gather_bytes when none was given: PCCL_GATHER_BYTES, else this.
+inline constexpr int64_t kDefaultGatherBytes = 4 << 20;
+// gather_bytes = -1 becomes PCCL_GATHER_BYTES, else kDefaultGatherBytes; InvalidArgument for a bad variable.
+Status resolveGatherBytes(CommConfig& config);
+
 // What a TopologyUpdate's ring means for the peer `self`.
 Topology topologyFrom(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& self, uint64_t epoch);
 

@@ -16,7 +16,8 @@ Communicator::Impl::Impl(CommConfig config, net::HostPort master, net::HostPort 
       pool_(std::make_unique<peer::RingPool>(io_, key_, identity_, Millis(config_.handshake_timeout_ms),
                                              Millis(config_.connect_timeout_ms))),
       colls_(std::make_unique<collective::Collectives>(io_, &buffers_,
-                                                       [this](const Status& s) { pool_->reset(s); })),
+                                                       [this](const Status& s) { pool_->reset(s); },
+                                                       static_cast<uint64_t>(config_.gather_bytes))),
       sync_(std::make_unique<SharedStateSync>(
           io_, key_,
           SharedStateSync::Hooks{[this](const wire::SyncAnnounce& m) {
@@ -97,6 +98,7 @@ Result<std::unique_ptr<Communicator>> Communicator::create(CommConfig config) {
   PCCL_ASSIGN_OR_RETURN(net::HostPort listen, net::parseHostPort(config.listen_address, "listen_address"));
   PCCL_RETURN_IF_ERROR(checkCommConfig(config));
   PCCL_RETURN_IF_ERROR(resolveCredentials(config));
+  PCCL_RETURN_IF_ERROR(resolveGatherBytes(config));
   auto key = std::make_shared<const net::AuthKey>(config.secret, config.encrypt);
   wipeSecret(config.secret);
   auto impl = std::make_unique<Impl>(std::move(config), std::move(master), std::move(listen), std::move(key));

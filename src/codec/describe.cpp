@@ -7,9 +7,12 @@
 namespace pccl::codec {
 
 std::string describeCall(const wire::OpDesc& d, uint64_t epoch) {
-  return fmt::format("count={} dtype={} op={} quant={} compress={} epoch={} segment_bytes={}", d.count,
+  const char* algo = d.algo == static_cast<uint8_t>(wire::Algo::kRing)     ? "ring"
+                     : d.algo == static_cast<uint8_t>(wire::Algo::kGather) ? "gather"
+                                                                           : "unknown";
+  return fmt::format("count={} dtype={} op={} quant={} compress={} epoch={} segment_bytes={} algo={}", d.count,
                      dtypeName(static_cast<DType>(d.dtype)), redOpName(static_cast<RedOp>(d.op)),
-                     quantName(static_cast<Quant>(d.quant)), d.compress, epoch, d.segment_bytes);
+                     quantName(static_cast<Quant>(d.quant)), d.compress, epoch, d.segment_bytes, algo);
 }
 
 }  // namespace pccl::codec

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "codec/describe.hpp"
+#include "codec/quant.hpp"
 #include "codec/reduce.hpp"
 #include "collective/partition.hpp"
 #include "util/log.hpp"
@@ -36,8 +37,8 @@ uint32_t notSentLowat() {
 
 }  // namespace
 
-Collectives::Collectives(asio::io_context& io, BufferPool* pool, ResetRing reset_ring)
-    : io_(io), pool_(pool), reset_ring_(std::move(reset_ring)) {}
+Collectives::Collectives(asio::io_context& io, BufferPool* pool, ResetRing reset_ring, uint64_t gather_bytes)
+    : io_(io), pool_(pool), reset_ring_(std::move(reset_ring)), gather_bytes_(gather_bytes) {}
 
 Collectives::~Collectives() { failAll(Status::invalidUsage("the communicator was destroyed")); }
 
@@ -55,6 +56,8 @@ void Collectives::setRing(uint64_t epoch, uint32_t rank, uint32_t world, Channel
   early_.clear();
   striper_ = std::make_shared<Striper>(successor_);
   striper_->attach();
+  back_striper_ = std::make_shared<Striper>(predecessor_);
+  back_striper_->attach();
   if (successor_.size() > 1) {
     // Striped over several connections: the kernel keeps little unsent per connection, so segments
     // wait in the striper for whichever connection drains first (docs/algorithms.md §1).
@@ -67,6 +70,7 @@ void Collectives::setRing(uint64_t epoch, uint32_t rank, uint32_t world, Channel
 
 void Collectives::clearRing(const Status& why) {
   striper_.reset();
+  back_striper_.reset();
   successor_.clear();
   predecessor_.clear();
   early_.clear();
@@ -120,7 +124,7 @@ void Collectives::submit(ReduceRequest req, Completion done) {
   o.key = OpKey{epoch_, tag, next_seq_[tag]++};
   o.desc = wire::OpDesc{o.req.count, o.req.segment_bytes, static_cast<uint8_t>(o.req.dtype),
                         static_cast<uint8_t>(o.req.op), static_cast<uint8_t>(o.req.quant),
-                        static_cast<uint8_t>(o.req.compress)};
+                        static_cast<uint8_t>(o.req.compress), static_cast<uint8_t>(chooseAlgo(o.req))};
   const OpKey key = o.key;
   if (auto ended = history_.find(key)) {  // the others failed this call before we made it: so do we
     early_.drop(key);
@@ -145,6 +149,7 @@ void Collectives::submit(ReduceRequest req, Completion done) {
   a.compress = o.desc.compress;
   a.epoch = epoch_;
   a.segment_bytes = o.desc.segment_bytes;
+  a.algo = o.desc.algo;
   link_->send(a, epoch_);
   wire::RingCtl hello;
   hello.kind = wire::RingCtl::kHello;
@@ -171,6 +176,14 @@ void Collectives::submit(ReduceRequest req, Completion done) {
   if (Op* p = find(key)) maybePrepared(*p);
 }
 
+// Gather when everything a peer can receive of the call fits both the limit and the eager bytes: the
+// choice depends on the descriptor and the group size alone, so every peer makes the same one.
+wire::Algo Collectives::chooseAlgo(const ReduceRequest& r) const {
+  if (world_ < 2 || r.count == 0) return wire::Algo::kRing;
+  const uint64_t all = static_cast<uint64_t>(world_ - 1) * codec::wireBytes(r.quant, r.dtype, r.count);
+  return all <= gather_bytes_ && all <= wire::kEagerBytes ? wire::Algo::kGather : wire::Algo::kRing;
+}
+
 Status Collectives::startRing(Op& op) {
   const ReduceRequest& r = op.req;
   RingOpSpec spec;
@@ -189,6 +202,7 @@ Status Collectives::startRing(Op& op) {
   spec.compress = r.compress;
   spec.compressor = &compressor_;
   spec.device = r.device;
+  if (op.desc.algo == static_cast<uint8_t>(wire::Algo::kGather)) return startGather(op, spec);
   if (r.device != nullptr) {
     // The wire bytes in pinned memory (DMA to and from the GPU) and their mirror on the GPU.
     const size_t wire_bytes = wireRegionBytes(spec);
@@ -211,10 +225,38 @@ Status Collectives::startRing(Op& op) {
   return Status::ok();
 }
 
+Status Collectives::startGather(Op& op, RingOpSpec spec) {
+  const ReduceRequest& r = op.req;
+  spec.segment_elems = gatherSegmentElems(spec);
+  if (r.device != nullptr) {
+    // Small by construction: the input comes to host memory, the result goes back in ringFinished.
+    const size_t bytes = r.count * codec::dtypeSize(r.dtype);
+    op.staged_in = pool_->acquire(bytes);
+    op.staged_out = pool_->acquire(bytes);
+    PCCL_RETURN_IF_ERROR(deviceCopy(*r.device, op.staged_in.data.get(), r.input, bytes, PCCL_GPU_COPY_D2H));
+    spec.input = op.staged_in.data.get();
+    spec.output = op.staged_out.data.get();
+    spec.device = nullptr;
+  }
+  op.wire = pool_->acquire(gatherRegionBytes(spec));
+  spec.wire = op.wire.data.get();
+  const OpKey key = op.key;
+  op.ring = std::make_shared<GatherAllReduce>(spec, striper_, back_striper_,
+                                              [this, key](const Status& s) { ringFinished(key, s); });
+  auto ring = op.ring;
+  ring->start();
+  return Status::ok();
+}
+
 void Collectives::ringFinished(const OpKey& key, const Status& s) {
   Op* op = find(key);
   if (op == nullptr || op->state != State::kRunning) return;
   if (!s.isOk()) return failOp(*op, s, false, true, true);
+  if (op->staged_out.data) {  // a gathered device operation: the result to the GPU
+    const size_t bytes = op->req.count * codec::dtypeSize(op->req.dtype);
+    Status st = deviceCopy(*op->req.device, op->req.output, op->staged_out.data.get(), bytes, PCCL_GPU_COPY_H2D);
+    if (!st.isOk()) return failOp(*op, st, true, false, true);
+  }
   op->data_in = true;
   maybePrepared(*op);
 }
@@ -327,6 +369,8 @@ void Collectives::finishOp(Op& op, const Status& s) {
   Completion done = std::move(op.done);
   pool_->release(std::move(op.req.saved));
   pool_->release(std::move(op.wire));
+  pool_->release(std::move(op.staged_in));
+  pool_->release(std::move(op.staged_out));
   op.req.saved_device.reset();
   op.wire_pinned.reset();
   op.wire_device.reset();
@@ -343,9 +387,9 @@ void Collectives::finishOp(Op& op, const Status& s) {
   if (done) done(out);
 }
 
-Status Collectives::deviceCopy(codec::gpu::Engine& e, void* dst, const void* src, size_t bytes) {
+Status Collectives::deviceCopy(codec::gpu::Engine& e, void* dst, const void* src, size_t bytes, int kind) {
   return e.runNow([&](codec::gpu::JobContext& ctx) {
-    return ctx.check(ctx.api.memcpy_async(dst, src, bytes, PCCL_GPU_COPY_D2D, ctx.stream), "device copy");
+    return ctx.check(ctx.api.memcpy_async(dst, src, bytes, kind, ctx.stream), "device copy");
   });
 }
 

@@ -1,7 +1,8 @@
 // The peer's side of all-reduces (protocol 4, docs/algorithms.md §2): a call starts on the ring at once,
 // without waiting for the master, and succeeds only when every peer of the ring holds its result.
 //
-//   submit: hello -> predecessor, data -> successor (at most wire::kEagerBytes before its hello),
+//   submit: hello -> predecessor, data -> successor (at most wire::kEagerBytes before its hello; a
+//           small operation gathers instead: data both ways, gather_allreduce.hpp),
 //           OpAnnounce -> master (in passing)            state kRunning
 //   all data in + successor's hello matched              state kPrepared: the commit round (commit_round.hpp)
 //   every peer prepared (streaks, or a neighbour's commit) success; OpDone -> master (in passing)
@@ -27,6 +28,7 @@
 #include "codec/dtype.hpp"
 #include "collective/buffer_pool.hpp"
 #include "collective/commit_round.hpp"
+#include "collective/gather_allreduce.hpp"
 #include "collective/op_book.hpp"
 #include "collective/ring_allreduce.hpp"
 #include "net/data_channel.hpp"
@@ -70,7 +72,9 @@ class Collectives : public net::DataSink {
   using Channels = RingAllReduce::Channels;
   using ResetRing = std::function<void(const Status&)>;
 
-  Collectives(asio::io_context& io, BufferPool* pool, ResetRing reset_ring);
+  // `gather_bytes`: small operations gather (gather_allreduce.hpp) when (world - 1) x their wire bytes
+  // is at most this (0: never); every peer must use the same value.
+  Collectives(asio::io_context& io, BufferPool* pool, ResetRing reset_ring, uint64_t gather_bytes);
   ~Collectives() override;
 
   void setLink(peer::MasterLink* link) {  // a new session (after connect()) clears an old loss
@@ -116,14 +120,17 @@ class Collectives : public net::DataSink {
     bool data_in = false;        // every segment arrived and every send completed
     bool successor_ok = false;   // the successor's hello matched our call
     CommitRound commit;
-    std::shared_ptr<RingAllReduce> ring;
-    BufferPool::Buffer wire;  // coded operations: the segments' wire bytes
+    std::shared_ptr<RingOp> ring;
+    BufferPool::Buffer wire;  // coded operations: the segments' wire bytes; gather: every input
+    BufferPool::Buffer staged_in, staged_out;  // gather with device buffers: input and result in host memory
     codec::gpu::Block wire_pinned, wire_device;  // device buffers: the wire bytes, pinned and on the GPU
     asio::steady_timer timer;
   };
 
   // collectives.cpp: the life of an operation.
   Status startRing(Op& op);
+  Status startGather(Op& op, RingOpSpec spec);
+  wire::Algo chooseAlgo(const ReduceRequest& r) const;
   void ringFinished(const OpKey& key, const Status& s);
   void maybePrepared(Op& op);
   void applyCommit(Op& op, const CommitRound::Sends& s);
@@ -135,7 +142,7 @@ class Collectives : public net::DataSink {
   void failOp(Op& op, const Status& why, bool flood, bool close_ring, bool tell_master);
   void endFailed(Op& op, const Status& why);
   void finishOp(Op& op, const Status& s);
-  Status deviceCopy(codec::gpu::Engine& e, void* dst, const void* src, size_t bytes);
+  Status deviceCopy(codec::gpu::Engine& e, void* dst, const void* src, size_t bytes, int kind = PCCL_GPU_COPY_D2D);
   void timedOut(const OpKey& key);
   Op* find(const OpKey& key);
   OpKey keyOf(const wire::DataHeader& h) const { return OpKey{epoch_, h.op_id, h.seq}; }
@@ -155,6 +162,7 @@ class Collectives : public net::DataSink {
   BufferPool* pool_;
   codec::Compressor compressor_;  // zstd contexts of this io thread
   ResetRing reset_ring_;
+  uint64_t gather_bytes_;
   peer::MasterLink* link_ = nullptr;
   Status link_down_;  // why the master cannot be reached any more (OK while it can)
   std::string name_ = "peer=?";
@@ -164,7 +172,8 @@ class Collectives : public net::DataSink {
   uint32_t world_ = 1;
   Channels successor_;
   Channels predecessor_;
-  std::shared_ptr<Striper> striper_;  // our frames over successor_
+  std::shared_ptr<Striper> striper_;       // our frames over successor_
+  std::shared_ptr<Striper> back_striper_;  // gather: our frames over predecessor_
   std::string predecessor_id_, successor_id_;  // short ids, for messages
   Status ring_broken_;  // why the current ring can no longer carry data
   Status failing_all_;  // while failAll() runs: its reason (OK otherwise)

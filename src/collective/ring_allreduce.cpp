@@ -55,7 +55,7 @@ size_t wireRegionBytes(const RingOpSpec& spec) {
 }
 
 RingAllReduce::RingAllReduce(const RingOpSpec& spec, std::shared_ptr<Striper> successor, Finished finished)
-    : spec_(spec), successor_(std::move(successor)), finished_(std::move(finished)),
+    : RingOp(spec.op_id, spec.seq, {successor}, std::move(finished)), spec_(spec), successor_(std::move(successor)),
       elem_(codec::dtypeSize(spec.dtype)) {
   const uint32_t phases = phaseCount(spec_.world);
   first_slot_.resize(phases + 1);
@@ -82,7 +82,7 @@ size_t RingAllReduce::segmentsOf(uint32_t chunk_index) const {
 void RingAllReduce::start() {
   const uint32_t first = sendChunk(spec_.rank, spec_.world, 0);
   const size_t n = segmentsOf(first);
-  for (size_t s = 0; s < n && !over_; ++s) {
+  for (size_t s = 0; s < n && !over(); ++s) {
     if (spec_.device != nullptr) {
       const Span c = chunk(first);
       const Span seg = segmentOf(c.count, spec_.segment_elems, s);
@@ -173,25 +173,7 @@ void RingAllReduce::sendSegment(uint32_t phase, size_t segment) {
     }
     eager_sent_ += bytes;
   }
-  std::weak_ptr<RingAllReduce> weak = weak_from_this();
-  ++sends_issued_;
-  auto striper = successor_;
-  striper->send(h, src, bytes, [weak, bytes](const Status& st) {
-    auto self = weak.lock();
-    if (!self) return;
-    ++self->send_done_;
-    if (self->over_) {
-      if (self->quiet_ && self->sendsInFlight() == 0) {
-        auto quiet = std::move(self->quiet_);
-        self->quiet_ = nullptr;
-        quiet();
-      }
-      return;
-    }
-    if (!st.isOk()) return self->fail(st);
-    self->bytes_sent_ += bytes;
-    self->maybeFinish();
-  });
+  send(*successor_, h, src, bytes);
 }
 
 void RingAllReduce::successorReady() {
@@ -200,21 +182,13 @@ void RingAllReduce::successorReady() {
   std::vector<std::pair<uint32_t, size_t>> held = std::move(held_);
   held_.clear();
   for (const auto& [phase, segment] : held) {
-    if (over_) return;
+    if (over()) return;
     sendSegment(phase, segment);
   }
 }
 
-void RingAllReduce::whenQuiet(std::function<void()> quiet) {
-  const Status why = Status::internal("the operation ended");
-  auto self = shared_from_this();
-  successor_->cancel(spec_.op_id, spec_.seq, why);
-  if (sendsInFlight() == 0) return quiet();
-  quiet_ = std::move(quiet);
-}
-
 Result<uint8_t*> RingAllReduce::placement(const wire::DataHeader& h, uint32_t bytes) {
-  if (over_) return Status::internal("frame for a finished operation");
+  if (over()) return Status::internal("frame for a finished operation");
   if (h.phase >= phaseCount(spec_.world)) {
     return Status::protocol(fmt::format("op {}: phase {} out of range", spec_.op_id, h.phase));
   }
@@ -249,7 +223,7 @@ Result<uint8_t*> RingAllReduce::placement(const wire::DataHeader& h, uint32_t by
 }
 
 Status RingAllReduce::delivered(const wire::DataHeader& h, uint32_t bytes) {
-  if (over_) return Status::ok();
+  if (over()) return Status::ok();
   if (spec_.coded()) {
     Status st = deliveredCoded(h, bytes);
     if (!st.isOk()) fail(st);
@@ -347,7 +321,7 @@ void RingAllReduce::submitDevice(const DeviceStep& step) {
     std::lock_guard<std::mutex> lk(jobs_->mu);
     ++jobs_->running;
   }
-  auto self = shared_from_this();
+  auto self = std::static_pointer_cast<RingAllReduce>(shared_from_this());
   auto result = std::make_shared<std::pair<uint32_t, uint32_t>>(0, 0);
   spec_.device->submit(
       [self, step, result](codec::gpu::JobContext& ctx) -> Status {
@@ -458,7 +432,7 @@ Status RingAllReduce::runDeviceKernels(const RingOpSpec& spec, const DeviceStep&
 
 void RingAllReduce::deviceDone(const DeviceStep& step, const Status& st, uint32_t len, uint32_t flags) {
   --jobs_open_;
-  if (over_) return;
+  if (over()) return;
   if (!st.isOk()) return fail(st);
   if (step.kind != DeviceStep::kGather) {
     slot_len_[step.index] = len;
@@ -476,21 +450,12 @@ void RingAllReduce::quiesce() {
 
 // ---- the end ------------------------------------------------------------------------------------
 
-void RingAllReduce::maybeFinish() {
-  if (over_ || recv_done_ < recv_expected_ || send_done_ < send_expected_ || jobs_open_ > 0) return;
-  auto self = shared_from_this();  // `finished` may drop the owner's reference
-  over_ = true;
-  Finished f = std::move(finished_);
-  f(Status::ok());
+bool RingAllReduce::complete() const {
+  return recv_done_ >= recv_expected_ && sendsDone() >= send_expected_ && jobs_open_ == 0;
 }
 
-void RingAllReduce::fail(const Status& why) {
-  if (over_) return;
-  auto self = shared_from_this();
-  over_ = true;
+void RingAllReduce::stopWork() {
   if (spec_.device != nullptr) quiesce();
-  Finished f = std::move(finished_);
-  f(why);
 }
 
 }  // namespace pccl::collective

@@ -39,6 +39,7 @@
 #include "codec/gpu/engine.hpp"
 #include "codec/partial_sum.hpp"
 #include "collective/partition.hpp"
+#include "collective/ring_op.hpp"
 #include "collective/striper.hpp"
 #include "net/data_channel.hpp"
 #include "pccl/status.hpp"
@@ -74,42 +75,33 @@ struct RingOpSpec {
 // Bytes of the slot region a coded operation needs (0 when not coded).
 size_t wireRegionBytes(const RingOpSpec& spec);
 
-class RingAllReduce : public std::enable_shared_from_this<RingAllReduce> {
+class RingAllReduce : public RingOp {
  public:
   using Channels = std::vector<std::shared_ptr<net::DataChannel>>;
-  using Finished = std::function<void(const Status&)>;
 
   // `successor` stripes our frames over the K connections we send on. `finished` runs once: OK when
   // every segment has been received and every send has completed (the buffers are free), or the first
   // failure.
   RingAllReduce(const RingOpSpec& spec, std::shared_ptr<Striper> successor, Finished finished);
 
-  void start();
+  void start() override;
   // The successor's hello arrived (it called the operation too): segments held back by the eager
   // limit (wire::kEagerBytes before the hello) go out.
-  void successorReady();
-  // Where the payload of an incoming frame of this operation goes, after checking that the frame is
-  // one we expect (phase, offset, length) and have not had yet.
-  Result<uint8_t*> placement(const wire::DataHeader& h, uint32_t bytes);
-  // The payload (`bytes`) has landed at placement(h): reduce and forward. An error (a corrupted coded
-  // payload) fails the operation.
-  Status delivered(const wire::DataHeader& h, uint32_t bytes);
-  // No more sends are issued; device jobs not yet started are dropped and a running one is waited
-  // for (so the buffers are free when `finished` runs, with `why`, if it has not run yet).
-  void fail(const Status& why);
-  // After fail(): takes back our frames still queued on the connections, and runs `quiet` once no
-  // frame of ours is being written any more (at once if none is): then nothing reads the buffers.
-  void whenQuiet(std::function<void()> quiet);
-  size_t sendsInFlight() const { return sends_issued_ - send_done_; }
+  void successorReady() override;
+  // Checks the phase, offset and length of the frame.
+  Result<uint8_t*> placement(const wire::DataHeader& h, uint32_t bytes) override;
+  // Reduce and forward. An error (a corrupted coded payload) fails the operation.
+  Status delivered(const wire::DataHeader& h, uint32_t bytes) override;
 
-  uint64_t bytesSent() const { return bytes_sent_; }
-  uint64_t bytesReceived() const { return bytes_received_; }
+ protected:
+  bool complete() const override;
+  // Device jobs not yet started are dropped and a running one is waited for.
+  void stopWork() override;
 
  private:
   Span chunk(uint32_t index) const { return chunkOf(spec_.count, spec_.world, index); }
   size_t segmentsOf(uint32_t chunk_index) const;
   void sendSegment(uint32_t phase, size_t segment);
-  void maybeFinish();
   // Coded operations.
   size_t slotIndex(uint32_t chunk_index, size_t segment) const { return first_seg_[chunk_index] + segment; }
   uint8_t* slot(size_t index) const { return spec_.wire + index * slot_cap_; }
@@ -136,20 +128,15 @@ class RingAllReduce : public std::enable_shared_from_this<RingAllReduce> {
 
   RingOpSpec spec_;
   std::shared_ptr<Striper> successor_;
-  Finished finished_;
   size_t elem_ = 1;
   std::vector<size_t> first_slot_;  // per phase: index of its first segment in received_
   std::vector<uint8_t> received_;   // one flag per (phase, segment) we receive
   size_t recv_expected_ = 0, recv_done_ = 0;
-  size_t send_expected_ = 0, send_done_ = 0;
-  uint64_t bytes_sent_ = 0, bytes_received_ = 0;
-  bool over_ = false;
+  size_t send_expected_ = 0;
   // Eager limit: until the successor's hello, at most wire::kEagerBytes leave; the rest wait here.
   bool successor_ready_ = false;
   uint64_t eager_sent_ = 0;
   std::vector<std::pair<uint32_t, size_t>> held_;  // (phase, segment)
-  size_t sends_issued_ = 0;  // handed to a connection (send_done_ counts their completions)
-  std::function<void()> quiet_;
   // Coded operations: per chunk its first slot; per slot the bytes it holds and their flags.
   std::vector<size_t> first_seg_;
   size_t slot_cap_ = 0;

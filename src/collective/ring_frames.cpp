@@ -52,7 +52,9 @@ Result<net::Placement> Collectives::place(net::DataChannel& ch, const wire::Data
     if (bytes > kMaxCtlBytes) return Status::protocol(fmt::format("{}: control frame of {} bytes", ch.name(), bytes));
     return net::Placement::stage();
   }
-  if (!from_pred) return Status::protocol(fmt::format("{}: data frame from the successor", ch.name()));
+  if (!from_pred && h.desc.algo != static_cast<uint8_t>(wire::Algo::kGather)) {
+    return Status::protocol(fmt::format("{}: data frame from the successor", ch.name()));
+  }
   const OpKey key = keyOf(h);
   if (Op* op = find(key)) {
     if (op->state == State::kFailing) return net::Placement::discard();

@@ -15,6 +15,7 @@ void writeDesc(ByteWriter& w, const OpDesc& d) {
   w.u8(d.op);
   w.u8(d.quant);
   w.u8(d.compress);
+  w.u8(d.algo);
 }
 
 Status readDesc(ByteReader& r, OpDesc* d) {
@@ -23,7 +24,8 @@ Status readDesc(ByteReader& r, OpDesc* d) {
   PCCL_RETURN_IF_ERROR(r.u8(&d->dtype));
   PCCL_RETURN_IF_ERROR(r.u8(&d->op));
   PCCL_RETURN_IF_ERROR(r.u8(&d->quant));
-  return r.u8(&d->compress);
+  PCCL_RETURN_IF_ERROR(r.u8(&d->compress));
+  return r.u8(&d->algo);
 }
 }  // namespace
 

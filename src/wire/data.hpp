@@ -1,7 +1,7 @@
-// The ring's data frames: the 20-byte frame header (type kData) followed by a 44-byte DataHeader and
+// The ring's data frames: the 20-byte frame header (type kData) followed by a 45-byte DataHeader and
 // the payload. The receiver learns where the payload goes from the DataHeader alone, so it can read it
 // straight into its destination (docs/protocol.md §5.4).
-//   op_id u64 | phase u32 | flags u32 | offset u64 | seq u32 | OpDesc (16 bytes)
+//   op_id u64 | phase u32 | flags u32 | offset u64 | seq u32 | OpDesc (17 bytes)
 // On ring connections op_id is the operation's tag and seq its call number (together with the frame's
 // epoch they name the operation), and every frame carries the operation's descriptor, so a neighbour
 // refuses the data of a call that differs from its own before combining anything. A frame with
@@ -20,11 +20,18 @@
 
 namespace pccl::wire {
 
-inline constexpr size_t kDataHeaderSize = 44;
+inline constexpr size_t kDataHeaderSize = 45;
 inline constexpr uint32_t kMaxDataPayload = 64u << 20;  // one segment's bytes, checked before reading them
 // Payload bytes of one operation a peer may send its successor before the successor's hello for it
-// arrived (the successor keeps them until it makes the call).
+// arrived (the successor keeps them until it makes the call). A gather all-reduce is chosen only when
+// everything a peer can receive of it fits (world - 1 inputs), so it never waits for a hello.
 inline constexpr uint32_t kEagerBytes = 4u << 20;
+
+// How an all-reduce moves its data (part of the descriptor: every peer must choose the same).
+enum class Algo : uint8_t {
+  kRing = 0,    // reduce-scatter + all-gather around the ring (bandwidth-optimal)
+  kGather = 1,  // every input travels half the ring each way, every peer reduces all (2 hops fewer)
+};
 
 inline constexpr uint32_t kDataCompressed = 1;  // flags: the payload is one zstd frame
 // flags: a request for shared-state bytes (state-fetch connections only, docs/protocol.md §5.6)
@@ -40,16 +47,17 @@ struct OpDesc {
   uint8_t op = 0;
   uint8_t quant = 0;
   uint8_t compress = 0;
+  uint8_t algo = 0;  // Algo
   bool operator==(const OpDesc& o) const {
     return count == o.count && segment_bytes == o.segment_bytes && dtype == o.dtype && op == o.op &&
-           quant == o.quant && compress == o.compress;
+           quant == o.quant && compress == o.compress && algo == o.algo;
   }
   bool operator!=(const OpDesc& o) const { return !(*this == o); }
 };
 
 struct DataHeader {
   uint64_t op_id = 0;  // ring: the tag
-  uint32_t phase = 0;  // ring step: 0..N-2 reduce-scatter, N-1..2N-3 all-gather
+  uint32_t phase = 0;  // ring: step 0..N-2 reduce-scatter, N-1..2N-3 all-gather; gather: the input's rank
   uint32_t flags = 0;  // kData* bits; others must be 0
   uint64_t offset = 0;
   uint32_t seq = 0;    // ring: the call's number for this tag in this epoch

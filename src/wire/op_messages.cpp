@@ -12,6 +12,7 @@ void OpAnnounce::encode(ByteWriter& w) const {
   w.u8(compress);
   w.u64(epoch);
   w.u32(segment_bytes);
+  w.u8(algo);
 }
 Result<OpAnnounce> OpAnnounce::decode(ByteReader& r) {
   OpAnnounce m;
@@ -24,6 +25,7 @@ Result<OpAnnounce> OpAnnounce::decode(ByteReader& r) {
   PCCL_RETURN_IF_ERROR(r.u8(&m.compress));
   PCCL_RETURN_IF_ERROR(r.u64(&m.epoch));
   PCCL_RETURN_IF_ERROR(r.u32(&m.segment_bytes));
+  PCCL_RETURN_IF_ERROR(r.u8(&m.algo));
   return m;
 }
 

@@ -28,7 +28,8 @@ struct OpAnnounce {
   uint8_t compress = 0;  // zstd level on the wire, 0 = off
   uint64_t epoch = 0;  // the ring the peer runs it on
   uint32_t segment_bytes = 0;  // the pipelining unit; every peer must cut the buffer the same way
-  OpDesc desc() const { return OpDesc{count, segment_bytes, dtype, op, quant, compress}; }
+  uint8_t algo = 0;            // wire::Algo: how the data moves
+  OpDesc desc() const { return OpDesc{count, segment_bytes, dtype, op, quant, compress, algo}; }
   void encode(ByteWriter& w) const;
   static Result<OpAnnounce> decode(ByteReader& r);
 };

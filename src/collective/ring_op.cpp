@@ -1,0 +1,56 @@
+#include "collective/ring_op.hpp"
+
+#include <utility>
+
+namespace pccl::collective {
+
+RingOp::RingOp(uint64_t op_id, uint32_t seq, std::vector<std::shared_ptr<Striper>> stripers, Finished finished)
+    : op_id_(op_id), seq_(seq), stripers_(std::move(stripers)), finished_(std::move(finished)) {}
+
+void RingOp::send(Striper& to, const wire::DataHeader& h, const uint8_t* payload, uint32_t bytes) {
+  std::weak_ptr<RingOp> weak = weak_from_this();
+  ++sends_issued_;
+  to.send(h, payload, bytes, [weak, bytes](const Status& st) {
+    auto self = weak.lock();
+    if (!self) return;
+    ++self->send_done_;
+    if (self->over_) {
+      if (self->quiet_ && self->sendsInFlight() == 0) {
+        auto quiet = std::move(self->quiet_);
+        self->quiet_ = nullptr;
+        quiet();
+      }
+      return;
+    }
+    if (!st.isOk()) return self->fail(st);
+    self->bytes_sent_ += bytes;
+    self->maybeFinish();
+  });
+}
+
+void RingOp::maybeFinish() {
+  if (over_ || sendsInFlight() > 0 || !complete()) return;
+  auto self = shared_from_this();  // `finished` may drop the owner's reference
+  over_ = true;
+  Finished f = std::move(finished_);
+  f(Status::ok());
+}
+
+void RingOp::fail(const Status& why) {
+  if (over_) return;
+  auto self = shared_from_this();
+  over_ = true;
+  stopWork();
+  Finished f = std::move(finished_);
+  f(why);
+}
+
+void RingOp::whenQuiet(std::function<void()> quiet) {
+  const Status why = Status::internal("the operation ended");
+  auto self = shared_from_this();
+  for (auto& s : stripers_) s->cancel(op_id_, seq_, why);
+  if (sendsInFlight() == 0) return quiet();
+  quiet_ = std::move(quiet);
+}
+
+}  // namespace pccl::collective

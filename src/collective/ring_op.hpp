@@ -1,0 +1,74 @@
+// One call's data movement on the ring, whichever algorithm moves it (ring_allreduce.hpp for large
+// operations, gather_allreduce.hpp for small ones). Collectives drives it through this interface: it
+// hands over the frames that arrive for the call, and learns once that every byte has arrived and every
+// send completed, or the first failure. The base keeps what every algorithm shares: its sends on the
+// stripers and their completions, the end (once), and the quiet point after a failure (no frame of the
+// call being written, so its buffers may be freed).
+// Thread: the communicator's io thread.
+#ifndef PCCL_COLLECTIVE_RING_OP_HPP_
+#define PCCL_COLLECTIVE_RING_OP_HPP_
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "collective/striper.hpp"
+#include "pccl/status.hpp"
+#include "wire/data.hpp"
+
+namespace pccl::collective {
+
+class RingOp : public std::enable_shared_from_this<RingOp> {
+ public:
+  using Finished = std::function<void(const Status&)>;
+  virtual ~RingOp() = default;
+
+  virtual void start() = 0;
+  // The successor's hello arrived (it made the call too).
+  virtual void successorReady() {}
+  // Where the payload of an incoming frame of this call goes, after checking that the frame is one we
+  // expect and have not had yet.
+  virtual Result<uint8_t*> placement(const wire::DataHeader& h, uint32_t bytes) = 0;
+  // The payload (`bytes`) has landed at placement(h). An error fails the call.
+  virtual Status delivered(const wire::DataHeader& h, uint32_t bytes) = 0;
+
+  // No more sends are issued and `finished` runs with `why` if it has not run yet.
+  void fail(const Status& why);
+  // After fail(): takes back our frames still queued on the connections, and runs `quiet` once no
+  // frame of ours is being written any more (at once if none is): then nothing reads the buffers.
+  void whenQuiet(std::function<void()> quiet);
+  size_t sendsInFlight() const { return sends_issued_ - send_done_; }
+  uint64_t bytesSent() const { return bytes_sent_; }
+  uint64_t bytesReceived() const { return bytes_received_; }
+
+ protected:
+  RingOp(uint64_t op_id, uint32_t seq, std::vector<std::shared_ptr<Striper>> stripers, Finished finished);
+  // Sends one frame on `to` (one of the stripers); `payload` stays untouched until the call is quiet.
+  void send(Striper& to, const wire::DataHeader& h, const uint8_t* payload, uint32_t bytes);
+  // Ends the call successfully once complete() holds and no send is outstanding.
+  void maybeFinish();
+  // Every frame received and every other piece of work done (the sends are counted here).
+  virtual bool complete() const = 0;
+  // fail(): stop work running elsewhere (device jobs) before `finished` runs.
+  virtual void stopWork() {}
+  bool over() const { return over_; }
+  size_t sendsIssued() const { return sends_issued_; }
+  size_t sendsDone() const { return send_done_; }
+  uint64_t bytes_received_ = 0;
+
+ private:
+  uint64_t op_id_;
+  uint32_t seq_;
+  std::vector<std::shared_ptr<Striper>> stripers_;
+  Finished finished_;
+  bool over_ = false;
+  size_t sends_issued_ = 0;  // handed to a connection (send_done_ counts their completions)
+  size_t send_done_ = 0;
+  uint64_t bytes_sent_ = 0;
+  std::function<void()> quiet_;
+};
+
+}  // namespace pccl::collective
+
+#endif  // PCCL_COLLECTIVE_RING_OP_HPP_
