@@ -238,7 +238,9 @@ TEST_CASE("allreduce: 16 concurrent operations of mixed sizes and dtypes, starte
 
 TEST_CASE("allreduce: peers that disagree all get Mismatch saying what differs, and the ring still works",
           "[allreduce]") {
-  LocalCluster cluster = startCluster(3, smallSegments());
+  const Path path = GENERATE(Path::kRing, Path::kGather);
+  INFO(pathName(path));
+  LocalCluster cluster = startCluster(3, onPath(smallSegments(), path));
   REQUIRE(cluster.peers.size() == 3);
   struct Variant {
     const char* name;
@@ -284,6 +286,41 @@ TEST_CASE("allreduce: peers that disagree all get Mismatch saying what differs, 
         CHECK(bufs[r][150] == 1.0f);
       }
     }
+  }
+}
+
+TEST_CASE("allreduce: peers with different gather limits get Mismatch naming the algorithm, and larger calls agree",
+          "[allreduce]") {
+  CommConfig gathers = smallSegments();
+  CommConfig never = onPath(smallSegments(), Path::kRing);
+  gathers.segment_bytes = never.segment_bytes = 1 << 20;
+  LocalCluster cluster = startCluster({gathers, gathers, never});
+  REQUIRE(cluster.peers.size() == 3);
+  // 100 floats: peers 0 and 1 gather, peer 2 runs the ring. Nothing of either is combined.
+  std::vector<Status> st(3);
+  std::vector<std::vector<float>> small(3, std::vector<float>(100, 1.0f));
+  cluster.onEach([&](size_t rank) {
+    st[rank] = cluster.peers[rank]->allReduce(small[rank].data(), small[rank].data(), 100, DataType::kFloat32,
+                                              RedOp::kSum).status();
+  });
+  for (size_t r = 0; r < 3; ++r) {
+    INFO("rank " << r << ": " << st[r].toString());
+    CHECK(st[r].code() == Code::kMismatch);
+    CHECK(st[r].message().find("algo=ring") != std::string::npos);
+    CHECK(st[r].message().find("algo=gather") != std::string::npos);
+    CHECK(small[r] == std::vector<float>(100, 1.0f));
+  }
+  // 2 x 4 MiB is past every gather limit: all run the ring and succeed.
+  const size_t big = 1 << 20;
+  std::vector<std::vector<float>> large(3, std::vector<float>(big, 1.0f));
+  cluster.onEach([&](size_t rank) {
+    st[rank] = cluster.peers[rank]->allReduce(large[rank].data(), large[rank].data(), big, DataType::kFloat32,
+                                              RedOp::kSum).status();
+  });
+  for (size_t r = 0; r < 3; ++r) {
+    INFO("rank " << r << ": " << st[r].toString());
+    CHECK(st[r].isOk());
+    CHECK(large[r][big - 1] == 3.0f);
   }
 }
 

@@ -33,12 +33,16 @@ struct Scene {
   std::unique_ptr<ChildProcess> victim;
 };
 
-Scene sceneWithVictim() {
+// `path`: the algorithm the all-reduce of kCount takes (the victim gets it through PCCL_GATHER_BYTES).
+Scene sceneWithVictim(Path path) {
+  INFO(pathName(path));
   Scene s;
-  s.cluster = startCluster(3, fastCommConfig(0));
+  const CommConfig config = onPath(fastCommConfig(0), path);
+  s.cluster = startCluster(3, config);
   REQUIRE(s.cluster.peers.size() == 3);
-  s.victim = std::make_unique<ChildProcess>(commitPeerArgs(s.cluster.master->port()),
-                                            std::vector<std::string>{"PCCL_LOG_LEVEL=error"});
+  s.victim = std::make_unique<ChildProcess>(
+      commitPeerArgs(s.cluster.master->port()),
+      std::vector<std::string>{"PCCL_LOG_LEVEL=error", "PCCL_GATHER_BYTES=" + std::to_string(config.gather_bytes)});
   REQUIRE(s.cluster.master->waitFor([](const MasterStats& st) { return st.pending == 1; }, 10000));
   REQUIRE(s.cluster.updateAll());
   REQUIRE(s.victim->waitForLine("connected", 10000));
@@ -121,7 +125,9 @@ void goesOnWithThree(LocalCluster& c) {
 
 TEST_CASE("commit: a peer SIGKILLed after its data is in, before it told anyone: every survivor succeeds",
           "[commit][faults]") {
-  Scene s = sceneWithVictim();
+  const Path path = GENERATE(Path::kRing, Path::kGather);
+  INFO(pathName(path));
+  Scene s = sceneWithVictim(path);
   // Every survivor holds all its data but none can commit: the victim's streak never reaches them.
   auto futures = reduceUntilAllPrepared(s);
   s.victim->signal(SIGKILL);
@@ -137,7 +143,9 @@ TEST_CASE("commit: a peer SIGKILLed after its data is in, before it told anyone:
 
 TEST_CASE("commit: a peer SIGKILLed while a survivor is not yet prepared: every survivor fails, input intact",
           "[commit][faults]") {
-  Scene s = sceneWithVictim();
+  const Path path = GENERATE(Path::kRing, Path::kGather);
+  INFO(pathName(path));
+  Scene s = sceneWithVictim(path);
   // One survivor withholds its hello: its predecessor (another survivor) holds its data but is never
   // prepared, as if that hello were slow to arrive.
   const Topology t = s.cluster.peers[0]->topology();
@@ -168,7 +176,9 @@ TEST_CASE("commit: a peer SIGKILLed while a survivor is not yet prepared: every 
 
 TEST_CASE("commit: a peer frozen (SIGSTOP) in the commit round is removed and every survivor succeeds",
           "[commit][faults]") {
-  Scene s = sceneWithVictim();
+  const Path path = GENERATE(Path::kRing, Path::kGather);
+  INFO(pathName(path));
+  Scene s = sceneWithVictim(path);
   auto futures = reduceUntilAllPrepared(s);
   s.victim->signal(SIGSTOP);  // its sockets stay open: only the master's heartbeat timeout notices
   for (size_t i = 0; i < futures.size(); ++i) {
