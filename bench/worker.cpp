@@ -250,6 +250,7 @@ bool Worker::runPccl(size_t bytes, Row* row) {
     for (auto& h : handles) {
       auto r = h.wait();
       if (!r.isOk()) return fail("all-reduce of " + std::to_string(bytes) + " bytes: " + r.status().toString()), false;
+      row->algorithm = r->gathered ? "gather" : "ring";  // the same on every iteration of a size
     }
     const auto t1 = Clock::now();
     const double dt = std::chrono::duration<double>(t1 - t0).count();
@@ -484,7 +485,7 @@ int Worker::run() {
   }
   for (size_t bytes : sizes) {
     if (with_pccl) {
-      Row row{"pccl", o_.sync ? "sync" : "ring", bytes, {}, 0};
+      Row row{"pccl", o_.sync ? "sync" : "ring", bytes, {}, 0};  // runPccl says "gather" when it took that path
       row.index = rows_run_++;
       if (!(o_.sync ? runSync(bytes, &row) : runPccl(bytes, &row)) || !report(row)) return 1;
     }

@@ -36,6 +36,7 @@ struct ReduceInfo {
   uint64_t rx_bytes = 0;    // payload bytes it received
   uint32_t world_size = 0;  // peers that took part (the group's ring)
   double seconds = 0;       // wall time from the call to the result
+  bool gathered = false;    // it took the gather path (small operations, docs/algorithms.md §1), else the ring
 };
 
 // Shared state (docs/shared_state.md): named host buffers plus a revision, kept equal across the

@@ -37,15 +37,14 @@ Status checkCommConfig(const CommConfig& config) {
   }
   if (config.advertise_host.size() > 255) return Status::invalidArgument("advertise_host longer than 255 bytes");
   if (config.gather_bytes < -1 || config.gather_bytes > static_cast<int64_t>(wire::kEagerBytes)) {
-    return Status::invalidArgument(fmt::format("gather_bytes must be -1 (PCCL_GATHER_BYTES, else {}) or 0..{}, got {}",
-                                               kDefaultGatherBytes, wire::kEagerBytes, config.gather_bytes));
+    return Status::invalidArgument(fmt::format("gather_bytes must be -1 (PCCL_GATHER_BYTES, else by hosts) or 0..{}, got {}",
+                                               wire::kEagerBytes, config.gather_bytes));
   }
   return Status::ok();
 }
 
 Status resolveGatherBytes(CommConfig& config) {
   if (config.gather_bytes >= 0) return Status::ok();
-  config.gather_bytes = kDefaultGatherBytes;
   const char* env = std::getenv("PCCL_GATHER_BYTES");
   if (env == nullptr || *env == '\0') return Status::ok();
   char* end = nullptr;
@@ -55,6 +54,11 @@ Status resolveGatherBytes(CommConfig& config) {
   }
   config.gather_bytes = static_cast<int64_t>(v);
   return Status::ok();
+}
+
+uint64_t gatherLimit(const CommConfig& config, bool one_host) {
+  if (config.gather_bytes >= 0) return static_cast<uint64_t>(config.gather_bytes);
+  return static_cast<uint64_t>(one_host ? kOneHostGatherBytes : kDefaultGatherBytes);
 }
 
 Status resolveCredentials(CommConfig& config) {

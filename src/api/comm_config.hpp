@@ -18,10 +18,15 @@ Status checkCommConfig(const CommConfig& config);
 // encryption without a secret or a bad variable.
 Status resolveCredentials(CommConfig& config);
 
-// CommConfig::gather_bytes when none was given: PCCL_GATHER_BYTES, else this.
+// CommConfig::gather_bytes when none was given (-1) and PCCL_GATHER_BYTES is not set: on a ring whose
+// members are all on one host the extra bytes of gathering cost CPU time the ring's hops do not
+// (docs/benchmarks.md), across hosts the hops cost round trips.
 inline constexpr int64_t kDefaultGatherBytes = 4 << 20;
-// gather_bytes = -1 becomes PCCL_GATHER_BYTES, else kDefaultGatherBytes; InvalidArgument for a bad variable.
+inline constexpr int64_t kOneHostGatherBytes = 256 << 10;
+// gather_bytes = -1 becomes PCCL_GATHER_BYTES when set (else stays -1); InvalidArgument for a bad variable.
 Status resolveGatherBytes(CommConfig& config);
+// The limit for a ring of the group: the configured one, else by where the members are.
+uint64_t gatherLimit(const CommConfig& config, bool one_host);
 
 // What a TopologyUpdate's ring means for the peer `self`.
 Topology topologyFrom(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& self, uint64_t epoch);

@@ -3,6 +3,7 @@
 // the loss of the master). The state machine is docs/architecture.md §4.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <future>
 
 #include "api/comm_impl.hpp"
@@ -283,11 +284,13 @@ Status Communicator::Impl::onReady(const wire::TopologyReady& m) {
     group.push_back(&r);
   }
   const size_t n = group.size();
+  const bool one_host = std::all_of(group.begin(), group.end(),
+                                    [&](const RingMember* r) { return peer::sameHost(group[0]->host, r->host); });
   const std::string pred = n > 0 ? wire::shortId(group[(self + n - 1) % n]->id) : "?";
   const std::string succ = n > 0 ? wire::shortId(group[(self + 1) % n]->id) : "?";
   colls_->setSelf(wire::shortId(id_));
   colls_->setRing(building_.epoch, building_.group_rank, building_.group_world_size, pool_->outbound(),
-                  pool_->inbound(), pred, succ);
+                  pool_->inbound(), pred, succ, gatherLimit(config_, one_host));
   std::lock_guard<std::mutex> lk(mu_);
   topology_ = building_;
   last_build_ = Status::ok();

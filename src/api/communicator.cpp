@@ -16,8 +16,7 @@ Communicator::Impl::Impl(CommConfig config, net::HostPort master, net::HostPort 
       pool_(std::make_unique<peer::RingPool>(io_, key_, identity_, Millis(config_.handshake_timeout_ms),
                                              Millis(config_.connect_timeout_ms))),
       colls_(std::make_unique<collective::Collectives>(io_, &buffers_,
-                                                       [this](const Status& s) { pool_->reset(s); },
-                                                       static_cast<uint64_t>(config_.gather_bytes))),
+                                                       [this](const Status& s) { pool_->reset(s); })),
       sync_(std::make_unique<SharedStateSync>(
           io_, key_,
           SharedStateSync::Hooks{[this](const wire::SyncAnnounce& m) {

@@ -37,14 +37,15 @@ uint32_t notSentLowat() {
 
 }  // namespace
 
-Collectives::Collectives(asio::io_context& io, BufferPool* pool, ResetRing reset_ring, uint64_t gather_bytes)
-    : io_(io), pool_(pool), reset_ring_(std::move(reset_ring)), gather_bytes_(gather_bytes) {}
+Collectives::Collectives(asio::io_context& io, BufferPool* pool, ResetRing reset_ring)
+    : io_(io), pool_(pool), reset_ring_(std::move(reset_ring)) {}
 
 Collectives::~Collectives() { failAll(Status::invalidUsage("the communicator was destroyed")); }
 
 void Collectives::setRing(uint64_t epoch, uint32_t rank, uint32_t world, Channels successor, Channels predecessor,
-                          std::string predecessor_id, std::string successor_id) {
+                          std::string predecessor_id, std::string successor_id, uint64_t gather_bytes) {
   epoch_ = epoch;
+  gather_bytes_ = gather_bytes;
   rank_ = rank;
   world_ = world;
   successor_ = std::move(successor);
@@ -360,6 +361,7 @@ void Collectives::finishOp(Op& op, const Status& s) {
   ReduceOutcome out;
   out.status = s;
   out.world_size = op.world;
+  out.gathered = op.desc.algo == static_cast<uint8_t>(wire::Algo::kGather);
   if (op.ring) {
     out.tx_bytes = op.ring->bytesSent();
     out.rx_bytes = op.ring->bytesReceived();

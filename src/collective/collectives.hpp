@@ -58,6 +58,7 @@ struct ReduceOutcome {
   Status status;
   uint64_t tx_bytes = 0;
   uint64_t rx_bytes = 0;
+  bool gathered = false;
   uint32_t world_size = 0;
   double seconds = 0;
 };
@@ -72,9 +73,7 @@ class Collectives : public net::DataSink {
   using Channels = RingAllReduce::Channels;
   using ResetRing = std::function<void(const Status&)>;
 
-  // `gather_bytes`: small operations gather (gather_allreduce.hpp) when (world - 1) x their wire bytes
-  // is at most this (0: never); every peer must use the same value.
-  Collectives(asio::io_context& io, BufferPool* pool, ResetRing reset_ring, uint64_t gather_bytes);
+  Collectives(asio::io_context& io, BufferPool* pool, ResetRing reset_ring);
   ~Collectives() override;
 
   void setLink(peer::MasterLink* link) {  // a new session (after connect()) clears an old loss
@@ -86,8 +85,10 @@ class Collectives : public net::DataSink {
   void setCtlHook(RingCtlHook hook) { ctl_hook_ = std::move(hook); }
   // A new ring is installed: our rank and world within the group, and its connections (empty when
   // we are alone). Starts reading from them; the call numbers of every tag start again at 0.
+  // `gather_bytes`: on this ring, operations gather (gather_allreduce.hpp) when (world - 1) x their
+  // wire bytes is at most this (0: never); every peer of the ring must use the same value.
   void setRing(uint64_t epoch, uint32_t rank, uint32_t world, Channels successor, Channels predecessor,
-               std::string predecessor_id, std::string successor_id);
+               std::string predecessor_id, std::string successor_id, uint64_t gather_bytes);
   // A rebuild started (or failed: `why`); the old connections are about to close.
   void clearRing(const Status& why = Status::ok());
 
@@ -162,7 +163,7 @@ class Collectives : public net::DataSink {
   BufferPool* pool_;
   codec::Compressor compressor_;  // zstd contexts of this io thread
   ResetRing reset_ring_;
-  uint64_t gather_bytes_;
+  uint64_t gather_bytes_ = 0;
   peer::MasterLink* link_ = nullptr;
   Status link_down_;  // why the master cannot be reached any more (OK while it can)
   std::string name_ = "peer=?";
