@@ -35,6 +35,25 @@ uint32_t notSentLowat() {
   return value;
 }
 
+// SO_MAX_PACING_RATE of striped ring connections: PCCL_MAX_PACING_RATE bytes/s (0 = no pacing), else
+// 2^40 (no cap that matters, but the kernel paces: K flows' bursts no longer overflow a bottleneck
+// queue together; docs/algorithms.md §1, measured in docs/benchmarks.md).
+uint64_t maxPacingRate() {
+  static const uint64_t value = [] {
+    constexpr uint64_t kDefault = 1ull << 40;
+    const char* env = std::getenv("PCCL_MAX_PACING_RATE");
+    if (env == nullptr || *env == '\0') return kDefault;
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(env, &end, 10);
+    if (*env == '-' || *end != '\0' || v >= (1ull << 48)) {
+      PCCL_LOG_WARN(kLog, "ignoring PCCL_MAX_PACING_RATE '{}': bytes per second 0..2^48 expected", env);
+      return kDefault;
+    }
+    return static_cast<uint64_t>(v);
+  }();
+  return value;
+}
+
 }  // namespace
 
 Collectives::Collectives(asio::io_context& io, BufferPool* pool, ResetRing reset_ring)
@@ -63,7 +82,11 @@ void Collectives::setRing(uint64_t epoch, uint32_t rank, uint32_t world, Channel
     // Striped over several connections: the kernel keeps little unsent per connection, so segments
     // wait in the striper for whichever connection drains first (docs/algorithms.md §1).
     const uint32_t lowat = notSentLowat();
-    for (auto& ch : successor_) ch->setNotSentLowat(lowat);
+    const uint64_t pacing = maxPacingRate();
+    for (auto& ch : successor_) {
+      ch->setNotSentLowat(lowat);
+      ch->setMaxPacingRate(pacing);
+    }
   }
   for (auto& ch : successor_) ch->start(this);
   for (auto& ch : predecessor_) ch->start(this);

@@ -26,6 +26,12 @@ void DataChannel::setNotSentLowat(uint32_t bytes) {
   (void)setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, sizeof(v));
 }
 
+void DataChannel::setMaxPacingRate(uint64_t bytes_per_second) {
+  if (bytes_per_second == 0) return;
+  const unsigned long long v = bytes_per_second;
+  (void)setsockopt(socket_.native_handle(), SOL_SOCKET, SO_MAX_PACING_RATE, &v, sizeof(v));
+}
+
 DataChannel::~DataChannel() {
   asio::error_code ec;
   socket_.close(ec);

@@ -65,6 +65,8 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   // TCP_NOTSENT_LOWAT: the kernel keeps at most about `bytes` not yet sent (0: the kernel's default,
   // unlimited), so what waits to be sent waits in pccl, where it can still go to another connection.
   void setNotSentLowat(uint32_t bytes);
+  // SO_MAX_PACING_RATE (bytes/s; 0 = leave it): the kernel paces this connection's packets (TCP internal pacing).
+  void setMaxPacingRate(uint64_t bytes_per_second);
   void resume();  // after a kPause placement: asks the sink again
   // `payload` must stay valid until `done` runs. `done` runs exactly once (also when the channel closes).
   void send(const wire::DataHeader& h, const uint8_t* payload, uint32_t bytes, SendDone done);
