@@ -36,7 +36,7 @@ struct CommConfig {
   uint32_t segment_bytes = 1 << 20;          // largest pipelining unit on the ring (all peers must agree)
   uint32_t max_concurrent_ops = 1024;        // all-reduces in flight on this peer at once (1..65536)
   // Small all-reduces gather (every input to every peer, docs/algorithms.md §1) when (group size - 1) x
-  // the input's wire bytes is at most this: 0..4194304, 0 = never; -1: PCCL_GATHER_BYTES, else 4 MiB
+  // the input's wire bytes is at most this: 0..4194304, 0 = never; -1: PCCL_GATHER_BYTES, else 1 MiB
   // when the group's ring spans hosts and 256 KiB when all of it is on one host. All peers must agree
   // (else Mismatch naming algo=).
   int64_t gather_bytes = -1;

@@ -21,7 +21,7 @@ Status resolveCredentials(CommConfig& config);
 // CommConfig::gather_bytes when none was given (-1) and PCCL_GATHER_BYTES is not set: on a ring whose
 // members are all on one host the extra bytes of gathering cost CPU time the ring's hops do not
 // (docs/benchmarks.md), across hosts the hops cost round trips.
-inline constexpr int64_t kDefaultGatherBytes = 4 << 20;
+inline constexpr int64_t kDefaultGatherBytes = 1 << 20;
 inline constexpr int64_t kOneHostGatherBytes = 256 << 10;
 // gather_bytes = -1 becomes PCCL_GATHER_BYTES when set (else stays -1); InvalidArgument for a bad variable.
 Status resolveGatherBytes(CommConfig& config);
