@@ -126,23 +126,8 @@ Result<uint8_t*> GatherAllReduce::placement(const wire::DataHeader& h, uint32_t 
   }
   const size_t s = h.offset / spec_.segment_elems;
   const size_t raw = rawBytes(s);
-  if ((h.flags & wire::kDataCompressed) != 0) {
-    if (spec_.compress == 0) {
-      return Status::protocol(fmt::format("op {}: compressed segment in an operation without compression", spec_.op_id));
-    }
-    if (bytes == 0 || bytes >= raw) {
-      return Status::protocol(fmt::format("op {} rank {}: compressed segment at {} carries {} bytes, expected 1..{}",
-                                          spec_.op_id, h.phase, h.offset, bytes, raw - 1));
-    }
-  } else if (bytes != raw) {
-    return Status::protocol(fmt::format("op {} rank {}: segment at {} carries {} bytes, expected {}", spec_.op_id,
-                                        h.phase, h.offset, bytes, raw));
-  }
-  uint8_t& seen = received_[index(h.phase, s)];
-  if (seen != 0) {
-    return Status::protocol(fmt::format("op {} rank {}: segment at {} received twice", spec_.op_id, h.phase, h.offset));
-  }
-  seen = 1;
+  PCCL_RETURN_IF_ERROR(acceptSegment(h, bytes, raw, spec_.compress > 0, received_[index(h.phase, s)],
+                                     "rank"));
   return slot(h.phase, s);
 }
 

@@ -200,24 +200,8 @@ Result<uint8_t*> RingAllReduce::placement(const wire::DataHeader& h, uint32_t by
   const size_t segment = h.offset / spec_.segment_elems;
   const Span s = segmentOf(c.count, spec_.segment_elems, segment);
   const size_t raw = phaseBytes(spec_, h.phase, s.count);
-  if ((h.flags & wire::kDataCompressed) != 0) {
-    if (spec_.compress == 0) {
-      return Status::protocol(fmt::format("op {} phase {}: compressed segment in an operation without compression",
-                                          spec_.op_id, h.phase));
-    }
-    if (bytes == 0 || bytes >= raw) {
-      return Status::protocol(fmt::format("op {} phase {}: compressed segment at {} carries {} bytes, expected 1..{}",
-                                          spec_.op_id, h.phase, h.offset, bytes, raw - 1));
-    }
-  } else if (bytes != raw) {
-    return Status::protocol(fmt::format("op {} phase {}: segment at {} carries {} bytes, expected {}", spec_.op_id,
-                                        h.phase, h.offset, bytes, raw));
-  }
-  uint8_t& seen = received_[first_slot_[h.phase] + segment];
-  if (seen != 0) {
-    return Status::protocol(fmt::format("op {} phase {}: segment at {} received twice", spec_.op_id, h.phase, h.offset));
-  }
-  seen = 1;
+  PCCL_RETURN_IF_ERROR(acceptSegment(h, bytes, raw, spec_.compress > 0, received_[first_slot_[h.phase] + segment],
+                                     "phase"));
   if (spec_.coded()) return slot(slotIndex(recvChunk(spec_.rank, spec_.world, h.phase), segment));
   return spec_.output + (c.offset + s.offset) * elem_;
 }

@@ -1,5 +1,7 @@
 #include "collective/ring_op.hpp"
 
+#include <fmt/format.h>
+
 #include <utility>
 
 namespace pccl::collective {
@@ -51,6 +53,25 @@ void RingOp::whenQuiet(std::function<void()> quiet) {
   for (auto& s : stripers_) s->cancel(op_id_, seq_, why);
   if (sendsInFlight() == 0) return quiet();
   quiet_ = std::move(quiet);
+}
+
+Status RingOp::acceptSegment(const wire::DataHeader& h, uint32_t bytes, size_t raw, bool compress, uint8_t& seen,
+                             const char* phase_name) {
+  const auto where = [&] { return fmt::format("op {} {} {}", h.op_id, phase_name, h.phase); };
+  if ((h.flags & wire::kDataCompressed) != 0) {
+    if (!compress) {
+      return Status::protocol(fmt::format("{}: compressed segment in an operation without compression", where()));
+    }
+    if (bytes == 0 || bytes >= raw) {
+      return Status::protocol(fmt::format("{}: compressed segment at {} carries {} bytes, expected 1..{}", where(),
+                                          h.offset, bytes, raw - 1));
+    }
+  } else if (bytes != raw) {
+    return Status::protocol(fmt::format("{}: segment at {} carries {} bytes, expected {}", where(), h.offset, bytes, raw));
+  }
+  if (seen != 0) return Status::protocol(fmt::format("{}: segment at {} received twice", where(), h.offset));
+  seen = 1;
+  return Status::ok();
 }
 
 }  // namespace pccl::collective

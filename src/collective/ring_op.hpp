@@ -53,6 +53,11 @@ class RingOp : public std::enable_shared_from_this<RingOp> {
   // fail(): stop work running elsewhere (device jobs) before `finished` runs.
   virtual void stopWork() {}
   bool over() const { return over_; }
+  // An incoming segment's length against its wire size `raw` (compressed: 1..raw-1, and only in an
+  // operation with compression) and whether it came before (`seen`, set here). A protocol error names
+  // it as "op <op_id> <phase_name> <h.phase>".
+  static Status acceptSegment(const wire::DataHeader& h, uint32_t bytes, size_t raw, bool compress, uint8_t& seen,
+                              const char* phase_name);
   size_t sendsIssued() const { return sends_issued_; }
   size_t sendsDone() const { return send_done_; }
   uint64_t bytes_received_ = 0;
