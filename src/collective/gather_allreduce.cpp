@@ -14,6 +14,11 @@ namespace {
 constexpr size_t kSlotAlign = 64;
 
 bool codedSpec(const RingOpSpec& spec) { return spec.quant != codec::Quant::kNone || spec.compress > 0; }
+
+// Coded: bytes per slot, one segment's wire bytes rounded up to the alignment.
+size_t slotCapacity(const RingOpSpec& spec) {
+  return (codec::wireBytes(spec.quant, spec.dtype, spec.segment_elems) + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
+}
 }  // namespace
 
 size_t gatherSegmentElems(const RingOpSpec& spec) {
@@ -22,9 +27,7 @@ size_t gatherSegmentElems(const RingOpSpec& spec) {
 
 size_t gatherRegionBytes(const RingOpSpec& spec) {
   if (!codedSpec(spec)) return static_cast<size_t>(spec.world) * spec.count * codec::dtypeSize(spec.dtype);
-  const size_t cap = (codec::wireBytes(spec.quant, spec.dtype, spec.segment_elems) + kSlotAlign - 1) / kSlotAlign *
-                     kSlotAlign;
-  return static_cast<size_t>(spec.world) * segmentCount(spec.count, spec.segment_elems) * cap;
+  return static_cast<size_t>(spec.world) * segmentCount(spec.count, spec.segment_elems) * slotCapacity(spec);
 }
 
 GatherAllReduce::GatherAllReduce(const RingOpSpec& spec, std::shared_ptr<Striper> successor,
@@ -41,8 +44,7 @@ GatherAllReduce::GatherAllReduce(const RingOpSpec& spec, std::shared_ptr<Striper
   received_.assign(static_cast<size_t>(n) * segments_, 0);
   arrived_.assign(segments_, 0);
   if (coded()) {
-    slot_cap_ = (codec::wireBytes(spec_.quant, spec_.dtype, spec_.segment_elems) + kSlotAlign - 1) / kSlotAlign *
-                kSlotAlign;
+    slot_cap_ = slotCapacity(spec_);
     slot_len_.assign(received_.size(), 0);
     slot_flags_.assign(received_.size(), 0);
   }
