@@ -201,7 +201,7 @@ TEST_CASE("membership: ring neighbours are chosen within the group", "[membershi
   CHECK(p.predecessor == two[1].id);
 }
 
-TEST_CASE("membership: links between peers on the same host use their same-host connection count", "[membership]") {
+TEST_CASE("membership: links between peers on the same host use their same-host connection count and lend", "[membership]") {
   CHECK(peer::sameHost("127.0.0.1", "127.0.0.1"));
   CHECK(peer::sameHost("127.0.0.1", "127.0.0.2"));
   CHECK(peer::sameHost("localhost", "::1"));
@@ -229,6 +229,13 @@ TEST_CASE("membership: links between peers on the same host use their same-host 
   CHECK(c.predecessor_connections == 8);
   CHECK(c.successor_connections == 8);
   CHECK(a.predecessor_connections == 8);
+  // Same-host links lend payloads (net/lending.hpp); both ends of a link decide alike.
+  CHECK(a.successor_same_host);
+  CHECK(b.predecessor_same_host);
+  CHECK_FALSE(b.successor_same_host);
+  CHECK_FALSE(c.predecessor_same_host);
+  CHECK_FALSE(c.successor_same_host);
+  CHECK_FALSE(a.predecessor_same_host);
   ring[0].host_connections = 0;  // 0 (older peers): as connections
   CHECK(peer::planRing(ring, ring[0].id, 1).successor_connections == 8);
   CHECK(peer::planRing(ring, ring[1].id, 1).predecessor_connections == 8);

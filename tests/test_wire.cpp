@@ -358,16 +358,16 @@ TEST_CASE("wire: header byte layout is 20 little-endian bytes starting with PCCL
   h.epoch = 0x0102030405060708ull;
   h.length = 0x0A0B0C0Du;
   const HeaderBytes b = encodeHeader(h);
-  const HeaderBytes expected = {'P',  'C',  'C',  'L',  0x05, 0x00, 0x34, 0x12, 0x08, 0x07,
+  const HeaderBytes expected = {'P',  'C',  'C',  'L',  0x06, 0x00, 0x34, 0x12, 0x08, 0x07,
                                 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x0D, 0x0C, 0x0B, 0x0A};
   CHECK(b == expected);
   CHECK(kHeaderSize == 20);
-  CHECK(kProtocolVersion == 5);
+  CHECK(kProtocolVersion == 6);
 
   auto d = decodeHeader(b.data(), b.size(), 0xFFFFFFFFu);
   REQUIRE(d.isOk());
   CHECK(d->magic == kMagic);
-  CHECK(d->version == 5);
+  CHECK(d->version == 6);
   CHECK(d->type == 0x1234);
   CHECK(d->epoch == 0x0102030405060708ull);
   CHECK(d->length == 0x0A0B0C0Du);
@@ -382,7 +382,7 @@ TEST_CASE("wire: P2PHello frame byte layout") {
   const std::vector<uint8_t> frame = encodeFrame(m, 0x0000000000000105ull);
   std::vector<uint8_t> expected = {
       // header
-      'P', 'C', 'C', 'L', 0x05, 0x00, 0x30, 0x00,              // magic, version 5, type 48
+      'P', 'C', 'C', 'L', 0x06, 0x00, 0x30, 0x00,              // magic, version 6, type 48
       0x05, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,          // epoch 0x105
       0x5C, 0x00, 0x00, 0x00,                                  // length 92
       // payload: sender_id
@@ -395,6 +395,59 @@ TEST_CASE("wire: P2PHello frame byte layout") {
   for (size_t i = 0; i < frame.size(); ++i) {
     INFO("byte " << i);
     CHECK(static_cast<int>(frame[i]) == static_cast<int>(expected[i]));
+  }
+}
+
+TEST_CASE("wire: lending frames (protocol 6): offer, record and returned count layouts, flag rules") {
+  LendOffer o;
+  o.pid = 0x01020304u;
+  o.token_addr = 0x1112131415161718ull;
+  for (size_t i = 0; i < o.token.size(); ++i) o.token[i] = static_cast<uint8_t>(0xA0 + i);
+  const auto ob = encodeLendOffer(o);
+  const std::vector<uint8_t> want_offer = {0x04, 0x03, 0x02, 0x01, 0x18, 0x17, 0x16, 0x15, 0x14, 0x13,
+                                           0x12, 0x11, 0xA0, 0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA6, 0xA7,
+                                           0xA8, 0xA9, 0xAA, 0xAB, 0xAC, 0xAD, 0xAE, 0xAF};
+  CHECK(std::vector<uint8_t>(ob.begin(), ob.end()) == want_offer);
+  auto o2 = decodeLendOffer(ob.data(), ob.size());
+  REQUIRE(o2.isOk());
+  CHECK(o2->pid == o.pid);
+  CHECK(o2->token_addr == o.token_addr);
+  CHECK(o2->token == o.token);
+  CHECK(decodeLendOffer(ob.data(), ob.size() - 1).status().code() == Code::kProtocolError);
+
+  const auto rb = encodeLendRecord({0x2122232425262728ull, 0x00100000u});
+  const std::vector<uint8_t> want_rec = {0x28, 0x27, 0x26, 0x25, 0x24, 0x23, 0x22, 0x21, 0x00, 0x00, 0x10, 0x00};
+  CHECK(std::vector<uint8_t>(rb.begin(), rb.end()) == want_rec);
+  auto r2 = decodeLendRecord(rb.data(), rb.size());
+  REQUIRE(r2.isOk());
+  CHECK(r2->addr == 0x2122232425262728ull);
+  CHECK(r2->bytes == (1u << 20));
+  const auto huge = encodeLendRecord({1, kMaxDataPayload + 1});
+  CHECK_THAT(decodeLendRecord(huge.data(), huge.size()).status().message(), Catch::Contains("lend record of"));
+  CHECK(decodeLendRecord(rb.data(), rb.size() + 0).isOk());
+  CHECK_FALSE(decodeLendRecord(rb.data(), rb.size() - 1).isOk());
+
+  const auto nb = encodeReturned(0x0102030405060708ull);
+  CHECK(std::vector<uint8_t>(nb.begin(), nb.end()) ==
+        std::vector<uint8_t>{0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01});
+  auto n2 = decodeReturned(nb.data(), nb.size());
+  REQUIRE(n2.isOk());
+  CHECK(*n2 == 0x0102030405060708ull);
+  CHECK_FALSE(decodeReturned(nb.data(), 7).isOk());
+
+  // Flags: one lending flag at a time; only kDataLent may come with kDataCompressed.
+  const auto flagsOk = [](uint32_t flags) {
+    const auto head = encodeDataFrameHead(dataHeader(1, 0, flags, 0), 1, 0);
+    return decodeDataHeader(head.data() + kHeaderSize, kDataHeaderSize).isOk();
+  };
+  for (uint32_t f : {kDataLendOffer, kDataLendAccept, kDataLent, kDataReturned, kDataLent | kDataCompressed}) {
+    INFO("flags " << f);
+    CHECK(flagsOk(f));
+  }
+  for (uint32_t f : {kDataLent | kDataReturned, kDataLendOffer | kDataLendAccept, kDataLendOffer | kDataCompressed,
+                     kDataLent | kDataControl, kDataReturned | kDataRequest, 128u}) {
+    INFO("flags " << f);
+    CHECK_FALSE(flagsOk(f));
   }
 }
 

@@ -40,6 +40,11 @@ struct CommConfig {
   // when the group's ring spans hosts and 256 KiB when all of it is on one host. All peers must agree
   // (else Mismatch naming algo=).
   int64_t gather_bytes = -1;
+  // Ring neighbours on this host read each other's large payloads straight from the sender's memory
+  // (process_vm_readv, one copy instead of the socket's two; docs/algorithms.md §1): 1 on, 0 off (every
+  // frame through the socket), -1: PCCL_SAME_HOST_READS, else on. Peers need not agree: a link lends
+  // only when its receiver accepts, and either way the result is the same bits.
+  int same_host_reads = -1;
 };
 
 using PeerId = std::array<uint8_t, 16>;

@@ -232,9 +232,13 @@ typedef struct {
   double last_allreduce_time_s;   /* wall time of the last successful all-reduce (0 before one) */
   double last_allreduce_bytes_per_s; /* its throughput: data bytes (count x element size) / time; the
                                      "algbw" of pccl-bench. 0 before one, or when it had count 0 */
+  uint64_t same_host_read_bytes;  /* ring payload bytes read straight from a ring neighbour's memory on
+                                     this host (PCCL_SAME_HOST_READS) instead of its socket. Appended
+                                     later: a struct from an older header (struct_size without this
+                                     field) is accepted and filled up to last_allreduce_bytes_per_s */
 } pcclCommStats_t;
 
-#define PCCL_COMM_STATS_INIT { (uint32_t) sizeof(pcclCommStats_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0.0, 0.0 }
+#define PCCL_COMM_STATS_INIT { (uint32_t) sizeof(pcclCommStats_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0.0, 0.0, 0u }
 
 /* A snapshot of a master's run (pcclMasterGetStats). Initialise with PCCL_MASTER_STATS_INIT. */
 typedef struct {

@@ -76,6 +76,7 @@ struct CommStats {
   uint64_t topology_updates = 0;   // rings installed (connect() and updateTopology() that succeeded)
   uint64_t tx_bytes = 0;           // all-reduce ring payload and shared-state bytes sent (on the wire)
   uint64_t rx_bytes = 0;           // the same, received
+  uint64_t same_host_read_bytes = 0;  // ring payload bytes read straight from a same-host neighbour's memory
   uint64_t epoch = 0;              // epoch of the current ring
   double last_allreduce_seconds = 0;         // wall time of the last successful all-reduce
   double last_allreduce_bytes_per_second = 0;  // its data bytes (count x element size) / time

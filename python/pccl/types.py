@@ -46,6 +46,7 @@ class CommStats:
     epoch: int
     last_allreduce_time_s: float
     last_allreduce_bytes_per_s: float
+    same_host_read_bytes: int
 
     def as_dict(self):
         """The counters as a plain dict."""

@@ -56,6 +56,23 @@ Status resolveGatherBytes(CommConfig& config) {
   return Status::ok();
 }
 
+Status resolveSameHostReads(CommConfig& config) {
+  if (config.same_host_reads < -1 || config.same_host_reads > 1) {
+    return Status::invalidArgument(
+        fmt::format("same_host_reads must be -1 (PCCL_SAME_HOST_READS, else on), 0 or 1, got {}", config.same_host_reads));
+  }
+  if (config.same_host_reads >= 0) return Status::ok();
+  const char* env = std::getenv("PCCL_SAME_HOST_READS");
+  if (env == nullptr || *env == '\0') {
+    config.same_host_reads = 1;
+    return Status::ok();
+  }
+  const std::string v(env);
+  if (v != "0" && v != "1") return Status::invalidArgument(fmt::format("PCCL_SAME_HOST_READS='{}': 0 or 1 expected", v));
+  config.same_host_reads = v == "1" ? 1 : 0;
+  return Status::ok();
+}
+
 uint64_t gatherLimit(const CommConfig& config, bool one_host) {
   if (config.gather_bytes >= 0) return static_cast<uint64_t>(config.gather_bytes);
   return static_cast<uint64_t>(one_host ? kOneHostGatherBytes : kDefaultGatherBytes);

@@ -28,6 +28,10 @@ Status resolveGatherBytes(CommConfig& config);
 // The limit for a ring of the group: the configured one, else by where the members are.
 uint64_t gatherLimit(const CommConfig& config, bool one_host);
 
+// same_host_reads = -1 becomes PCCL_SAME_HOST_READS ("0" or "1") when set, else 1; InvalidArgument for
+// another value of either.
+Status resolveSameHostReads(CommConfig& config);
+
 // What a TopologyUpdate's ring means for the peer `self`.
 Topology topologyFrom(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& self, uint64_t epoch);
 

@@ -74,6 +74,11 @@ void StatsRecorder::ringInstalled(uint64_t epoch) {
   s_.epoch = epoch;
 }
 
+void StatsRecorder::sameHostRead(uint64_t bytes) {
+  std::lock_guard<std::mutex> lk(mu_);
+  s_.same_host_read_bytes += bytes;
+}
+
 CommStats StatsRecorder::stats() const {
   std::lock_guard<std::mutex> lk(mu_);
   return s_;

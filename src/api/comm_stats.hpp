@@ -24,6 +24,8 @@ class StatsRecorder {
   // A shared-state sync ended (with its bytes on the wire when it succeeded).
   void syncEnded(const Status& status, uint64_t tx, uint64_t rx);
   void ringInstalled(uint64_t epoch);
+  // Ring payload read from a same-host neighbour's memory (CommConfig::same_host_reads).
+  void sameHostRead(uint64_t bytes);
   CommStats stats() const;
 
  private:

@@ -14,7 +14,7 @@ Communicator::Impl::Impl(CommConfig config, net::HostPort master, net::HostPort 
       master_addr_(std::move(master)),
       key_(std::move(key)),
       pool_(std::make_unique<peer::RingPool>(io_, key_, identity_, Millis(config_.handshake_timeout_ms),
-                                             Millis(config_.connect_timeout_ms))),
+                                             Millis(config_.connect_timeout_ms), config_.same_host_reads == 1)),
       colls_(std::make_unique<collective::Collectives>(io_, &buffers_,
                                                        [this](const Status& s) { pool_->reset(s); })),
       sync_(std::make_unique<SharedStateSync>(
@@ -31,6 +31,7 @@ Communicator::Impl::Impl(CommConfig config, net::HostPort master, net::HostPort 
   lc.handshake_timeout = Millis(config_.handshake_timeout_ms);
   lc.name = "peer-listener";
   listener_ = std::make_shared<net::Listener>(io_, lc);
+  colls_->setReadHook([this](uint64_t bytes) { stats_.sameHostRead(bytes); });
 }
 
 // Destruction ends every request, whatever the io thread is doing: a graceful leave first (bounded
@@ -98,6 +99,7 @@ Result<std::unique_ptr<Communicator>> Communicator::create(CommConfig config) {
   PCCL_RETURN_IF_ERROR(checkCommConfig(config));
   PCCL_RETURN_IF_ERROR(resolveCredentials(config));
   PCCL_RETURN_IF_ERROR(resolveGatherBytes(config));
+  PCCL_RETURN_IF_ERROR(resolveSameHostReads(config));
   auto key = std::make_shared<const net::AuthKey>(config.secret, config.encrypt);
   wipeSecret(config.secret);
   auto impl = std::make_unique<Impl>(std::move(config), std::move(master), std::move(listen), std::move(key));

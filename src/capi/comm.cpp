@@ -105,7 +105,9 @@ pcclResult_t pcclGetAttribute(pcclComm_t comm, pcclAttribute_t attr, int64_t* va
 pcclResult_t pcclGetStats(pcclComm_t comm, pcclCommStats_t* stats) {
   return onComm(comm, [&](CommEntry& c) -> pcclResult_t {
     PCCL_CHECK_PTR(stats);
-    if (stats->struct_size != sizeof(pcclCommStats_t)) {
+    // The struct before same_host_read_bytes was appended is accepted too (and filled up to it).
+    const size_t before_reads = offsetof(pcclCommStats_t, same_host_read_bytes);
+    if (stats->struct_size != sizeof(pcclCommStats_t) && stats->struct_size != before_reads) {
       return fail(pcclInvalidArgument, "pcclCommStats_t was not initialised with PCCL_COMM_STATS_INIT (struct_size " +
                                            std::to_string(stats->struct_size) + ")");
     }
@@ -121,6 +123,7 @@ pcclResult_t pcclGetStats(pcclComm_t comm, pcclCommStats_t* stats) {
     stats->epoch = s.epoch;
     stats->last_allreduce_time_s = s.last_allreduce_seconds;
     stats->last_allreduce_bytes_per_s = s.last_allreduce_bytes_per_second;
+    if (stats->struct_size >= sizeof(pcclCommStats_t)) stats->same_host_read_bytes = s.same_host_read_bytes;
     return pcclSuccess;
   });
 }

@@ -83,6 +83,8 @@ class Collectives : public net::DataSink {
   void setName(std::string name) { name_ = std::move(name); }
   void setSelf(std::string short_id) { self_ = std::move(short_id); }
   void setCtlHook(RingCtlHook hook) { ctl_hook_ = std::move(hook); }
+  // Told the bytes of each data frame read from a same-host neighbour's memory (net/lending.hpp).
+  void setReadHook(std::function<void(uint64_t)> hook) { read_hook_ = std::move(hook); }
   // A new ring is installed: our rank and world within the group, and its connections (empty when
   // we are alone). Starts reading from them; the call numbers of every tag start again at 0.
   // `gather_bytes`: on this ring, operations gather (gather_allreduce.hpp) when (world - 1) x their
@@ -184,6 +186,7 @@ class Collectives : public net::DataSink {
   OpHistory history_;
   EarlyFrames early_;
   RingCtlHook ctl_hook_;
+  std::function<void(uint64_t)> read_hook_;
 };
 
 }  // namespace pccl::collective

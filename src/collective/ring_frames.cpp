@@ -85,6 +85,7 @@ Result<uint8_t*> Collectives::placeData(Op& op, const std::string& from, const w
 }
 
 Status Collectives::deliver(net::DataChannel& ch, const wire::DataHeader& h, const uint8_t* data, uint32_t bytes) {
+  if (ch.lentFrame() && read_hook_) read_hook_(bytes);
   if ((h.flags & wire::kDataControl) != 0) {
     auto c = wire::decodeRingCtl(data, bytes);
     if (!c.isOk()) return c.status().withContext(ch.name());

@@ -9,6 +9,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "net/lending.hpp"
+#include "util/log.hpp"
 #include "wire/messages.hpp"
 
 namespace pccl::net {
@@ -39,6 +41,10 @@ DataChannel::~DataChannel() {
 
 void DataChannel::start(DataSink* sink) {
   sink_ = sink;
+  if (lend_ok_) {
+    const auto offer = wire::encodeLendOffer(makeLendOffer(&token_));
+    sendLinkFrame(wire::kDataLendOffer, std::vector<uint8_t>(offer.begin(), offer.end()));
+  }
   readHead();
 }
 
@@ -66,6 +72,7 @@ void DataChannel::readHead() {
     if (!d.isOk()) return close(d.status().withContext(name_));
     current_ = *d;
     current_bytes_ = h->length - static_cast<uint32_t>(wire::kDataHeaderSize) - tags;
+    if ((current_.flags & wire::kDataLinkFlags) != 0) return readLinkFrame();
     placeAndRead();
   });
 }
@@ -91,6 +98,7 @@ void DataChannel::placeAndRead() {
     paused_ = true;
     return;
   }
+  if (reading_lent_) return copyLent(*p);
   if (p->kind == Placement::Kind::kDiscard) return discardRest(current_bytes_ + sealOverhead(crypto_));
   uint8_t* dst = p->ptr;
   if (p->kind == Placement::Kind::kStage) {
@@ -139,6 +147,16 @@ void DataChannel::send(const wire::DataHeader& h, const uint8_t* payload, uint32
     done(Status::peerLost(name_ + " is closed"));
     return;
   }
+  // Lent: the frame carries where the elements are; they stay ours (and valid) until returned.
+  if (lending_ && bytes >= kLendMinBytes && (h.flags & ~wire::kDataCompressed) == 0) {
+    wire::DataHeader lent = h;
+    lent.flags |= wire::kDataLent;
+    Pending p{wire::encodeDataFrameHead(lent, epoch_, wire::kLendRecordSize), payload, bytes, std::move(done),
+              h.op_id, h.seq, nullptr};
+    p.lent = true;
+    p.rec = wire::encodeLendRecord({reinterpret_cast<uintptr_t>(payload), bytes});
+    return enqueue(std::move(p));
+  }
   enqueue(Pending{wire::encodeDataFrameHead(h, epoch_, bytes), payload, bytes, std::move(done), h.op_id, h.seq, nullptr});
 }
 
@@ -180,25 +198,33 @@ void DataChannel::writeNext() {
   }
   writing_ = true;
   Pending& p = out_.front();
-  if (crypto_.on()) return writeSealed(p);
-  std::array<asio::const_buffer, 2> bufs{asio::buffer(p.head), asio::buffer(p.payload, p.bytes)};
+  // Copied out of the queue: cancelQueued() may erase from its middle (moving the front) meanwhile.
+  const uint8_t* payload = p.payload;
+  uint32_t bytes = p.bytes;
+  if (p.lent) {
+    rec_out_ = p.rec;
+    payload = rec_out_.data();
+    bytes = static_cast<uint32_t>(rec_out_.size());
+  }
+  std::copy(p.head.begin(), p.head.end(), sealed_head_.begin());
+  if (crypto_.on()) return writeSealed(payload, bytes);
+  std::array<asio::const_buffer, 2> bufs{asio::buffer(sealed_head_.data(), p.head.size()), asio::buffer(payload, bytes)};
   auto self = shared_from_this();
   asio::async_write(socket_, bufs, [this, self](const asio::error_code& ec, size_t) { written(ec); });
 }
 
-void DataChannel::writeSealed(Pending& p) {
+void DataChannel::writeSealed(const uint8_t* payload, uint32_t bytes) {
   // Sealed here, in write order, so the receiver's nonce counter meets them in the same order.
-  std::copy(p.head.begin(), p.head.end(), sealed_head_.begin());
-  wire::setHeaderLength(sealed_head_.data(), static_cast<uint32_t>(wire::kDataHeaderSize + p.bytes + 2 * kAeadTagBytes));
+  wire::setHeaderLength(sealed_head_.data(), static_cast<uint32_t>(wire::kDataHeaderSize + bytes + 2 * kAeadTagBytes));
   AeadTag tag{};
   Status s = crypto_.send->seal(sealed_head_.data(), wire::kHeaderSize, sealed_head_.data() + wire::kHeaderSize,
                                 wire::kDataHeaderSize, &tag);
   std::copy(tag.begin(), tag.end(), sealed_head_.data() + wire::kHeaderSize + wire::kDataHeaderSize);
-  if (sealed_.size() < p.bytes + kAeadTagBytes) sealed_.resize(p.bytes + kAeadTagBytes);
-  if (s.isOk()) s = crypto_.send->sealTo(sealed_head_.data(), wire::kHeaderSize, p.payload, p.bytes, sealed_.data(), &tag);
+  if (sealed_.size() < bytes + kAeadTagBytes) sealed_.resize(bytes + kAeadTagBytes);
+  if (s.isOk()) s = crypto_.send->sealTo(sealed_head_.data(), wire::kHeaderSize, payload, bytes, sealed_.data(), &tag);
   if (!s.isOk()) return close(s.withContext(name_));
-  std::copy(tag.begin(), tag.end(), sealed_.data() + p.bytes);
-  std::array<asio::const_buffer, 2> bufs{asio::buffer(sealed_head_), asio::buffer(sealed_.data(), p.bytes + kAeadTagBytes)};
+  std::copy(tag.begin(), tag.end(), sealed_.data() + bytes);
+  std::array<asio::const_buffer, 2> bufs{asio::buffer(sealed_head_), asio::buffer(sealed_.data(), bytes + kAeadTagBytes)};
   auto self = shared_from_this();
   asio::async_write(socket_, bufs, [this, self](const asio::error_code& ec, size_t) { written(ec); });
 }
@@ -209,16 +235,143 @@ void DataChannel::written(const asio::error_code& ec) {
   Pending done = std::move(out_.front());
   out_.pop_front();
   queued_bytes_ -= done.bytes;
-  bytes_sent_ += done.bytes;
-  done.done(Status::ok());
+  if (done.lent) {  // still ours to keep valid: done when the remote returns it
+    lent_bytes_ += done.bytes;
+    ++lent_written_;
+    lent_.push_back(std::move(done));
+  } else {
+    if (!done.link) bytes_sent_ += done.bytes;
+    done.done(Status::ok());
+  }
   writeNext();
   if (!writing_ && !closed_ && on_idle_) on_idle_();
+}
+
+// ---- lending (net/lending.hpp) --------------------------------------------------------------------
+
+void DataChannel::sendLinkFrame(uint32_t flag, std::vector<uint8_t> payload) {
+  if (closed_) return;
+  auto owned = std::make_shared<std::vector<uint8_t>>(std::move(payload));
+  const auto bytes = static_cast<uint32_t>(owned->size());
+  Pending p{wire::encodeDataFrameHead(wire::dataHeader(0, 0, flag, 0), epoch_, bytes), owned->data(), bytes,
+            [](const Status&) {}, 0, 0, owned};
+  p.link = true;
+  enqueue(std::move(p));
+}
+
+// A frame the channel consumes itself: its small payload, then what it says.
+void DataChannel::readLinkFrame() {
+  uint32_t want = 0;
+  switch (current_.flags & wire::kDataLinkFlags) {
+    case wire::kDataLendOffer: want = wire::kLendOfferSize; break;
+    case wire::kDataLendAccept: want = 0; break;
+    case wire::kDataLent: want = wire::kLendRecordSize; break;
+    default: want = wire::kReturnedSize; break;
+  }
+  if (current_bytes_ != want) {
+    return close(Status::protocol(fmt::format("{}: lending frame (flags {}) of {} bytes, expected {}", name_,
+                                              current_.flags, current_bytes_, want)));
+  }
+  auto self = shared_from_this();
+  asio::async_read(socket_, asio::buffer(link_in_.data(), want + sealOverhead(crypto_)),
+                   [this, self, want](const asio::error_code& ec, size_t) {
+                     if (closed_) return;
+                     if (ec) return close(Status::peerLost(name_ + ": " + ec.message()));
+                     if (crypto_.on()) {
+                       AeadTag tag{};
+                       std::copy_n(link_in_.data() + want, kAeadTagBytes, tag.data());
+                       Status opened = crypto_.recv->open(head_.data(), wire::kHeaderSize, link_in_.data(), want, tag);
+                       if (!opened.isOk()) return close(opened.withContext(name_));
+                     }
+                     Status s = onLinkFrame(link_in_.data(), want);
+                     if (!s.isOk()) return close(s.withContext(name_));
+                     if (closed_) return;
+                     if (reading_lent_) return placeAndRead();
+                     readHead();
+                   });
+}
+
+Status DataChannel::onLinkFrame(const uint8_t* payload, uint32_t bytes) {
+  switch (current_.flags & wire::kDataLinkFlags) {
+    case wire::kDataLendOffer: {
+      PCCL_ASSIGN_OR_RETURN(wire::LendOffer offer, wire::decodeLendOffer(payload, bytes));
+      if (lender_pid_ != 0) return Status::protocol("a second lend offer");
+      if (!lend_ok_) return Status::ok();  // not a same-host link to us, or lending is off here
+      Status probed = probeLender(offer);
+      if (!probed.isOk()) {
+        PCCL_LOG_DEBUG("net", "{}: its lend offer is declined (frames stay on the socket): {}", name_, probed.toString());
+        return Status::ok();
+      }
+      lender_pid_ = offer.pid;
+      sendLinkFrame(wire::kDataLendAccept, {});
+      return Status::ok();
+    }
+    case wire::kDataLendAccept:
+      if (!lend_ok_ || lending_) return Status::protocol("a lend accept for no offer");
+      lending_ = true;
+      return Status::ok();
+    case wire::kDataLent: {
+      if (lender_pid_ == 0) return Status::protocol("a lent payload without an accepted offer");
+      PCCL_ASSIGN_OR_RETURN(wire::LendRecord rec, wire::decodeLendRecord(payload, bytes));
+      reading_lent_ = true;
+      lent_addr_ = rec.addr;
+      current_bytes_ = rec.bytes;
+      current_.flags &= ~wire::kDataLent;  // the sink sees the frame as if its elements had come inline
+      return Status::ok();
+    }
+    default: {
+      PCCL_ASSIGN_OR_RETURN(uint64_t count, wire::decodeReturned(payload, bytes));
+      return returned(count);
+    }
+  }
+}
+
+// The remote has read our first `count` lent payloads (cumulative, in the order they were lent).
+Status DataChannel::returned(uint64_t count) {
+  if (count <= lent_returned_ || count > lent_written_) {
+    return Status::protocol(fmt::format("{} lent payloads returned, {} lent and {} returned before", count,
+                                        lent_written_, lent_returned_));
+  }
+  while (lent_returned_ < count && !lent_.empty() && !closed_) {
+    Pending p = std::move(lent_.front());
+    lent_.pop_front();
+    ++lent_returned_;
+    lent_bytes_ -= p.bytes;
+    bytes_sent_ += p.bytes;
+    p.done(Status::ok());
+  }
+  return Status::ok();
+}
+
+// A lent frame, placed: its elements copied from the lender's memory, then returned to it.
+void DataChannel::copyLent(const Placement& p) {
+  uint8_t* dst = p.ptr;
+  if (p.kind == Placement::Kind::kStage) {
+    if (staging_.size() < current_bytes_) staging_.resize(current_bytes_);
+    dst = staging_.data();
+  } else if (p.kind == Placement::Kind::kDiscard) {
+    dst = nullptr;
+  }
+  if (dst != nullptr) {
+    Status read = readLent(lender_pid_, lent_addr_, dst, current_bytes_);
+    if (!read.isOk()) {
+      reading_lent_ = false;
+      return close(read.withContext(name_));
+    }
+  }
+  const auto count = wire::encodeReturned(++lent_read_);
+  sendLinkFrame(wire::kDataReturned, std::vector<uint8_t>(count.begin(), count.end()));
+  bytes_received_ += current_bytes_;
+  Status s = dst != nullptr ? sink_->deliver(*this, current_, dst, current_bytes_) : Status::ok();
+  reading_lent_ = false;
+  if (!s.isOk()) return close(s);
+  if (!closed_) readHead();
 }
 
 uint64_t DataChannel::backlog() const {
   int unsent = 0;
   if (closed_ || ioctl(const_cast<Tcp::socket&>(socket_).native_handle(), SIOCOUTQ, &unsent) != 0) unsent = 0;
-  return queued_bytes_ + static_cast<uint64_t>(unsent > 0 ? unsent : 0);
+  return queued_bytes_ + lent_bytes_ + static_cast<uint64_t>(unsent > 0 ? unsent : 0);
 }
 
 void DataChannel::close(const Status& why) {
@@ -228,7 +381,12 @@ void DataChannel::close(const Status& why) {
   socket_.shutdown(Tcp::socket::shutdown_both, ec);
   socket_.close(ec);
   // Nothing reads the queued payloads after this point: their owners may reuse them.
-  std::deque<Pending> pending = std::move(out_);
+  // A lent payload the remote is still reading is only read: failing it here is safe for us, and the
+  // remote's copy of it is part of an operation that fails now (its ring connection closed).
+  std::deque<Pending> pending = std::move(lent_);
+  lent_.clear();
+  lent_bytes_ = 0;
+  for (auto& p : out_) pending.push_back(std::move(p));
   out_.clear();
   queued_bytes_ = 0;
   for (auto& p : pending) p.done(why);

@@ -11,6 +11,8 @@
 // so the sink still sees the header before choosing where the payload goes. The payload is read
 // straight into its destination and decrypted there; on send it is encrypted into the channel's one
 // reusable buffer (the caller's bytes are never modified), as one write is in flight at a time.
+// Same-host lending (net/lending.hpp), when enabled: large payloads are lent rather than written, and
+// a lent payload's `done` runs when the receiver returns it, not when it is written.
 // Thread: the owning io_context's thread.
 #ifndef PCCL_NET_DATA_CHANNEL_HPP_
 #define PCCL_NET_DATA_CHANNEL_HPP_
@@ -61,6 +63,9 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
 
   static constexpr size_t kDiscardChunk = 64 * 1024;
 
+  // Before start(): offer our memory to the remote (it reads lent payloads there, once it proved it
+  // can) and accept its offer. For connections to a neighbour on this host (RingPlan).
+  void enableLending() { lend_ok_ = true; }
   void start(DataSink* sink);
   // TCP_NOTSENT_LOWAT: the kernel keeps at most about `bytes` not yet sent (0: the kernel's default,
   // unlimited), so what waits to be sent waits in pccl, where it can still go to another connection.
@@ -86,8 +91,12 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   // send queue (SIOCOUTQ). Used to send each segment on the least loaded connection.
   uint64_t backlog() const;
   const std::string& name() const { return name_; }
-  uint64_t bytesSent() const { return bytes_sent_; }
+  uint64_t bytesSent() const { return bytes_sent_; }  // payload bytes (lending's own frames not counted)
   uint64_t bytesReceived() const { return bytes_received_; }
+  bool lending() const { return lending_; }          // the remote reads our large payloads in our memory
+  bool borrowing() const { return lender_pid_ != 0; }  // we read the remote's
+  // During the sink's place() and deliver(): the frame's elements are read from the lender's memory.
+  bool lentFrame() const { return reading_lent_; }
   // Memory held for receiving besides the destinations: the staging buffer and the discard chunk.
   size_t receiveBufferBytes() const { return staging_.capacity() + discard_.capacity(); }
 
@@ -100,6 +109,9 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
     uint64_t op_id = 0;
     uint32_t seq = 0;
     std::shared_ptr<std::vector<uint8_t>> owned;  // sendOwned: the payload
+    bool lent = false;                             // the frame carries `rec` instead of the payload
+    bool link = false;                             // a lending frame: not counted in bytesSent()
+    std::array<uint8_t, wire::kLendRecordSize> rec{};
   };
   static constexpr size_t kMaxHead = wire::kHeaderSize + wire::kDataHeaderSize + kAeadTagBytes;
   size_t headBytes() const { return wire::kHeaderSize + wire::kDataHeaderSize + sealOverhead(crypto_); }
@@ -109,8 +121,13 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   void placeAndRead();
   void discardRest(uint32_t left);
   void writeNext();
-  void writeSealed(Pending& p);
+  void writeSealed(const uint8_t* payload, uint32_t bytes);
   void written(const asio::error_code& ec);
+  void sendLinkFrame(uint32_t flag, std::vector<uint8_t> payload);
+  void readLinkFrame();
+  Status onLinkFrame(const uint8_t* payload, uint32_t bytes);
+  Status returned(uint64_t count);
+  void copyLent(const Placement& p);
 
   Tcp::socket socket_;
   SessionCrypto crypto_;
@@ -133,6 +150,20 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   uint64_t queued_bytes_ = 0;  // payload bytes in out_
   uint64_t bytes_sent_ = 0;
   uint64_t bytes_received_ = 0;
+  // Lending (net/lending.hpp).
+  bool lend_ok_ = false;                // enableLending() was called
+  std::array<uint8_t, 16> token_{};     // what our offer asks the remote to read in our memory
+  std::array<uint8_t, wire::kLendRecordSize> rec_out_{};  // the lend record being written
+  bool lending_ = false;                // the remote accepted our offer
+  std::deque<Pending> lent_;            // written as lent, not yet returned, oldest first
+  uint64_t lent_bytes_ = 0;
+  uint64_t lent_written_ = 0;
+  uint64_t lent_returned_ = 0;
+  uint32_t lender_pid_ = 0;             // we accepted the remote's offer: its process
+  std::array<uint8_t, wire::kLendOfferSize + kAeadTagBytes> link_in_{};  // a lending frame's payload
+  bool reading_lent_ = false;           // current_ is a lent frame: its elements are at lent_addr_
+  uint64_t lent_addr_ = 0;
+  uint64_t lent_read_ = 0;
 };
 
 }  // namespace pccl::net

@@ -60,6 +60,8 @@ RingPlan planRing(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& s
   plan.predecessor = pred.id;
   plan.predecessor_key = pred.ring_key;
   plan.predecessor_connections = linkConnections(pred, *mine);
+  plan.successor_same_host = sameHost(mine->host, succ.host);
+  plan.predecessor_same_host = sameHost(pred.host, mine->host);
   return plan;
 }
 
@@ -77,12 +79,14 @@ std::vector<uint8_t> ringHelloSigned(const net::SessionId& session, const wire::
 }
 
 RingPool::RingPool(asio::io_context& io, std::shared_ptr<const net::AuthKey> key,
-                   std::shared_ptr<const net::SigningKey> identity, Millis handshake_timeout, Millis build_timeout)
+                   std::shared_ptr<const net::SigningKey> identity, Millis handshake_timeout, Millis build_timeout,
+                   bool lend)
     : io_(io),
       key_(std::move(key)),
       identity_(std::move(identity)),
       timeout_(handshake_timeout),
       build_timeout_(build_timeout),
+      lend_(lend),
       deadline_(io) {}
 
 RingPool::~RingPool() {
@@ -160,6 +164,7 @@ void RingPool::connectOne(uint32_t index, uint64_t epoch) {
         if (s.isOk()) s = net::expectFrame<wire::P2PAccept>(h, p, who).status();
         if (!s.isOk()) return io->fail(s);
         out_[index] = std::make_shared<net::DataChannel>(io->release(), epoch, who);
+        if (plan_.successor_same_host && lend_) out_[index]->enableLending();
         maybeDone();
       });
     });
@@ -211,6 +216,7 @@ void RingPool::onHello(const std::shared_ptr<net::FrameIo>& io, const wire::P2PH
       return io->fail(Status::ok());
     }
     in_[index] = std::make_shared<net::DataChannel>(io->release(), epoch, who);
+    if (plan_.predecessor_same_host && lend_) in_[index]->enableLending();
     maybeDone();
   });
 }

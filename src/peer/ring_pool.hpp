@@ -32,6 +32,8 @@ struct RingPlan {
   wire::Uuid predecessor{};         // it opens predecessor_connections to us
   wire::SignKey predecessor_key{};  // its ring hellos verify with this
   uint32_t predecessor_connections = 0;
+  bool successor_same_host = false;    // sameHost(): the links lend payloads (net/lending.hpp)
+  bool predecessor_same_host = false;
 };
 
 // The bytes a P2PHello's signature covers (docs/protocol.md §5.4): a label, the connection's session
@@ -53,9 +55,11 @@ class RingPool {
   using Channels = std::vector<std::shared_ptr<net::DataChannel>>;
 
   // handshake_timeout bounds each connection's authentication and hello (and early arrivals);
-  // build_timeout bounds a whole build.
+  // build_timeout bounds a whole build. `lend`: connections to a neighbour on this host lend payloads
+  // (net/lending.hpp).
   RingPool(asio::io_context& io, std::shared_ptr<const net::AuthKey> key,
-           std::shared_ptr<const net::SigningKey> identity, Millis handshake_timeout, Millis build_timeout);
+           std::shared_ptr<const net::SigningKey> identity, Millis handshake_timeout, Millis build_timeout,
+           bool lend = true);
   ~RingPool();
 
   void build(const RingPlan& plan, Done done);  // replaces the previous pool
@@ -85,6 +89,7 @@ class RingPool {
   std::shared_ptr<const net::SigningKey> identity_;
   Millis timeout_;
   Millis build_timeout_;
+  bool lend_;
   RingPlan plan_;
   bool building_ = false;
   Done done_;

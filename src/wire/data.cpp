@@ -1,5 +1,8 @@
 #include "wire/data.hpp"
 
+#include <fmt/format.h>
+
+#include <algorithm>
 #include <vector>
 
 #include "wire/bytes.hpp"
@@ -61,7 +64,80 @@ Result<DataHeader> decodeDataHeader(const uint8_t* data, size_t size) {
   PCCL_RETURN_IF_ERROR(r.u32(&d.seq));
   PCCL_RETURN_IF_ERROR(readDesc(r, &d.desc));
   if ((d.flags & ~kDataKnownFlags) != 0) return Status::protocol("data header: unknown flags set");
+  const uint32_t link = d.flags & kDataLinkFlags;
+  if (link != 0) {
+    if ((link & (link - 1)) != 0) return Status::protocol("data header: more than one lending flag");
+    if ((d.flags & ~(link | (link == kDataLent ? kDataCompressed : 0))) != 0) {
+      return Status::protocol("data header: a lending flag with other flags");
+    }
+  }
   return d;
+}
+
+namespace {
+template <size_t N>
+std::array<uint8_t, N> toArray(const std::vector<uint8_t>& v) {
+  std::array<uint8_t, N> out{};
+  std::copy_n(v.begin(), N, out.begin());
+  return out;
+}
+
+Status exactSize(size_t size, size_t want, const char* what) {
+  if (size == want) return Status::ok();
+  return Status::protocol(fmt::format("{} of {} bytes (expected {})", what, size, want));
+}
+}  // namespace
+
+std::array<uint8_t, kLendOfferSize> encodeLendOffer(const LendOffer& o) {
+  std::vector<uint8_t> v;
+  ByteWriter w(&v);
+  w.u32(o.pid);
+  w.u64(o.token_addr);
+  w.fixed(o.token);
+  return toArray<kLendOfferSize>(v);
+}
+
+Result<LendOffer> decodeLendOffer(const uint8_t* data, size_t size) {
+  PCCL_RETURN_IF_ERROR(exactSize(size, kLendOfferSize, "lend offer"));
+  ByteReader r(data, size);
+  LendOffer o;
+  PCCL_RETURN_IF_ERROR(r.u32(&o.pid));
+  PCCL_RETURN_IF_ERROR(r.u64(&o.token_addr));
+  PCCL_RETURN_IF_ERROR(r.fixed(&o.token));
+  return o;
+}
+
+std::array<uint8_t, kLendRecordSize> encodeLendRecord(const LendRecord& rec) {
+  std::vector<uint8_t> v;
+  ByteWriter w(&v);
+  w.u64(rec.addr);
+  w.u32(rec.bytes);
+  return toArray<kLendRecordSize>(v);
+}
+
+Result<LendRecord> decodeLendRecord(const uint8_t* data, size_t size) {
+  PCCL_RETURN_IF_ERROR(exactSize(size, kLendRecordSize, "lend record"));
+  ByteReader r(data, size);
+  LendRecord rec;
+  PCCL_RETURN_IF_ERROR(r.u64(&rec.addr));
+  PCCL_RETURN_IF_ERROR(r.u32(&rec.bytes));
+  if (rec.bytes > kMaxDataPayload) return Status::protocol(fmt::format("lend record of {} bytes", rec.bytes));
+  return rec;
+}
+
+std::array<uint8_t, kReturnedSize> encodeReturned(uint64_t count) {
+  std::vector<uint8_t> v;
+  ByteWriter w(&v);
+  w.u64(count);
+  return toArray<kReturnedSize>(v);
+}
+
+Result<uint64_t> decodeReturned(const uint8_t* data, size_t size) {
+  PCCL_RETURN_IF_ERROR(exactSize(size, kReturnedSize, "returned count"));
+  ByteReader r(data, size);
+  uint64_t n = 0;
+  PCCL_RETURN_IF_ERROR(r.u64(&n));
+  return n;
 }
 
 std::vector<uint8_t> encodeRingCtl(const RingCtl& c) {

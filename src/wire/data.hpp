@@ -37,7 +37,14 @@ inline constexpr uint32_t kDataCompressed = 1;  // flags: the payload is one zst
 // flags: a request for shared-state bytes (state-fetch connections only, docs/protocol.md §5.6)
 inline constexpr uint32_t kDataRequest = 2;
 inline constexpr uint32_t kDataControl = 4;  // flags: the payload is a RingCtl (ring connections only)
-inline constexpr uint32_t kDataKnownFlags = kDataCompressed | kDataRequest | kDataControl;
+// Same-host lending (docs/protocol.md §5.5): frames a DataChannel consumes itself, never shown to the
+// ring. At most one of these is set; kDataLent may come with kDataCompressed.
+inline constexpr uint32_t kDataLendOffer = 8;    // payload: LendOffer ("read my memory, prove it on the token")
+inline constexpr uint32_t kDataLendAccept = 16;  // no payload: "I read your token: lend me payloads"
+inline constexpr uint32_t kDataLent = 32;        // payload: LendRecord (where the elements are) instead of them
+inline constexpr uint32_t kDataReturned = 64;    // payload: u64, lent payloads read so far on this connection
+inline constexpr uint32_t kDataLinkFlags = kDataLendOffer | kDataLendAccept | kDataLent | kDataReturned;
+inline constexpr uint32_t kDataKnownFlags = kDataCompressed | kDataRequest | kDataControl | kDataLinkFlags;
 
 // What every peer of an all-reduce must agree on besides the tag (the epoch is the frame's).
 struct OpDesc {
@@ -88,11 +95,34 @@ struct RingCtl {
 };
 inline constexpr size_t kMaxRingCtlReason = 2048;
 
+// A kDataLendOffer's payload: the sender's process id (as its own kernel names it) and the address
+// of a random token that the offer also carries; the receiver reads the token there to prove it can.
+struct LendOffer {
+  uint32_t pid = 0;
+  uint64_t token_addr = 0;
+  std::array<uint8_t, 16> token{};
+};
+inline constexpr size_t kLendOfferSize = 28;
+// A kDataLent frame's payload: `bytes` of payload lie at `addr` in the lender's memory until returned.
+struct LendRecord {
+  uint64_t addr = 0;
+  uint32_t bytes = 0;
+};
+inline constexpr size_t kLendRecordSize = 12;
+inline constexpr size_t kReturnedSize = 8;
+
 using DataHeaderBytes = std::array<uint8_t, kDataHeaderSize>;
 // Frame header + data header for `payload_bytes` of elements.
 std::array<uint8_t, kHeaderSize + kDataHeaderSize> encodeDataFrameHead(const DataHeader& d, uint64_t epoch,
                                                                        uint32_t payload_bytes);
 Result<DataHeader> decodeDataHeader(const uint8_t* data, size_t size);
+
+std::array<uint8_t, kLendOfferSize> encodeLendOffer(const LendOffer& o);
+Result<LendOffer> decodeLendOffer(const uint8_t* data, size_t size);
+std::array<uint8_t, kLendRecordSize> encodeLendRecord(const LendRecord& r);
+Result<LendRecord> decodeLendRecord(const uint8_t* data, size_t size);
+std::array<uint8_t, kReturnedSize> encodeReturned(uint64_t count);
+Result<uint64_t> decodeReturned(const uint8_t* data, size_t size);
 
 std::vector<uint8_t> encodeRingCtl(const RingCtl& c);
 Result<RingCtl> decodeRingCtl(const uint8_t* data, size_t size);

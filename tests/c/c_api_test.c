@@ -6,6 +6,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include <pccl/pccl.h>
 #include <pthread.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -246,6 +247,12 @@ int main(void) {
     EXPECT(s.allreduce_ops == 2 && s.allreduce_aborts == 0 && s.allreduce_retries == 0);
     EXPECT(s.topology_updates == 2 && s.epoch == 2 && s.tx_bytes > 0 && s.rx_bytes > 0);
     EXPECT(s.last_allreduce_time_s > 0 && s.last_allreduce_bytes_per_s > 0);
+    /* A struct from the header before same_host_read_bytes was appended is filled up to the field before it. */
+    s.struct_size = (uint32_t)offsetof(pcclCommStats_t, same_host_read_bytes);
+    s.same_host_read_bytes = 12345;
+    s.allreduce_ops = 0;
+    EXPECT(pcclGetStats(a, &s) == pcclSuccess);
+    EXPECT(s.allreduce_ops == 2 && s.same_host_read_bytes == 12345);
   }
 
   /* Shared state through the C API: b fetches what differs from a. */

@@ -1,0 +1,426 @@
+// Same-host lending (net/lending.hpp): a data channel whose remote proved it can read our memory
+// sends where large payloads lie instead of the payloads, and the remote returns them once copied.
+// Here: the channel pair on its own (both ends willing, one end willing, sealed and in clear), a
+// hand-driven remote that lies (a token not at its address, a lent frame without an accepted offer,
+// an unreadable address, a return of payloads never lent, a borrower that never returns), and real
+// peers on loopback whose results are the same bits with reads on, off and mixed.
+#include <catch2/catch.hpp>
+
+#include <chrono>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <unistd.h>
+
+#include "net/aead.hpp"
+#include "net/data_channel.hpp"
+#include "net/lending.hpp"
+#include "reduce_reference.hpp"
+#include "test_support.hpp"
+#include "wire/data.hpp"
+
+using namespace pccl;
+using namespace pccl::test;
+
+namespace {
+
+// Runs the io_context's handlers until `done()` holds. Each wait blocks on the next event (no
+// sleeping); the deadline only ends a hang.
+bool runUntil(asio::io_context& io, const std::function<bool()>& done) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!done()) {
+    if (std::chrono::steady_clock::now() > deadline) return false;
+    if (io.stopped()) io.restart();
+    io.run_one_for(std::chrono::milliseconds(200));
+  }
+  return true;
+}
+
+// Records every frame delivered to it (bytes, and whether they were read from the lender's memory).
+struct Recorder : net::DataSink {
+  struct Got {
+    wire::DataHeader h;
+    std::vector<uint8_t> bytes;
+    bool lent;
+  };
+  std::vector<Got> got;
+  std::vector<uint8_t> landing;
+  bool closed = false;
+  Status why;
+
+  Result<net::Placement> place(net::DataChannel&, const wire::DataHeader&, uint32_t bytes) override {
+    landing.assign(bytes, 0);
+    return net::Placement::direct(landing.data());
+  }
+  Status deliver(net::DataChannel& ch, const wire::DataHeader& h, const uint8_t* data, uint32_t bytes) override {
+    got.push_back(Got{h, std::vector<uint8_t>(data, data + bytes), ch.lentFrame()});
+    return Status::ok();
+  }
+  void channelClosed(net::DataChannel&, const Status& s) override {
+    closed = true;
+    why = s;
+  }
+};
+
+net::SessionCrypto cryptoFor(bool sealed, bool first) {
+  net::SessionCrypto c;
+  if (!sealed) return c;
+  net::AeadKey ab{}, ba{};
+  ab.fill(0x42);
+  ba.fill(0x17);
+  c.send = std::make_unique<net::AeadStream>(net::Cipher::kChaCha20Poly1305, first ? ab : ba);
+  c.recv = std::make_unique<net::AeadStream>(net::Cipher::kChaCha20Poly1305, first ? ba : ab);
+  return c;
+}
+
+struct SocketPair {
+  asio::io_context io;
+  net::Tcp::socket a{io}, b{io};
+  SocketPair() {
+    net::Tcp::acceptor acceptor(io, net::Tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+    a.connect(acceptor.local_endpoint());
+    acceptor.accept(b);
+  }
+};
+
+std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * 31 + seed + (i >> 12));
+  return v;
+}
+
+constexpr uint64_t kEpoch = 7;
+
+// A whole frame from a raw (blocking) socket: its DataHeader and payload.
+std::pair<wire::DataHeader, std::vector<uint8_t>> readFrame(net::Tcp::socket& s) {
+  std::array<uint8_t, wire::kHeaderSize + wire::kDataHeaderSize> head{};
+  asio::read(s, asio::buffer(head));
+  auto h = wire::decodeHeader(head.data(), wire::kHeaderSize, 1u << 30);
+  REQUIRE(h.isOk());
+  auto d = wire::decodeDataHeader(head.data() + wire::kHeaderSize, wire::kDataHeaderSize);
+  REQUIRE(d.isOk());
+  std::vector<uint8_t> payload(h->length - wire::kDataHeaderSize);
+  asio::read(s, asio::buffer(payload));
+  return {*d, payload};
+}
+
+template <size_t N>
+void writeFrame(net::Tcp::socket& s, uint32_t flags, const std::array<uint8_t, N>& payload) {
+  const auto head = wire::encodeDataFrameHead(wire::dataHeader(0, 0, flags, 0), kEpoch, N);
+  asio::write(s, asio::buffer(head));
+  asio::write(s, asio::buffer(payload));
+}
+
+void writeEmptyFrame(net::Tcp::socket& s, uint32_t flags) {
+  const auto head = wire::encodeDataFrameHead(wire::dataHeader(0, 0, flags, 0), kEpoch, 0);
+  asio::write(s, asio::buffer(head));
+}
+
+}  // namespace
+
+TEST_CASE("lending: a same-host pair lends large payloads, returned before their sends complete, small ones stay inline",
+          "[lending]") {
+  for (const bool sealed : {false, true}) {
+    SECTION(sealed ? "sealed" : "in clear") {
+      SocketPair sp;
+      auto tx = std::make_shared<net::DataChannel>(net::Link{std::move(sp.a), cryptoFor(sealed, true), {}}, kEpoch, "tx");
+      auto rx = std::make_shared<net::DataChannel>(net::Link{std::move(sp.b), cryptoFor(sealed, false), {}}, kEpoch, "rx");
+      tx->enableLending();
+      rx->enableLending();
+      Recorder tx_sink, rx_sink;
+      tx->start(&tx_sink);
+      rx->start(&rx_sink);
+      // Both offer; each accepts the other's after reading its token.
+      REQUIRE(runUntil(sp.io, [&] { return tx->lending() && rx->borrowing() && rx->lending() && tx->borrowing(); }));
+
+      const auto big = pattern(3u << 20, 1);
+      const auto small = pattern(net::kLendMinBytes - 1, 2);
+      bool big_done = false;
+      size_t delivered_when_done = 0;
+      wire::DataHeader h = wire::dataHeader(11, 2, wire::kDataCompressed, 4096);
+      tx->send(h, big.data(), static_cast<uint32_t>(big.size()), [&](const Status& s) {
+        CHECK(s.isOk());
+        big_done = true;
+        delivered_when_done = rx_sink.got.size();
+      });
+      REQUIRE(runUntil(sp.io, [&] { return tx->idle(); }));
+      CHECK(tx->backlog() >= big.size());  // written as a lend record: still ours until returned
+      wire::DataHeader h2 = wire::dataHeader(12, 0, 0, 0);
+      tx->send(h2, small.data(), static_cast<uint32_t>(small.size()), [](const Status& s) { CHECK(s.isOk()); });
+      // And the other way round, on the same connection.
+      const auto back = pattern(1u << 20, 3);
+      rx->send(wire::dataHeader(13, 0, 0, 0), back.data(), static_cast<uint32_t>(back.size()), [](const Status&) {});
+      REQUIRE(runUntil(sp.io, [&] { return rx_sink.got.size() == 2 && big_done && tx_sink.got.size() == 1; }));
+
+      CHECK(delivered_when_done >= 1);  // returned only after the remote had the bytes
+      CHECK((rx_sink.got[0].bytes == big));
+      CHECK(rx_sink.got[0].lent);
+      CHECK(rx_sink.got[0].h.flags == wire::kDataCompressed);  // the sink sees the frame's own flags
+      CHECK(rx_sink.got[0].h.op_id == 11);
+      CHECK(rx_sink.got[0].h.offset == 4096);
+      CHECK((rx_sink.got[1].bytes == small));
+      CHECK_FALSE(rx_sink.got[1].lent);
+      CHECK((tx_sink.got[0].bytes == back));
+      CHECK(tx_sink.got[0].lent);
+      CHECK(tx->bytesSent() == big.size() + small.size());
+      CHECK(rx->bytesReceived() == big.size() + small.size());
+      tx->close(Status::ok());
+      rx->close(Status::ok());
+    }
+  }
+}
+
+TEST_CASE("lending: with one end unwilling, every payload goes through the socket", "[lending]") {
+  for (const bool sender_willing : {true, false}) {
+    SECTION(sender_willing ? "the receiver does not accept" : "the sender does not offer") {
+      SocketPair sp;
+      auto tx = std::make_shared<net::DataChannel>(net::Link{std::move(sp.a), {}, {}}, kEpoch, "tx");
+      auto rx = std::make_shared<net::DataChannel>(net::Link{std::move(sp.b), {}, {}}, kEpoch, "rx");
+      (sender_willing ? tx : rx)->enableLending();
+      Recorder tx_sink, rx_sink;
+      tx->start(&tx_sink);
+      rx->start(&rx_sink);
+      const auto big = pattern(1u << 20, 5);
+      // Two frames with a round trip between them: the first after the offer went out, the second
+      // after any accept would have come back.
+      tx->send(wire::dataHeader(1, 0, 0, 0), big.data(), static_cast<uint32_t>(big.size()), [](const Status&) {});
+      REQUIRE(runUntil(sp.io, [&] { return rx_sink.got.size() == 1; }));
+      rx->send(wire::dataHeader(2, 0, 0, 0), big.data(), 100, [](const Status&) {});
+      REQUIRE(runUntil(sp.io, [&] { return tx_sink.got.size() == 1; }));
+      tx->send(wire::dataHeader(3, 0, 0, 0), big.data(), static_cast<uint32_t>(big.size()), [](const Status&) {});
+      REQUIRE(runUntil(sp.io, [&] { return rx_sink.got.size() == 2; }));
+      CHECK_FALSE(tx->lending());
+      CHECK_FALSE(rx->borrowing());
+      for (const auto& g : rx_sink.got) {
+        CHECK((g.bytes == big));
+        CHECK_FALSE(g.lent);
+      }
+      tx->close(Status::ok());
+      rx->close(Status::ok());
+    }
+  }
+}
+
+TEST_CASE("lending: an offer whose token is not at its address is declined, and a lent frame then closes the connection",
+          "[lending]") {
+  SocketPair sp;
+  auto rx = std::make_shared<net::DataChannel>(net::Link{std::move(sp.b), {}, {}}, kEpoch, "rx");
+  rx->enableLending();
+  Recorder sink;
+  rx->start(&sink);
+  net::Tcp::socket& raw = sp.a;
+  (void)readFrame(raw);  // rx's own offer
+  // Our token says one thing, the memory at its address another.
+  std::array<uint8_t, 16> elsewhere{};
+  elsewhere.fill(0x5A);
+  wire::LendOffer lie;
+  lie.pid = static_cast<uint32_t>(::getpid());
+  lie.token_addr = reinterpret_cast<uintptr_t>(elsewhere.data());
+  lie.token.fill(0xA5);
+  writeFrame(raw, wire::kDataLendOffer, wire::encodeLendOffer(lie));
+  const auto data = pattern(64 << 10, 9);
+  writeFrame(raw, wire::kDataLent, wire::encodeLendRecord({reinterpret_cast<uintptr_t>(data.data()), 64u << 10}));
+  REQUIRE(runUntil(sp.io, [&] { return sink.closed; }));
+  CHECK_FALSE(rx->borrowing());
+  CHECK(sink.why.code() == Code::kProtocolError);
+  CHECK_THAT(sink.why.message(), Catch::Contains("without an accepted offer"));
+  CHECK(sink.got.empty());
+  // Nothing was accepted: the connection ends with no frame after rx's offer.
+  std::array<uint8_t, 1> byte{};
+  asio::error_code ec;
+  CHECK(asio::read(raw, asio::buffer(byte), ec) == 0);
+  CHECK(ec == asio::error::eof);
+}
+
+TEST_CASE("lending: a lent payload at an address the lender cannot give closes the connection as PeerLost", "[lending]") {
+  SocketPair sp;
+  auto rx = std::make_shared<net::DataChannel>(net::Link{std::move(sp.b), {}, {}}, kEpoch, "rx");
+  rx->enableLending();
+  Recorder sink;
+  rx->start(&sink);
+  net::Tcp::socket& raw = sp.a;
+  (void)readFrame(raw);  // rx's offer (we do not accept it)
+  std::array<uint8_t, 16> token{};
+  const wire::LendOffer offer = net::makeLendOffer(&token);
+  writeFrame(raw, wire::kDataLendOffer, wire::encodeLendOffer(offer));
+  REQUIRE(runUntil(sp.io, [&] { return rx->borrowing(); }));
+  auto accept = readFrame(raw);
+  CHECK(accept.first.flags == wire::kDataLendAccept);
+  CHECK(accept.second.empty());
+  // The first page is never mapped.
+  writeFrame(raw, wire::kDataLent, wire::encodeLendRecord({16, 64u << 10}));
+  REQUIRE(runUntil(sp.io, [&] { return sink.closed; }));
+  CHECK(sink.why.code() == Code::kPeerLost);
+  CHECK_THAT(sink.why.message(), Catch::Contains("lent bytes"));
+  CHECK(sink.got.empty());
+}
+
+TEST_CASE("lending: the lender keeps a lent payload until it is returned, a false return is refused, and close fails it",
+          "[lending]") {
+  for (const bool false_return : {false, true}) {
+    SECTION(false_return ? "a return of more than was lent" : "a borrower that never returns") {
+      SocketPair sp;
+      auto tx = std::make_shared<net::DataChannel>(net::Link{std::move(sp.a), {}, {}}, kEpoch, "tx");
+      tx->enableLending();
+      Recorder sink;
+      tx->start(&sink);
+      net::Tcp::socket& raw = sp.b;
+      auto offer = readFrame(raw);
+      REQUIRE(offer.first.flags == wire::kDataLendOffer);
+      auto o = wire::decodeLendOffer(offer.second.data(), offer.second.size());
+      REQUIRE(o.isOk());
+      CHECK(net::probeLender(*o).isOk());
+      writeEmptyFrame(raw, wire::kDataLendAccept);
+      REQUIRE(runUntil(sp.io, [&] { return tx->lending(); }));
+
+      const auto big = pattern(256 << 10, 4);
+      bool done = false;
+      Status result;
+      tx->send(wire::dataHeader(5, 1, 0, 0), big.data(), static_cast<uint32_t>(big.size()), [&](const Status& s) {
+        done = true;
+        result = s;
+      });
+      REQUIRE(runUntil(sp.io, [&] { return tx->idle(); }));
+      auto lent = readFrame(raw);
+      CHECK(lent.first.flags == wire::kDataLent);
+      CHECK(lent.first.op_id == 5);
+      auto rec = wire::decodeLendRecord(lent.second.data(), lent.second.size());
+      REQUIRE(rec.isOk());
+      CHECK(rec->addr == reinterpret_cast<uintptr_t>(big.data()));
+      CHECK(rec->bytes == big.size());
+      // The borrower can read it there.
+      std::vector<uint8_t> copy(big.size());
+      REQUIRE(net::readLent(o->pid, rec->addr, copy.data(), rec->bytes).isOk());
+      CHECK((copy == big));
+      CHECK_FALSE(done);
+      if (false_return) {
+        writeFrame(raw, wire::kDataReturned, wire::encodeReturned(2));
+        REQUIRE(runUntil(sp.io, [&] { return sink.closed; }));
+        CHECK(sink.why.code() == Code::kProtocolError);
+        CHECK_THAT(sink.why.message(), Catch::Contains("2 lent payloads returned, 1 lent"));
+        CHECK(done);
+        CHECK(result.code() == Code::kProtocolError);
+      } else {
+        tx->close(Status::peerLost("the borrower froze"));
+        CHECK(done);
+        CHECK(result.code() == Code::kPeerLost);
+        CHECK(result.message() == "the borrower froze");
+      }
+    }
+  }
+}
+
+namespace {
+
+// `world` peers on loopback with 64 KiB segments (frames large enough to lend); reads[i] is peer i's
+// same_host_reads. Runs float32 sum, float64 avg, int32 max and bfloat16 sum (zstd) at a ring size
+// and a gather size, each checked against the reference and across peers; returns the result bytes
+// of every case (peer 0's) and the same-host read bytes of each peer. Inputs follow ring positions,
+// so every run reduces the same inputs in the same order.
+struct Outcome {
+  std::vector<std::vector<uint8_t>> results;
+  std::vector<uint64_t> read_bytes;
+};
+
+Outcome runLending(const std::vector<int>& reads, bool encrypt) {
+  const size_t world = reads.size();
+  std::vector<CommConfig> configs;
+  for (int r : reads) {
+    CommConfig c = fastCommConfig(0, encrypt ? "lending test secret" : "");
+    c.segment_bytes = 64 << 10;
+    c.same_host_connections = 1;
+    c.same_host_reads = r;
+    c.encrypt = encrypt;
+    c.gather_bytes = 1 << 20;
+    c.op_timeout_ms = 60000;
+    configs.push_back(c);
+  }
+  MasterConfig mc = fastMasterConfig(encrypt ? "lending test secret" : "");
+  mc.encrypt = encrypt;
+  LocalCluster cluster = startCluster(configs, mc);
+  REQUIRE(cluster.peers.size() == world);
+  struct Case {
+    DataType dtype;
+    RedOp op;
+    size_t count;
+    int compress;
+  };
+  const std::vector<Case> cases = {{DataType::kFloat32, RedOp::kSum, 300007, 0},
+                                   {DataType::kFloat64, RedOp::kAvg, 150001, 0},
+                                   {DataType::kInt32, RedOp::kMax, 262144, 0},
+                                   {DataType::kBfloat16, RedOp::kSum, 500000, 1},
+                                   {DataType::kFloat32, RedOp::kSum, 40000, 0}};  // gathered
+  Outcome out;
+  out.results.resize(cases.size());
+  std::vector<std::vector<std::vector<uint8_t>>> got(cases.size(), std::vector<std::vector<uint8_t>>(world));
+  std::vector<std::string> errors(world);
+  cluster.onEach([&](size_t rank) {
+    // Inputs by ring position, not by join order (which varies): so runs can be compared bit for bit.
+    const uint32_t pos = cluster.peers[rank]->topology().group_rank;
+    for (size_t i = 0; i < cases.size(); ++i) {
+      const Case& c = cases[i];
+      std::vector<uint8_t> in = makeInput(c.dtype, c.op, c.count, pos, i);
+      std::vector<uint8_t> res(in.size());
+      ReduceOptions o;
+      o.tag = i;
+      o.compress = c.compress;
+      auto r = cluster.peers[rank]->allReduce(in.data(), res.data(), c.count, c.dtype, c.op, o);
+      if (!r.isOk()) errors[rank] += r.status().toString() + "; ";
+      got[i][rank] = res;
+    }
+  });
+  for (size_t r = 0; r < world; ++r) {
+    INFO("rank " << r << ": " << errors[r]);
+    CHECK(errors[r].empty());
+    out.read_bytes.push_back(cluster.peers[r]->stats().same_host_read_bytes);
+  }
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const Case& c = cases[i];
+    INFO(typeName(c.dtype) << " " << opName(c.op) << " count=" << c.count);
+    std::vector<std::vector<uint8_t>> inputs;
+    for (size_t r = 0; r < world; ++r) inputs.push_back(makeInput(c.dtype, c.op, c.count, static_cast<uint32_t>(r), i));
+    std::string first;
+    CHECK(countWrong(c.dtype, c.op, inputs, got[i][0], c.count, &first) == 0);
+    for (size_t r = 1; r < world; ++r) CHECK((got[i][r] == got[i][0]));
+    out.results[i] = got[i][0];
+  }
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("lending: peers on one host read each other's payloads, and the results are the socket path's bits",
+          "[lending][allreduce]") {
+  const Outcome off = runLending({0, 0, 0}, false);
+  for (uint64_t b : off.read_bytes) CHECK(b == 0);
+
+  const Outcome on = runLending({1, 1, 1}, false);
+  for (uint64_t b : on.read_bytes) CHECK(b > 0);
+  CHECK((on.results == off.results));
+
+  // Peer 1 neither offers nor accepts: its two links carry everything on the socket, the third lends.
+  const Outcome mixed = runLending({1, 0, 1}, false);
+  CHECK(mixed.read_bytes[1] == 0);
+  CHECK(mixed.read_bytes[0] + mixed.read_bytes[2] > 0);
+  CHECK((mixed.results == off.results));
+
+  const Outcome sealed = runLending({-1, -1, -1}, true);  // the default: on
+  for (uint64_t b : sealed.read_bytes) CHECK(b > 0);
+  CHECK((sealed.results == off.results));
+}
+
+TEST_CASE("lending: same_host_reads and PCCL_SAME_HOST_READS accept 0 and 1 only", "[lending]") {
+  CommConfig c = fastCommConfig(1);
+  c.same_host_reads = 2;
+  auto bad = Communicator::create(c);
+  REQUIRE_FALSE(bad.isOk());
+  CHECK(bad.status().code() == Code::kInvalidArgument);
+  CHECK_THAT(bad.status().message(), Catch::Contains("same_host_reads"));
+  c.same_host_reads = -1;
+  ::setenv("PCCL_SAME_HOST_READS", "yes", 1);
+  auto bad_env = Communicator::create(c);
+  ::unsetenv("PCCL_SAME_HOST_READS");
+  REQUIRE_FALSE(bad_env.isOk());
+  CHECK(bad_env.status().code() == Code::kInvalidArgument);
+  CHECK_THAT(bad_env.status().message(), Catch::Contains("PCCL_SAME_HOST_READS='yes'"));
+}
