@@ -295,7 +295,8 @@ Status DataChannel::onLinkFrame(const uint8_t* payload, uint32_t bytes) {
   switch (current_.flags & wire::kDataLinkFlags) {
     case wire::kDataLendOffer: {
       PCCL_ASSIGN_OR_RETURN(wire::LendOffer offer, wire::decodeLendOffer(payload, bytes));
-      if (lender_pid_ != 0) return Status::protocol("a second lend offer");
+      if (offered_) return Status::protocol("a second lend offer");
+      offered_ = true;
       if (!lend_ok_) return Status::ok();  // not a same-host link to us, or lending is off here
       Status probed = probeLender(offer);
       if (!probed.isOk()) {

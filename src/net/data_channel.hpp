@@ -159,6 +159,7 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   uint64_t lent_bytes_ = 0;
   uint64_t lent_written_ = 0;
   uint64_t lent_returned_ = 0;
+  bool offered_ = false;                // the remote sent its offer
   uint32_t lender_pid_ = 0;             // we accepted the remote's offer: its process
   std::array<uint8_t, wire::kLendOfferSize + kAeadTagBytes> link_in_{};  // a lending frame's payload
   bool reading_lent_ = false;           // current_ is a lent frame: its elements are at lent_addr_

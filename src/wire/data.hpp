@@ -37,7 +37,7 @@ inline constexpr uint32_t kDataCompressed = 1;  // flags: the payload is one zst
 // flags: a request for shared-state bytes (state-fetch connections only, docs/protocol.md §5.6)
 inline constexpr uint32_t kDataRequest = 2;
 inline constexpr uint32_t kDataControl = 4;  // flags: the payload is a RingCtl (ring connections only)
-// Same-host lending (docs/protocol.md §5.5): frames a DataChannel consumes itself, never shown to the
+// Same-host lending (docs/protocol.md §5.4.1): frames a DataChannel consumes itself, never shown to the
 // ring. At most one of these is set; kDataLent may come with kDataCompressed.
 inline constexpr uint32_t kDataLendOffer = 8;    // payload: LendOffer ("read my memory, prove it on the token")
 inline constexpr uint32_t kDataLendAccept = 16;  // no payload: "I read your token: lend me payloads"

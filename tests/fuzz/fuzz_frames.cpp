@@ -87,6 +87,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   forEachMessage([&](auto tag) { decodeOne<typename decltype(tag)::type>(rest.data(), rest.size()); });
   auto d = decodeDataHeader(rest.data(), rest.size());
   if (!d.isOk()) checkFailure(d.status());
+  auto lo = decodeLendOffer(rest.data(), rest.size());
+  if (!lo.isOk()) checkFailure(lo.status());
+  auto lr = decodeLendRecord(rest.data(), rest.size());
+  if (!lr.isOk()) checkFailure(lr.status());
+  auto rn = decodeReturned(rest.data(), rest.size());
+  if (!rn.isOk()) checkFailure(rn.status());
   auto q = peer::decodeStateRequest(rest.data(), rest.size());
   if (!q.isOk()) checkFailure(q.status());
   return 0;
