@@ -147,7 +147,7 @@ void DataChannel::send(const wire::DataHeader& h, const uint8_t* payload, uint32
     done(Status::peerLost(name_ + " is closed"));
     return;
   }
-  // Lent: the frame carries where the elements are; they stay ours (and valid) until returned.
+  // Lent: the frame carries where the elements are; the caller keeps them unchanged (enableLending()).
   if (lending_ && bytes >= kLendMinBytes && (h.flags & ~wire::kDataCompressed) == 0) {
     wire::DataHeader lent = h;
     lent.flags |= wire::kDataLent;
@@ -235,14 +235,8 @@ void DataChannel::written(const asio::error_code& ec) {
   Pending done = std::move(out_.front());
   out_.pop_front();
   queued_bytes_ -= done.bytes;
-  if (done.lent) {  // still ours to keep valid: done when the remote returns it
-    lent_bytes_ += done.bytes;
-    ++lent_written_;
-    lent_.push_back(std::move(done));
-  } else {
-    if (!done.link) bytes_sent_ += done.bytes;
-    done.done(Status::ok());
-  }
+  if (!done.link) bytes_sent_ += done.bytes;
+  done.done(Status::ok());
   writeNext();
   if (!writing_ && !closed_ && on_idle_) on_idle_();
 }
@@ -265,8 +259,7 @@ void DataChannel::readLinkFrame() {
   switch (current_.flags & wire::kDataLinkFlags) {
     case wire::kDataLendOffer: want = wire::kLendOfferSize; break;
     case wire::kDataLendAccept: want = 0; break;
-    case wire::kDataLent: want = wire::kLendRecordSize; break;
-    default: want = wire::kReturnedSize; break;
+    default: want = wire::kLendRecordSize; break;
   }
   if (current_bytes_ != want) {
     return close(Status::protocol(fmt::format("{}: lending frame (flags {}) of {} bytes, expected {}", name_,
@@ -311,7 +304,7 @@ Status DataChannel::onLinkFrame(const uint8_t* payload, uint32_t bytes) {
       if (!lend_ok_ || lending_) return Status::protocol("a lend accept for no offer");
       lending_ = true;
       return Status::ok();
-    case wire::kDataLent: {
+    default: {
       if (lender_pid_ == 0) return Status::protocol("a lent payload without an accepted offer");
       PCCL_ASSIGN_OR_RETURN(wire::LendRecord rec, wire::decodeLendRecord(payload, bytes));
       reading_lent_ = true;
@@ -320,31 +313,10 @@ Status DataChannel::onLinkFrame(const uint8_t* payload, uint32_t bytes) {
       current_.flags &= ~wire::kDataLent;  // the sink sees the frame as if its elements had come inline
       return Status::ok();
     }
-    default: {
-      PCCL_ASSIGN_OR_RETURN(uint64_t count, wire::decodeReturned(payload, bytes));
-      return returned(count);
-    }
   }
 }
 
-// The remote has read our first `count` lent payloads (cumulative, in the order they were lent).
-Status DataChannel::returned(uint64_t count) {
-  if (count <= lent_returned_ || count > lent_written_) {
-    return Status::protocol(fmt::format("{} lent payloads returned, {} lent and {} returned before", count,
-                                        lent_written_, lent_returned_));
-  }
-  while (lent_returned_ < count && !lent_.empty() && !closed_) {
-    Pending p = std::move(lent_.front());
-    lent_.pop_front();
-    ++lent_returned_;
-    lent_bytes_ -= p.bytes;
-    bytes_sent_ += p.bytes;
-    p.done(Status::ok());
-  }
-  return Status::ok();
-}
-
-// A lent frame, placed: its elements copied from the lender's memory, then returned to it.
+// A lent frame, placed: its elements copied from the lender's memory (not when discarded), delivered.
 void DataChannel::copyLent(const Placement& p) {
   uint8_t* dst = p.ptr;
   if (p.kind == Placement::Kind::kStage) {
@@ -360,8 +332,6 @@ void DataChannel::copyLent(const Placement& p) {
       return close(read.withContext(name_));
     }
   }
-  const auto count = wire::encodeReturned(++lent_read_);
-  sendLinkFrame(wire::kDataReturned, std::vector<uint8_t>(count.begin(), count.end()));
   bytes_received_ += current_bytes_;
   Status s = dst != nullptr ? sink_->deliver(*this, current_, dst, current_bytes_) : Status::ok();
   reading_lent_ = false;
@@ -372,7 +342,7 @@ void DataChannel::copyLent(const Placement& p) {
 uint64_t DataChannel::backlog() const {
   int unsent = 0;
   if (closed_ || ioctl(const_cast<Tcp::socket&>(socket_).native_handle(), SIOCOUTQ, &unsent) != 0) unsent = 0;
-  return queued_bytes_ + lent_bytes_ + static_cast<uint64_t>(unsent > 0 ? unsent : 0);
+  return queued_bytes_ + static_cast<uint64_t>(unsent > 0 ? unsent : 0);
 }
 
 void DataChannel::close(const Status& why) {
@@ -382,12 +352,7 @@ void DataChannel::close(const Status& why) {
   socket_.shutdown(Tcp::socket::shutdown_both, ec);
   socket_.close(ec);
   // Nothing reads the queued payloads after this point: their owners may reuse them.
-  // A lent payload the remote is still reading is only read: failing it here is safe for us, and the
-  // remote's copy of it is part of an operation that fails now (its ring connection closed).
-  std::deque<Pending> pending = std::move(lent_);
-  lent_.clear();
-  lent_bytes_ = 0;
-  for (auto& p : out_) pending.push_back(std::move(p));
+  std::deque<Pending> pending = std::move(out_);
   out_.clear();
   queued_bytes_ = 0;
   for (auto& p : pending) p.done(why);

@@ -11,8 +11,9 @@
 // so the sink still sees the header before choosing where the payload goes. The payload is read
 // straight into its destination and decrypted there; on send it is encrypted into the channel's one
 // reusable buffer (the caller's bytes are never modified), as one write is in flight at a time.
-// Same-host lending (net/lending.hpp), when enabled: large payloads are lent rather than written, and
-// a lent payload's `done` runs when the receiver returns it, not when it is written.
+// Same-host lending (net/lending.hpp), when enabled: large payloads are lent rather than written (the
+// remote copies them out of our memory when it reads the frame), so a payload must stay unchanged
+// longer than `done`: until the remote can no longer read it (see enableLending()).
 // Thread: the owning io_context's thread.
 #ifndef PCCL_NET_DATA_CHANNEL_HPP_
 #define PCCL_NET_DATA_CHANNEL_HPP_
@@ -64,7 +65,12 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   static constexpr size_t kDiscardChunk = 64 * 1024;
 
   // Before start(): offer our memory to the remote (it reads lent payloads there, once it proved it
-  // can) and accept its offer. For connections to a neighbour on this host (RingPlan).
+  // can) and accept its offer. For connections to a neighbour on this host (RingPlan). Once the remote
+  // accepted, a send of kLendMinBytes or more completes when its record is written, and the remote
+  // reads the payload later: only for callers whose payloads stay unchanged until the remote has read
+  // them or no longer uses what it read. The ring's are (docs/algorithms.md §5): an operation's
+  // buffers live until it ends, it commits only once every peer holds all its data, and a failed
+  // operation fails everywhere.
   void enableLending() { lend_ok_ = true; }
   void start(DataSink* sink);
   // TCP_NOTSENT_LOWAT: the kernel keeps at most about `bytes` not yet sent (0: the kernel's default,
@@ -110,7 +116,7 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
     uint32_t seq = 0;
     std::shared_ptr<std::vector<uint8_t>> owned;  // sendOwned: the payload
     bool lent = false;                             // the frame carries `rec` instead of the payload
-    bool link = false;                             // a lending frame: not counted in bytesSent()
+    bool link = false;                             // an offer or accept: not counted in bytesSent()
     std::array<uint8_t, wire::kLendRecordSize> rec{};
   };
   static constexpr size_t kMaxHead = wire::kHeaderSize + wire::kDataHeaderSize + kAeadTagBytes;
@@ -126,7 +132,6 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   void sendLinkFrame(uint32_t flag, std::vector<uint8_t> payload);
   void readLinkFrame();
   Status onLinkFrame(const uint8_t* payload, uint32_t bytes);
-  Status returned(uint64_t count);
   void copyLent(const Placement& p);
 
   Tcp::socket socket_;
@@ -155,16 +160,11 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   std::array<uint8_t, 16> token_{};     // what our offer asks the remote to read in our memory
   std::array<uint8_t, wire::kLendRecordSize> rec_out_{};  // the lend record being written
   bool lending_ = false;                // the remote accepted our offer
-  std::deque<Pending> lent_;            // written as lent, not yet returned, oldest first
-  uint64_t lent_bytes_ = 0;
-  uint64_t lent_written_ = 0;
-  uint64_t lent_returned_ = 0;
   bool offered_ = false;                // the remote sent its offer
   uint32_t lender_pid_ = 0;             // we accepted the remote's offer: its process
-  std::array<uint8_t, wire::kLendOfferSize + kAeadTagBytes> link_in_{};  // a lending frame's payload
+  std::array<uint8_t, wire::kLendOfferSize + kAeadTagBytes> link_in_{};  // an offer's or lent record's payload
   bool reading_lent_ = false;           // current_ is a lent frame: its elements are at lent_addr_
   uint64_t lent_addr_ = 0;
-  uint64_t lent_read_ = 0;
 };
 
 }  // namespace pccl::net

@@ -125,21 +125,6 @@ Result<LendRecord> decodeLendRecord(const uint8_t* data, size_t size) {
   return rec;
 }
 
-std::array<uint8_t, kReturnedSize> encodeReturned(uint64_t count) {
-  std::vector<uint8_t> v;
-  ByteWriter w(&v);
-  w.u64(count);
-  return toArray<kReturnedSize>(v);
-}
-
-Result<uint64_t> decodeReturned(const uint8_t* data, size_t size) {
-  PCCL_RETURN_IF_ERROR(exactSize(size, kReturnedSize, "returned count"));
-  ByteReader r(data, size);
-  uint64_t n = 0;
-  PCCL_RETURN_IF_ERROR(r.u64(&n));
-  return n;
-}
-
 std::vector<uint8_t> encodeRingCtl(const RingCtl& c) {
   std::vector<uint8_t> v;
   ByteWriter w(&v);

@@ -42,8 +42,7 @@ inline constexpr uint32_t kDataControl = 4;  // flags: the payload is a RingCtl 
 inline constexpr uint32_t kDataLendOffer = 8;    // payload: LendOffer ("read my memory, prove it on the token")
 inline constexpr uint32_t kDataLendAccept = 16;  // no payload: "I read your token: lend me payloads"
 inline constexpr uint32_t kDataLent = 32;        // payload: LendRecord (where the elements are) instead of them
-inline constexpr uint32_t kDataReturned = 64;    // payload: u64, lent payloads read so far on this connection
-inline constexpr uint32_t kDataLinkFlags = kDataLendOffer | kDataLendAccept | kDataLent | kDataReturned;
+inline constexpr uint32_t kDataLinkFlags = kDataLendOffer | kDataLendAccept | kDataLent;
 inline constexpr uint32_t kDataKnownFlags = kDataCompressed | kDataRequest | kDataControl | kDataLinkFlags;
 
 // What every peer of an all-reduce must agree on besides the tag (the epoch is the frame's).
@@ -103,13 +102,13 @@ struct LendOffer {
   std::array<uint8_t, 16> token{};
 };
 inline constexpr size_t kLendOfferSize = 28;
-// A kDataLent frame's payload: `bytes` of payload lie at `addr` in the lender's memory until returned.
+// A kDataLent frame's payload: `bytes` of payload lie at `addr` in the lender's memory, unchanged until
+// the operation they belong to ends there.
 struct LendRecord {
   uint64_t addr = 0;
   uint32_t bytes = 0;
 };
 inline constexpr size_t kLendRecordSize = 12;
-inline constexpr size_t kReturnedSize = 8;
 
 using DataHeaderBytes = std::array<uint8_t, kDataHeaderSize>;
 // Frame header + data header for `payload_bytes` of elements.
@@ -121,8 +120,6 @@ std::array<uint8_t, kLendOfferSize> encodeLendOffer(const LendOffer& o);
 Result<LendOffer> decodeLendOffer(const uint8_t* data, size_t size);
 std::array<uint8_t, kLendRecordSize> encodeLendRecord(const LendRecord& r);
 Result<LendRecord> decodeLendRecord(const uint8_t* data, size_t size);
-std::array<uint8_t, kReturnedSize> encodeReturned(uint64_t count);
-Result<uint64_t> decodeReturned(const uint8_t* data, size_t size);
 
 std::vector<uint8_t> encodeRingCtl(const RingCtl& c);
 Result<RingCtl> decodeRingCtl(const uint8_t* data, size_t size);

@@ -91,8 +91,6 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!lo.isOk()) checkFailure(lo.status());
   auto lr = decodeLendRecord(rest.data(), rest.size());
   if (!lr.isOk()) checkFailure(lr.status());
-  auto rn = decodeReturned(rest.data(), rest.size());
-  if (!rn.isOk()) checkFailure(rn.status());
   auto q = peer::decodeStateRequest(rest.data(), rest.size());
   if (!q.isOk()) checkFailure(q.status());
   return 0;
