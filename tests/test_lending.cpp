@@ -91,6 +91,18 @@ std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
 
 constexpr uint64_t kEpoch = 7;
 
+// A lending channel on one end of a socket pair, started; the test drives the other end (raw) by hand.
+struct HandDriven {
+  SocketPair sp;
+  std::shared_ptr<net::DataChannel> ch;
+  Recorder sink;
+  net::Tcp::socket& raw;
+  HandDriven() : ch(std::make_shared<net::DataChannel>(net::Link{std::move(sp.a), {}, {}}, kEpoch, "ch")), raw(sp.b) {
+    ch->enableLending();
+    ch->start(&sink);
+  }
+};
+
 // A whole frame from a raw (blocking) socket: its DataHeader and payload.
 std::pair<wire::DataHeader, std::vector<uint8_t>> readFrame(net::Tcp::socket& s) {
   std::array<uint8_t, wire::kHeaderSize + wire::kDataHeaderSize> head{};
@@ -198,12 +210,11 @@ TEST_CASE("lending: with one end unwilling, every payload goes through the socke
 
 TEST_CASE("lending: an offer whose token is not at its address is declined, and a lent frame then closes the connection",
           "[lending]") {
-  SocketPair sp;
-  auto rx = std::make_shared<net::DataChannel>(net::Link{std::move(sp.b), {}, {}}, kEpoch, "rx");
-  rx->enableLending();
-  Recorder sink;
-  rx->start(&sink);
-  net::Tcp::socket& raw = sp.a;
+  HandDriven hd;
+  auto& rx = hd.ch;
+  auto& sink = hd.sink;
+  auto& sp = hd.sp;
+  net::Tcp::socket& raw = hd.raw;
   (void)readFrame(raw);  // rx's own offer
   // Our token says one thing, the memory at its address another.
   std::array<uint8_t, 16> elsewhere{};
@@ -228,12 +239,11 @@ TEST_CASE("lending: an offer whose token is not at its address is declined, and 
 }
 
 TEST_CASE("lending: a lent payload at an address the lender cannot give closes the connection as PeerLost", "[lending]") {
-  SocketPair sp;
-  auto rx = std::make_shared<net::DataChannel>(net::Link{std::move(sp.b), {}, {}}, kEpoch, "rx");
-  rx->enableLending();
-  Recorder sink;
-  rx->start(&sink);
-  net::Tcp::socket& raw = sp.a;
+  HandDriven hd;
+  auto& rx = hd.ch;
+  auto& sink = hd.sink;
+  auto& sp = hd.sp;
+  net::Tcp::socket& raw = hd.raw;
   (void)readFrame(raw);  // rx's offer (we do not accept it)
   std::array<uint8_t, 16> token{};
   const wire::LendOffer offer = net::makeLendOffer(&token);
@@ -252,12 +262,11 @@ TEST_CASE("lending: a lent payload at an address the lender cannot give closes t
 
 TEST_CASE("lending: a lent frame names the payload in the lender's memory, and its send completes when written",
           "[lending]") {
-  SocketPair sp;
-  auto tx = std::make_shared<net::DataChannel>(net::Link{std::move(sp.a), {}, {}}, kEpoch, "tx");
-  tx->enableLending();
-  Recorder sink;
-  tx->start(&sink);
-  net::Tcp::socket& raw = sp.b;
+  HandDriven hd;
+  auto& tx = hd.ch;
+  auto& sink = hd.sink;
+  auto& sp = hd.sp;
+  net::Tcp::socket& raw = hd.raw;
   auto offer = readFrame(raw);
   REQUIRE(offer.first.flags == wire::kDataLendOffer);
   auto o = wire::decodeLendOffer(offer.second.data(), offer.second.size());
