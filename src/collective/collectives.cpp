@@ -57,7 +57,7 @@ uint64_t maxPacingRate() {
 }  // namespace
 
 Collectives::Collectives(asio::io_context& io, BufferPool* pool, ResetRing reset_ring)
-    : io_(io), pool_(pool), reset_ring_(std::move(reset_ring)) {}
+    : io_(io), pool_(pool), reset_ring_(std::move(reset_ring)), announce_timer_(io) {}
 
 Collectives::~Collectives() { failAll(Status::invalidUsage("the communicator was destroyed")); }
 
@@ -163,18 +163,7 @@ void Collectives::submit(ReduceRequest req, Completion done) {
   }
   ops_[key] = std::move(holder);
   by_tag_[tag] = &o;
-  wire::OpAnnounce a;
-  a.tag = tag;
-  a.seq = key.seq;
-  a.count = o.desc.count;
-  a.dtype = o.desc.dtype;
-  a.op = o.desc.op;
-  a.quant = o.desc.quant;
-  a.compress = o.desc.compress;
-  a.epoch = epoch_;
-  a.segment_bytes = o.desc.segment_bytes;
-  a.algo = o.desc.algo;
-  link_->send(a, epoch_);
+  queueAnnounce(key);
   wire::RingCtl hello;
   hello.kind = wire::RingCtl::kHello;
   hello.desc = o.desc;
@@ -312,7 +301,7 @@ void Collectives::applyCommit(Op& op, const CommitRound::Sends& s) {
 
 void Collectives::commitOp(Op& op) {
   history_.committed(op.key);
-  if (link_ != nullptr) link_->send(wire::OpDone{op.key.tag, op.key.seq}, epoch_);
+  if (link_ != nullptr && op.announced) link_->send(wire::OpDone{op.key.tag, op.key.seq}, epoch_);
   finishOp(op, Status::ok());
 }
 
@@ -326,6 +315,7 @@ void Collectives::inDoubt(Op& op, const std::string& why) {
   if (link_ == nullptr) {
     return endFailed(op, link_down_.isOk() ? Status::masterUnreachable("the master is gone") : link_down_);
   }
+  announce(op);
   link_->send(wire::OpState{op.key.epoch, op.key.tag, op.key.seq, static_cast<uint8_t>(wire::OpPhase::kPrepared)},
               epoch_);
 }
@@ -336,6 +326,7 @@ void Collectives::failOp(Op& op, const Status& why, bool flood, bool close_ring,
   op.state = State::kFailing;  // closing the ring below reports back here: do not fail twice
   history_.failed(op.key, why);
   if (tell_master && link_ != nullptr) {
+    announce(op);  // the master aborts it on every member: it must know the call
     link_->send(wire::OpFailed{op.key.tag, op.key.seq, static_cast<uint16_t>(why.code()),
                                static_cast<uint8_t>(close_ring ? 1 : 0), why.message()},
                 epoch_);

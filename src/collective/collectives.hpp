@@ -122,6 +122,7 @@ class Collectives : public net::DataSink {
     uint32_t world = 1;
     bool data_in = false;        // every segment arrived and every send completed
     bool successor_ok = false;   // the successor's hello matched our call
+    bool announced = false;      // the master was told of it (OpAnnounce; op_reports.cpp)
     CommitRound commit;
     std::shared_ptr<RingOp> ring;
     BufferPool::Buffer wire;  // coded operations: the segments' wire bytes; gather: every input
@@ -152,6 +153,14 @@ class Collectives : public net::DataSink {
   bool isFuture(const OpKey& k) const;
   std::string mismatch(const wire::OpDesc& theirs, const std::string& who, const wire::OpDesc& ours,
                        const OpKey& k) const;
+  // op_reports.cpp: what the master hears of our calls. A call still running kAnnounceAfter after it
+  // was made is announced (so the master can abort what cannot go on); one that ends sooner, the
+  // common case on fast links, costs the master nothing. A call is announced before it is reported
+  // failed or in doubt, and only an announced one is reported done.
+  static constexpr std::chrono::milliseconds kAnnounceAfter{5};
+  void queueAnnounce(const OpKey& key);
+  void announceWaiting();
+  void announce(Op& op);
   // ring_frames.cpp: frames of the ring.
   void sendCtl(const OpKey& k, bool to_successor, const wire::RingCtl& c);
   Status onCtl(bool from_predecessor, const wire::DataHeader& h, const wire::RingCtl& c);
@@ -187,6 +196,9 @@ class Collectives : public net::DataSink {
   EarlyFrames early_;
   RingCtlHook ctl_hook_;
   std::function<void(uint64_t)> read_hook_;
+  std::vector<OpKey> unannounced_;  // calls made since the announce timer was armed
+  asio::steady_timer announce_timer_;
+  bool announce_armed_ = false;
 };
 
 }  // namespace pccl::collective

@@ -81,7 +81,6 @@ Effects OpCoordinator::announce(const wire::Uuid& peer, uint32_t group, const st
   if (!e.pending()) {
     PCCL_LOG_DEBUG(kLog, "epoch={} tag={} call={}: every member called it ({}) ({} peers)", epoch, a.tag, a.seq,
                    describe(a), e.members.size());
-    if (e.done.size() == e.members.size()) entries_.erase(it);
   }
   return fx;
 }
@@ -96,8 +95,10 @@ Effects OpCoordinator::done(const wire::Uuid& peer, uint32_t group, const wire::
                   shortId(peer), m.tag, m.seq);
     return fx;
   }
-  e.done.insert(peer);
-  if (!e.pending() && e.done.size() == e.members.size()) entries_.erase(it);
+  // A commit anywhere means every member holds its data and commits (or is settled as committed):
+  // nothing is left to check or abort. Members announce only calls still running a moment after they
+  // were made (docs/protocol.md §5.3), so waiting for every member's OpDone could wait forever.
+  entries_.erase(it);
   return fx;
 }
 

@@ -1,6 +1,7 @@
 // The master's books of all-reduces (protocol 4). Peers start an operation on the ring without
-// waiting for the master and tell it in passing: OpAnnounce when they call it, OpDone when it
-// committed, OpFailed when it failed. The master never holds an operation up; it aborts one that
+// waiting for the master and tell it in passing, and only about calls that take a while (protocol
+// 6): OpAnnounce when a call is still running kAnnounceAfter after it was made (or fails or falls
+// in doubt first), OpDone when an announced call committed, OpFailed when it failed. The master never holds an operation up; it aborts one that
 // cannot go on, on every member (OpAbort): peers that announced different calls (naming who differs),
 // a member announcing on a stale epoch or while a vote is open, a member that failed it or left, and
 // tags that stay crossed for `announce_window` (tag_divergence.hpp). Operations left in doubt by a
@@ -36,7 +37,7 @@ class OpCoordinator {
   // can run now (a vote is open, a ring is being built, a member left), or OK.
   Effects announce(const wire::Uuid& peer, uint32_t group, const std::vector<wire::Uuid>& members,
                    uint64_t epoch, const Status& blocked, const wire::OpAnnounce& a);
-  // The operation committed on `peer`. Only its members count.
+  // The operation committed on `peer` (a member): it committed everywhere, and leaves the books.
   Effects done(const wire::Uuid& peer, uint32_t group, const wire::OpDone& m);
   // It failed on `peer` (a member): aborted everywhere.
   Effects failed(const wire::Uuid& peer, uint32_t group, const wire::OpFailed& m);
@@ -57,7 +58,6 @@ class OpCoordinator {
     uint64_t epoch = 0;
     std::vector<wire::Uuid> members;
     std::map<wire::Uuid, wire::OpAnnounce> announced;
-    std::set<wire::Uuid> done;
     std::optional<TimePoint> crossed_since;  // first tick that found it crossed; reset when it is not
     std::string crossed_why;                 // describeCrossedTag() at the last check
     bool pending() const { return announced.size() < members.size(); }
