@@ -172,6 +172,30 @@ TEST_CASE("agreement: a peer that is slow to call is not failed by the divergenc
   }
 }
 
+TEST_CASE("agreement: the master books a call that waits and forgets it at the first commit", "[agreement]") {
+  LocalCluster c = startCluster(3, agreementConfig());
+  REQUIRE(c.peers.size() == 3);
+  std::vector<std::vector<float>> bufs(3, std::vector<float>(100, 1.0f));
+  std::vector<std::future<Status>> calls;
+  for (size_t i = 0; i < 2; ++i) {
+    calls.push_back(std::async(std::launch::async, [&, i] { return reduceOnes(*c.peers[i], bufs[i], 4); }));
+  }
+  // Peers 0 and 1 wait for peer 2: their calls run past 5 ms, so the master hears of them.
+  CHECK(c.master->waitFor([](const MasterStats& s) { return s.collectives == 1; }, 10000));
+  const Status third = reduceOnes(*c.peers[2], bufs[2], 4);
+  CHECK(third.isOk());
+  for (auto& f : calls) CHECK(f.get().isOk());
+  for (const auto& b : bufs) CHECK(b[99] == 3.0f);
+  CHECK(c.master->waitFor([](const MasterStats& s) { return s.collectives == 0; }, 10000));
+  // Calls that commit at once leave nothing in the books, announced or not.
+  std::vector<Status> st(3);
+  c.onEach([&](size_t i) {
+    for (uint64_t k = 0; k < 20 && st[i].isOk(); ++k) st[i] = reduceOnes(*c.peers[i], bufs[i], 10 + k);
+  });
+  for (const auto& s : st) CHECK(s.isOk());
+  CHECK(c.master->waitFor([](const MasterStats& s) { return s.collectives == 0; }, 10000));
+}
+
 TEST_CASE("agreement: concurrent operations started in different orders are not divergence", "[agreement]") {
   LocalCluster c = startCluster(2, agreementConfig(), windowMaster(10000));
   REQUIRE(c.peers.size() == 2);

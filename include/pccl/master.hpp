@@ -36,6 +36,9 @@ struct MasterStats {
   uint32_t pending = 0;      // peers waiting to be admitted
   bool building = false;     // a ring is being built right now
   uint64_t connections = 0;  // authenticated control connections open
+  // All-reduces in the master's books: announced by a member (still running there 5 ms after the
+  // call, docs/protocol.md §5.3), not yet committed or aborted. Calls that commit sooner never count.
+  uint64_t collectives = 0;
 };
 
 // Thread-safety: all methods may be called from any thread; the state lives on one internal event loop.

@@ -248,9 +248,13 @@ typedef struct {
   int building;           /* 1 while a ring is being built */
   uint64_t epoch;         /* epoch of the newest ring (being built or built) */
   uint64_t connections;   /* authenticated control connections open */
+  uint64_t collectives;   /* all-reduces in the master's books: announced by a member (still running
+                             there 5 ms after the call), not yet committed or aborted. Appended later:
+                             a struct from an older header (struct_size without this field) is
+                             accepted and filled up to connections */
 } pcclMasterStats_t;
 
-#define PCCL_MASTER_STATS_INIT { (uint32_t) sizeof(pcclMasterStats_t), 0u, 0u, 0, 0u, 0u }
+#define PCCL_MASTER_STATS_INIT { (uint32_t) sizeof(pcclMasterStats_t), 0u, 0u, 0, 0u, 0u, 0u }
 
 /* ---- version -------------------------------------------------------------------------------- */
 

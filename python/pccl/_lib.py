@@ -256,6 +256,7 @@ class MasterStats(ctypes.Structure):
         ("building", ctypes.c_int),
         ("epoch", u64),
         ("connections", u64),
+        ("collectives", u64),
     ]
 
 
@@ -304,7 +305,7 @@ def comm_stats_init():
 
 def master_stats_init():
     """PCCL_MASTER_STATS_INIT."""
-    return MasterStats(ctypes.sizeof(MasterStats), 0, 0, 0, 0, 0)
+    return MasterStats(ctypes.sizeof(MasterStats), 0, 0, 0, 0, 0, 0)
 
 
 # ---- function prototypes ----------------------------------------------------------------------------

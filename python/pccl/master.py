@@ -103,12 +103,12 @@ class Master(_common.OwnedHandle):
 
     def stats(self):
         """A snapshot of the run as a dict (pcclMasterStats_t): accepted, pending, building (bool), epoch,
-        connections. Never blocks; any thread. Raises InvalidUsageError (closed)."""
+        connections, collectives. Never blocks; any thread. Raises InvalidUsageError (closed)."""
         s = master_stats_init()
         with self._guard as h:
             check(self._lib.pcclMasterGetStats(h, ctypes.byref(s)))
         return {"accepted": s.accepted, "pending": s.pending, "building": bool(s.building), "epoch": s.epoch,
-                "connections": s.connections}
+                "connections": s.connections, "collectives": s.collectives}
 
     def stop(self):
         """Closes every connection (peers then see MasterUnreachableError) and joins the serving thread;

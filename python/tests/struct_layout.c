@@ -62,6 +62,7 @@ int main(void) {
   SIZE(pcclMasterStats_t);
   OFF(pcclMasterStats_t, struct_size); OFF(pcclMasterStats_t, accepted); OFF(pcclMasterStats_t, pending);
   OFF(pcclMasterStats_t, building); OFF(pcclMasterStats_t, epoch); OFF(pcclMasterStats_t, connections);
+  OFF(pcclMasterStats_t, collectives);
 
   /* What the _INIT macros set (the fields a Python mirror must reproduce). */
   printf("init.pcclCommConfig_t %u %u %u %u %u %u %u %u %d %u %u %u %u\n", cc.struct_size, cc.config_version,

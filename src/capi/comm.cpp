@@ -1,4 +1,5 @@
 // The communicator's C API: create, join, membership, attributes, counters, destroy.
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <utility>

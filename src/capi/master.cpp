@@ -1,4 +1,5 @@
 // The embedded master's C API.
+#include <cstddef>
 #include <memory>
 #include <string>
 #include <utility>
@@ -83,7 +84,8 @@ pcclResult_t pcclMasterWaitForPeers(pcclMaster_t master, uint32_t accepted, uint
 pcclResult_t pcclMasterGetStats(pcclMaster_t master, pcclMasterStats_t* stats) {
   return onMaster(master, [&](MasterEntry& m) -> pcclResult_t {
     PCCL_CHECK_PTR(stats);
-    if (stats->struct_size != sizeof(pcclMasterStats_t)) {
+    const size_t before_collectives = offsetof(pcclMasterStats_t, collectives);
+    if (stats->struct_size != sizeof(pcclMasterStats_t) && stats->struct_size != before_collectives) {
       return fail(pcclInvalidArgument, "pcclMasterStats_t was not initialised with PCCL_MASTER_STATS_INIT");
     }
     const pccl::MasterStats s = m.impl->stats();
@@ -92,6 +94,7 @@ pcclResult_t pcclMasterGetStats(pcclMaster_t master, pcclMasterStats_t* stats) {
     stats->building = s.building ? 1 : 0;
     stats->epoch = s.epoch;
     stats->connections = s.connections;
+    if (stats->struct_size >= sizeof(pcclMasterStats_t)) stats->collectives = s.collectives;
     return pcclSuccess;
   });
 }

@@ -319,6 +319,7 @@ void MasterServer::publishStats() {
   st.pending = static_cast<uint32_t>(membership_.pendingCount());
   st.building = membership_.runPhase() == Membership::RunPhase::kBuilding;
   st.connections = sessions_.size();
+  st.collectives = ops_.pendingCount() + ops_.runningCount();
   on_stats_(st);
 }
 

@@ -189,6 +189,14 @@ int main(void) {
     pcclMasterStats_t ms = PCCL_MASTER_STATS_INIT;
     EXPECT(pcclMasterGetStats(master, &ms) == pcclSuccess);
     EXPECT(ms.accepted == 2 && ms.pending == 0 && ms.building == 0 && ms.epoch == 2 && ms.connections == 2);
+    EXPECT(ms.collectives == 0);
+    /* A struct from the header before `collectives` was appended: filled up to connections. */
+    ms.struct_size = (uint32_t)offsetof(pcclMasterStats_t, collectives);
+    ms.collectives = 77;
+    ms.accepted = 0;
+    EXPECT(pcclMasterGetStats(master, &ms) == pcclSuccess);
+    EXPECT(ms.accepted == 2 && ms.collectives == 77);
+    ms.struct_size = (uint32_t)sizeof(pcclMasterStats_t);
     EXPECT(pcclMasterGetStats(master, NULL) == pcclInvalidArgument);
     ms.struct_size = 4;
     EXPECT(pcclMasterGetStats(master, &ms) == pcclInvalidArgument);
