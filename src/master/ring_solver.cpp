@@ -142,41 +142,49 @@ Order constructCycle(const LinkMatrix& m, double threshold, std::mt19937_64& rng
   const size_t n = m.n;
   Order path{0};
   std::vector<char> used(n, 0);
+  std::vector<uint32_t> out_left(n, 0);  // per peer: usable links to peers not yet on the path
+  for (uint32_t a = 0; a < n; ++a) {
+    for (uint32_t b = 1; b < n; ++b) out_left[a] += (a != b && usable(m, a, b, threshold)) ? 1 : 0;
+  }
+  const auto mark = [&](uint32_t x, bool on) {
+    used[x] = on ? 1 : 0;
+    for (uint32_t a = 0; a < n; ++a) {
+      if (a != x && usable(m, a, x, threshold)) on ? --out_left[a] : ++out_left[a];
+    }
+  };
   used[0] = 1;
   std::vector<std::vector<uint32_t>> choices(n);
-  uint64_t steps = 0;
-  const auto onward = [&](uint32_t v) {
-    size_t k = 0;
-    for (uint32_t u = 0; u < n; ++u) k += (!used[u] && usable(m, v, u, threshold)) ? 1 : 0;
-    return k;
-  };
+  std::vector<std::pair<uint32_t, uint32_t>> ranked;
   const auto fill = [&](uint32_t v, std::vector<uint32_t>& out) {
-    out.clear();
+    ranked.clear();
     for (uint32_t u = 0; u < n; ++u) {
-      if (!used[u] && usable(m, v, u, threshold)) out.push_back(u);
+      if (!used[u] && usable(m, v, u, threshold)) ranked.emplace_back(out_left[u], u);
     }
-    std::shuffle(out.begin(), out.end(), rng);
+    std::shuffle(ranked.begin(), ranked.end(), rng);
     // Fewest onward choices last (taken first from the back); ties stay shuffled.
-    std::stable_sort(out.begin(), out.end(), [&](uint32_t a, uint32_t b) { return onward(a) > onward(b); });
+    std::stable_sort(ranked.begin(), ranked.end(), [](const auto& a, const auto& b) { return a.first > b.first; });
+    out.clear();
+    for (const auto& r : ranked) out.push_back(r.second);
   };
   fill(0, choices[0]);
+  uint64_t steps = 0;
   while (!path.empty() && steps++ < budget) {
     const uint32_t v = path.back();
     if (path.size() == n) {
       if (usable(m, v, 0, threshold)) return path;
-      used[v] = 0;
+      mark(v, false);
       path.pop_back();
       continue;
     }
     auto& c = choices[path.size() - 1];
     if (c.empty()) {
-      used[v] = 0;
+      if (path.size() > 1) mark(v, false);
       path.pop_back();
       continue;
     }
     const uint32_t u = c.back();
     c.pop_back();
-    used[u] = 1;
+    mark(u, true);
     path.push_back(u);
     if (path.size() < n) fill(u, choices[path.size() - 1]);
   }
