@@ -1,9 +1,10 @@
 // Same-host lending: when a ring neighbour runs on this machine, a data frame's elements need not go
 // through the socket (two copies and the whole TCP stack on each side). The sender lends them instead:
-// it sends where they lie in its memory, the receiver copies them straight into their destination
-// with process_vm_readv(2) (one copy, done by the receiver) and returns them with a small frame, after
-// which the sender may reuse the memory. Everything else (headers, control frames, failures) still
-// travels on the connection. docs/protocol.md §5.4.1 has the frames.
+// it sends where they lie in its memory, and the receiver copies them straight into their destination
+// with process_vm_readv(2) (one copy, done by the receiver) when it reads the frame. Nothing comes
+// back: the sender keeps the elements unchanged for as long as its operation runs, which is long
+// enough (DataChannel::enableLending(), docs/algorithms.md §5). Everything else (headers, control
+// frames, failures) still travels on the connection. docs/protocol.md §5.4.1 has the frames.
 // A connection lends only after its receiver proved it can read the sender's memory: the offer names
 // a process id and the address of 16 random bytes that the (authenticated) offer also carries, and the
 // receiver reads them there. Another host, another pid namespace, a kernel or sandbox that forbids
