@@ -21,8 +21,8 @@
 
 namespace pccl::net {
 
-// Elements of fewer bytes go through the socket: for them the round trip of the return costs more
-// than the copy saves.
+// Elements of fewer bytes go through the socket: for them the receiver's extra system call (the
+// record, then the copy) costs more than the second copy saves.
 inline constexpr uint32_t kLendMinBytes = 32 * 1024;
 
 // Fills `token` with random bytes and returns the offer that names it (and this process). The token
