@@ -192,8 +192,13 @@ Order constructCycle(const LinkMatrix& m, double threshold, std::mt19937_64& rng
 }
 
 Order findCycle(const LinkMatrix& m, double threshold, const SolveOptions& o, std::mt19937_64& rng) {
-  const uint64_t budget = 64 * static_cast<uint64_t>(m.n) * m.n;
-  for (uint32_t a = 0; a < std::max<uint32_t>(1, o.attempts); ++a) {
+  // Steps per construction (each costs O(n)): room for deep backtracking on small worlds, where a
+  // probe's few Hamiltonian cycles are hard to hit, and about 2^28 element visits per probe in all.
+  const uint64_t n = m.n;
+  const uint64_t budget = std::max<uint64_t>(16384, 32 * n);
+  const uint64_t affordable = std::max<uint64_t>(4, (uint64_t{1} << 28) / (budget * n));
+  const uint64_t attempts = std::min<uint64_t>(std::max<uint32_t>(1, o.attempts), affordable);
+  for (uint64_t a = 0; a < attempts; ++a) {
     Order c = constructCycle(m, threshold, rng, budget);
     if (!c.empty()) return c;
   }
