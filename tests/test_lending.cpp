@@ -130,6 +130,52 @@ void writeEmptyFrame(net::Tcp::socket& s, uint32_t flags) {
 
 }  // namespace
 
+TEST_CASE("lending: the wire layouts of the offer and the record (protocol 6), and the flag rules", "[lending][wire]") {
+  using namespace pccl::wire;
+  LendOffer o;
+  o.pid = 0x01020304u;
+  o.token_addr = 0x1112131415161718ull;
+  for (size_t i = 0; i < o.token.size(); ++i) o.token[i] = static_cast<uint8_t>(0xA0 + i);
+  const auto ob = encodeLendOffer(o);
+  const std::vector<uint8_t> want_offer = {0x04, 0x03, 0x02, 0x01, 0x18, 0x17, 0x16, 0x15, 0x14, 0x13,
+                                           0x12, 0x11, 0xA0, 0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA6, 0xA7,
+                                           0xA8, 0xA9, 0xAA, 0xAB, 0xAC, 0xAD, 0xAE, 0xAF};
+  CHECK(std::vector<uint8_t>(ob.begin(), ob.end()) == want_offer);
+  auto o2 = decodeLendOffer(ob.data(), ob.size());
+  REQUIRE(o2.isOk());
+  CHECK(o2->pid == o.pid);
+  CHECK(o2->token_addr == o.token_addr);
+  CHECK(o2->token == o.token);
+  CHECK(decodeLendOffer(ob.data(), ob.size() - 1).status().code() == Code::kProtocolError);
+
+  const auto rb = encodeLendRecord({0x2122232425262728ull, 0x00100000u});
+  const std::vector<uint8_t> want_rec = {0x28, 0x27, 0x26, 0x25, 0x24, 0x23, 0x22, 0x21, 0x00, 0x00, 0x10, 0x00};
+  CHECK(std::vector<uint8_t>(rb.begin(), rb.end()) == want_rec);
+  auto r2 = decodeLendRecord(rb.data(), rb.size());
+  REQUIRE(r2.isOk());
+  CHECK(r2->addr == 0x2122232425262728ull);
+  CHECK(r2->bytes == (1u << 20));
+  const auto huge = encodeLendRecord({1, kMaxDataPayload + 1});
+  CHECK_THAT(decodeLendRecord(huge.data(), huge.size()).status().message(), Catch::Contains("lend record of"));
+  CHECK(decodeLendRecord(rb.data(), rb.size() + 0).isOk());
+  CHECK_FALSE(decodeLendRecord(rb.data(), rb.size() - 1).isOk());
+
+  // Flags: one lending flag at a time; only kDataLent may come with kDataCompressed.
+  const auto flagsOk = [](uint32_t flags) {
+    const auto head = encodeDataFrameHead(dataHeader(1, 0, flags, 0), 1, 0);
+    return decodeDataHeader(head.data() + kHeaderSize, kDataHeaderSize).isOk();
+  };
+  for (uint32_t f : {kDataLendOffer, kDataLendAccept, kDataLent, kDataLent | kDataCompressed}) {
+    INFO("flags " << f);
+    CHECK(flagsOk(f));
+  }
+  for (uint32_t f : {kDataLent | kDataLendAccept, kDataLendOffer | kDataLendAccept, kDataLendOffer | kDataCompressed,
+                     kDataLent | kDataControl, kDataLendAccept | kDataRequest, 64u, 128u}) {
+    INFO("flags " << f);
+    CHECK_FALSE(flagsOk(f));
+  }
+}
+
 TEST_CASE("lending: a same-host pair lends large payloads both ways, small ones stay inline, sealed and in clear",
           "[lending]") {
   for (const bool sealed : {false, true}) {
