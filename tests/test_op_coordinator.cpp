@@ -59,7 +59,8 @@ Effects announce(OpCoordinator& c, uint8_t peer, const OpAnnounce& a, const Stat
 
 }  // namespace
 
-TEST_CASE("op coordinator: equal announcements are booked without a word, and a member's OpDone clears them", "[ops]") {
+TEST_CASE("op coordinator: equal announcements are booked without a word, and the announcers' OpDone clear them",
+          "[ops]") {
   OpCoordinator c;
   CHECK(announce(c, 1, ann(7)).empty());
   CHECK(announce(c, 3, ann(7)).empty());
@@ -67,21 +68,20 @@ TEST_CASE("op coordinator: equal announcements are booked without a word, and a 
   CHECK(announce(c, 2, ann(7)).empty());  // nothing to start: the peers did not wait
   CHECK(c.pendingCount() == 0);
   CHECK(c.runningCount() == 1);
+  CHECK(c.done(idOf(1), 0, OpDone{7, 0}).empty());
   CHECK(c.done(idOf(9), 0, OpDone{7, 0}).empty());  // not a member: ignored
-  CHECK(c.runningCount() == 1);
-  CHECK(c.done(idOf(2), 0, OpDone{7, 0}).empty());  // committed on one member: committed everywhere
+  CHECK(c.done(idOf(2), 0, OpDone{7, 0}).empty());
+  CHECK(c.runningCount() == 1);  // peer 3 may still wait for its commit: the entry stays for its abort
+  CHECK(c.done(idOf(3), 0, OpDone{7, 0}).empty());
   CHECK(c.runningCount() == 0);
-  CHECK(c.done(idOf(3), 0, OpDone{7, 0}).empty());  // the others' are harmless
-  CHECK(c.pendingCount() == 0);
 
-  // Members announce only calls that run a while: one that committed before the others announced
-  // leaves no entry behind, whoever announced it.
+  // Members announce only calls that run a while (protocol 6): a call announced by one member alone
+  // goes with that member's OpDone, whoever else made it.
   CHECK(announce(c, 1, ann(8)).empty());
   CHECK(c.pendingCount() == 1);
   CHECK(c.done(idOf(1), 0, OpDone{8, 0}).empty());
   CHECK(c.pendingCount() == 0);
-  CHECK(c.runningCount() == 0);
-  // A late announcement after that is booked again, and cleared by its own OpDone.
+  // A later announcement is booked again, and cleared by its own OpDone.
   CHECK(announce(c, 2, ann(8)).empty());
   CHECK(c.pendingCount() == 1);
   CHECK(c.done(idOf(2), 0, OpDone{8, 0}).empty());

@@ -95,10 +95,14 @@ Effects OpCoordinator::done(const wire::Uuid& peer, uint32_t group, const wire::
                   shortId(peer), m.tag, m.seq);
     return fx;
   }
-  // A commit anywhere means every member holds its data and commits (or is settled as committed):
-  // nothing is left to check or abort. Members announce only calls still running a moment after they
-  // were made (docs/protocol.md §5.3), so waiting for every member's OpDone could wait forever.
-  entries_.erase(it);
+  // Members announce only calls still running a moment after they were made (docs/protocol.md §5.3),
+  // and report done only those: the entry goes once every member that announced it is done. Not at
+  // the first OpDone: a member still waiting (prepared, its commit stuck behind a frozen neighbour)
+  // has announced, and needs the entry for the abort that settles it when that neighbour is removed.
+  e.done.insert(peer);
+  const bool all_done = std::all_of(e.announced.begin(), e.announced.end(),
+                                    [&](const auto& kv) { return e.done.count(kv.first) != 0; });
+  if (all_done) entries_.erase(it);
   return fx;
 }
 

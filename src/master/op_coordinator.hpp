@@ -37,7 +37,8 @@ class OpCoordinator {
   // can run now (a vote is open, a ring is being built, a member left), or OK.
   Effects announce(const wire::Uuid& peer, uint32_t group, const std::vector<wire::Uuid>& members,
                    uint64_t epoch, const Status& blocked, const wire::OpAnnounce& a);
-  // The operation committed on `peer` (a member): it committed everywhere, and leaves the books.
+  // The operation committed on `peer` (a member). It leaves the books once every member that
+  // announced it reported it done.
   Effects done(const wire::Uuid& peer, uint32_t group, const wire::OpDone& m);
   // It failed on `peer` (a member): aborted everywhere.
   Effects failed(const wire::Uuid& peer, uint32_t group, const wire::OpFailed& m);
@@ -58,6 +59,7 @@ class OpCoordinator {
     uint64_t epoch = 0;
     std::vector<wire::Uuid> members;
     std::map<wire::Uuid, wire::OpAnnounce> announced;
+    std::set<wire::Uuid> done;  // members that reported it done (each announced it first)
     std::optional<TimePoint> crossed_since;  // first tick that found it crossed; reset when it is not
     std::string crossed_why;                 // describeCrossedTag() at the last check
     bool pending() const { return announced.size() < members.size(); }
