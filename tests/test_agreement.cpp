@@ -172,7 +172,7 @@ TEST_CASE("agreement: a peer that is slow to call is not failed by the divergenc
   }
 }
 
-TEST_CASE("agreement: the master books a call that waits and forgets it at the first commit", "[agreement]") {
+TEST_CASE("agreement: the master books a call that waits and forgets it once its announcers are done", "[agreement]") {
   LocalCluster c = startCluster(3, agreementConfig());
   REQUIRE(c.peers.size() == 3);
   std::vector<std::vector<float>> bufs(3, std::vector<float>(100, 1.0f));
