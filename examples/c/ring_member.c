@@ -5,8 +5,10 @@
  * retrying after pcclUpdateTopology when a peer is lost: the abort/retry loop a trainer runs.
  *
  *   ring_member --master HOST:PORT [--name NAME] [--run-ms N] [--heartbeat-ms N] [--timeout-ms N]
- *               [--allreduce COUNT] [--segment-bytes N]
+ *               [--allreduce COUNT] [--segment-bytes N] [--optimize 1]
  *
+ * With --optimize 1 it calls pcclOptimizeTopology where it would call pcclUpdateTopology (its peers
+ * must then do the same: every member makes the same call).
  * The shared secret comes from PCCL_SECRET or PCCL_SECRET_FILE. SIGINT/SIGTERM leave gracefully.
  * Before leaving it prints its counters (pcclGetStats) on one "NAME stats ..." line.
  * Exit status: 0 after a graceful leave, 3 when the master is lost or kicks us, 1 on other errors.
@@ -72,7 +74,7 @@ int main(int argc, char** argv) {
   const char* name = "peer";
   long run_ms = -1;
   long heartbeat_ms = 1000, timeout_ms = 10000;
-  long count = 0, segment_bytes = 0;
+  long count = 0, segment_bytes = 0, optimize = 0;
   int i;
   for (i = 1; i + 1 < argc; i += 2) {
     if (strcmp(argv[i], "--master") == 0) master = argv[i + 1];
@@ -82,12 +84,13 @@ int main(int argc, char** argv) {
     else if (strcmp(argv[i], "--timeout-ms") == 0) timeout_ms = atol(argv[i + 1]);
     else if (strcmp(argv[i], "--allreduce") == 0) count = atol(argv[i + 1]);
     else if (strcmp(argv[i], "--segment-bytes") == 0) segment_bytes = atol(argv[i + 1]);
+    else if (strcmp(argv[i], "--optimize") == 0) optimize = atol(argv[i + 1]);
     else break;
   }
   if (master == NULL || i < argc || count < 0) {
     fprintf(stderr,
             "usage: %s --master HOST:PORT [--name NAME] [--run-ms N] [--heartbeat-ms N] [--timeout-ms N]\n"
-            "          [--allreduce COUNT] [--segment-bytes N]\n",
+            "          [--allreduce COUNT] [--segment-bytes N] [--optimize 1]\n",
             argv[0]);
     return 2;
   }
@@ -128,7 +131,7 @@ int main(int argc, char** argv) {
       break;
     }
     if (pending) {
-      r = pcclUpdateTopology(comm);
+      r = optimize ? pcclOptimizeTopology(comm) : pcclUpdateTopology(comm);
       if (r == pcclSuccess) {
         printRing(name, "ring", comm);
       } else if (r == pcclPeerLost || r == pcclTimeout) {
@@ -158,7 +161,7 @@ int main(int argc, char** argv) {
       }
     } else if (r == pcclPeerLost || r == pcclTopologyChanged || r == pcclTimeout) {
       report(name, "pcclAllReduce (will update the topology and retry)", r, comm);
-      r = pcclUpdateTopology(comm);
+      r = optimize ? pcclOptimizeTopology(comm) : pcclUpdateTopology(comm);
       if (r == pcclSuccess) printRing(name, "ring", comm);
     } else {
       status = report(name, "pcclAllReduce", r, comm);

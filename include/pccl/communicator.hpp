@@ -68,6 +68,16 @@ struct Topology {
   std::vector<RingMember> ring;   // global ring order; a group's ring is its members in this order
 };
 
+// A link the master measured (optimizeTopology(), links()): from one ring member to another.
+struct LinkInfo {
+  uint32_t from_rank = 0;  // indices into Topology::ring of the topology links() was answered in
+  uint32_t to_rank = 0;
+  PeerId from{};
+  PeerId to{};
+  double bandwidth = 0;    // bytes/s the receiver measured; 0: the link did not work
+  double rtt_s = 0;        // round trip of small messages, seconds
+};
+
 // An all-reduce started with allReduceAsync(). Copyable; every copy refers to the same operation.
 // Thread-safe. The buffers passed to allReduceAsync() belong to pccl until the operation is done.
 class PCCL_API ReduceHandle {
@@ -101,6 +111,13 @@ class PCCL_API Communicator {
   Status connect();         // join; blocks until admitted and the ring is built, or the deadline
   Status updateTopology();  // collective vote: admit pending peers, drop lost ones, rebuild the ring
   Result<bool> arePeersPending();  // true when updateTopology() would change the membership
+  // Collective like updateTopology(), and more: the peers measure their links (as the master plans),
+  // the master orders the ring by them (best bottleneck, then least latency) and installs it under a
+  // new epoch, all or nothing. Every accepted peer must call it (a peer calling updateTopology() at
+  // the same time fails everyone with Mismatch). docs/concepts.md, "Topology optimisation".
+  Status optimizeTopology();
+  // The links the master holds between members of our current ring (one round trip to the master).
+  Result<std::vector<LinkInfo>> links();
   // Reduces `count` elements of `send` across the group's peers into `recv` (send == recv: in place;
   // otherwise the two must not overlap). Every peer of the group calls it with the same tag, count,
   // dtype, op, quant and compress (and the same CommConfig::segment_bytes); else Mismatch everywhere. On failure `send` is untouched and, in place, `recv` holds its input.

@@ -27,6 +27,14 @@ struct MasterConfig {
   // Slow members that are still computing are never failed by it. 0 = off (op_timeout_ms only).
   uint32_t announce_window_ms = 30000;
   bool encrypt = false;                      // encrypt every connection (needs a secret; peers must match)
+  // Link measurement (pcclOptimizeTopology, docs/concepts.md): a sender measures each link for at most
+  // probe_budget_ms once its connections are up, or until it sent probe_bytes.
+  uint32_t probe_budget_ms = 2000;
+  uint64_t probe_bytes = 256ull << 20;
+  // Automatic mode: every topology update measures the links the master lacks (a joiner's, to and
+  // from every member of its group) and installs the best ring over the measured links.
+  // -1: the environment variable PCCL_AUTO_OPTIMIZE (0 or 1), else off; 0: off; 1: on.
+  int auto_optimize = -1;
 };
 
 // A snapshot of the run, for monitoring and tests.
@@ -39,6 +47,14 @@ struct MasterStats {
   // All-reduces in the master's books: announced by a member (still running there 5 ms after the
   // call, docs/protocol.md §5.3), not yet committed or aborted. Calls that commit sooner never count.
   uint64_t collectives = 0;
+  bool measuring = false;          // a link survey runs right now (pcclOptimizeTopology)
+  uint64_t topology_surveys = 0;   // link surveys completed
+  uint64_t links_measured = 0;     // links measured, over every survey
+  uint64_t links_known = 0;        // links the master holds now (both ends still members)
+  // The newest ring's slowest link as measured, and the join-order ring's over the same links,
+  // bytes/s; 0 when a link either ring uses was not measured.
+  double predicted_bottleneck = 0;
+  double join_order_bottleneck = 0;
 };
 
 // Thread-safety: all methods may be called from any thread; the state lives on one internal event loop.

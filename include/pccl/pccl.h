@@ -201,12 +201,19 @@ typedef struct {
                                       pcclMismatch after this long, naming who is missing; members
                                       that are merely slow are never failed by it; 0 = off; default
                                       30000 (docs/algorithms.md §9) */
+  /* Appended later (a struct from an older header is accepted: these then keep their defaults). */
+  uint32_t probe_budget_ms;        /* pcclOptimizeTopology: a sender measures a link for at most this
+                                      long per round; default 2000 */
+  uint64_t probe_bytes;            /* ... or until it sent this many bytes; default 268435456 */
+  int auto_optimize;               /* 1: every pcclUpdateTopology measures the links the master lacks (a
+                                      joiner's) and installs the best ring; -1: PCCL_AUTO_OPTIMIZE (0/1),
+                                      else off; default -1 */
 } pcclMasterConfig_t;
 
 #define PCCL_MASTER_CONFIG_INIT                                                                    \
   {                                                                                                \
     (uint32_t) sizeof(pcclMasterConfig_t), PCCL_CONFIG_VERSION, NULL, NULL, 0u, 1000u, 10000u, 5000u, \
-        1024u, 64u, 4096u, 0, 30000u                                                               \
+        1024u, 64u, 4096u, 0, 30000u, 2000u, 268435456u, -1                                        \
   }
 
 /* Counters of one communicator since pcclCommCreate, for monitoring (pcclGetStats). Initialise with
@@ -252,9 +259,17 @@ typedef struct {
                              there 5 ms after the call), not yet committed or aborted. Appended later:
                              a struct from an older header (struct_size without this field) is
                              accepted and filled up to connections */
+  /* Appended later (a struct from an older header is filled up to what it has): */
+  int measuring;                   /* 1 while a link survey runs (pcclOptimizeTopology) */
+  uint64_t topology_surveys;       /* link surveys completed */
+  uint64_t links_measured;         /* links measured, over every survey */
+  uint64_t links_known;            /* links the master holds now (both ends still members) */
+  double predicted_bottleneck;     /* the newest ring's slowest link as measured, bytes/s; 0 when a link
+                                      it uses was not measured */
+  double join_order_bottleneck;    /* the join-order ring's over the same links; 0 likewise */
 } pcclMasterStats_t;
 
-#define PCCL_MASTER_STATS_INIT { (uint32_t) sizeof(pcclMasterStats_t), 0u, 0u, 0, 0u, 0u, 0u }
+#define PCCL_MASTER_STATS_INIT { (uint32_t) sizeof(pcclMasterStats_t), 0u, 0u, 0, 0u, 0u, 0u, 0, 0u, 0u, 0u, 0.0, 0.0 }
 
 /* ---- version -------------------------------------------------------------------------------- */
 
@@ -293,6 +308,36 @@ PCCL_API pcclResult_t pcclConnect(pcclComm_t comm);
  * (not connected; collectives in flight), pcclPeerLost (a peer died during the build: call it again),
  * pcclTimeout (not every member voted in time), pcclMasterUnreachable, pcclKicked. */
 PCCL_API pcclResult_t pcclUpdateTopology(pcclComm_t comm);
+
+/* Like pcclUpdateTopology, and more: the peers measure their links (bandwidth with the ring's own kind
+ * of connections, K per pair, and round trips; A->B and B->A apart) in rounds the master plans, the
+ * master picks the ring whose slowest link is fastest (then the least total latency among rings
+ * within 5 % of it) and installs it under a new epoch before the call returns on every member, all or
+ * nothing. Every accepted peer must call it; pending peers are measured and admitted too. It takes
+ * about (peers in the largest group - 1) rounds of the master's probe budget (probe_budget_ms,
+ * default 2000 ms) when links are slow; fast links end their round sooner (probe_bytes). The
+ * deadline is connect_timeout_ms, restarted by each round. Thread-safety and errors as
+ * pcclUpdateTopology, and: pcclPeerLost (a peer died during the measurement; nothing was installed:
+ * call pcclUpdateTopology or pcclOptimizeTopology again), pcclMismatch (some peers called
+ * pcclUpdateTopology instead: every peer must make the same call), pcclTimeout (a peer stopped
+ * reporting its measurements). docs/concepts.md, "Topology optimisation". */
+PCCL_API pcclResult_t pcclOptimizeTopology(pcclComm_t comm);
+
+/* A link the master measured, between two members of the caller's current ring. */
+typedef struct {
+  uint32_t from_rank;  /* ring indices (PCCL_ATTR_RANK's numbering) of the sender ... */
+  uint32_t to_rank;    /* ... and the receiver */
+  double bandwidth;    /* bytes/s the receiver measured; 0: the link did not work */
+  double rtt_s;        /* round trip of small messages, seconds */
+} pcclLink_t;
+
+/* The links the master holds between members of this peer's current ring (measured by
+ * pcclOptimizeTopology or the master's automatic mode). *count = how many there are; the first
+ * min(*count, capacity) are written to links (links may be NULL when capacity is 0). One or more
+ * round trips to the master: blocks at most peer_timeout_ms per 16384 links. Thread-safety: any
+ * thread. Errors: pcclInvalidArgument (NULL count; NULL links with capacity > 0), pcclInvalidUsage
+ * (not connected), pcclMasterUnreachable, pcclKicked. */
+PCCL_API pcclResult_t pcclGetLinks(pcclComm_t comm, pcclLink_t* links, size_t capacity, size_t* count);
 
 /* *pending = 1 when pcclUpdateTopology would change something (peers wait for admission, a member
  * already voted, or a member left since the ring was built), else 0. One round trip to the master:

@@ -33,6 +33,7 @@
 #include "net/listener.hpp"
 #include "peer/master_link.hpp"
 #include "peer/peer_state.hpp"
+#include "peer/link_probe.hpp"
 #include "peer/ring_pool.hpp"
 #include "pccl/communicator.hpp"
 
@@ -47,8 +48,9 @@ class Communicator::Impl {
 
   // ---- membership (comm_membership.cpp) ----------------------------------------------------------
   Status connect();
-  Status updateTopology();
+  Status updateTopology(bool optimize);  // optimize: pcclOptimizeTopology
   Result<bool> arePeersPending();
+  Result<std::vector<LinkInfo>> links();
   Status leave();
 
   // ---- collectives (comm_collectives.cpp) --------------------------------------------------------
@@ -126,6 +128,7 @@ class Communicator::Impl {
   std::shared_ptr<net::Listener> listener_;
   std::unique_ptr<peer::MasterLink> link_;  // io thread
   std::unique_ptr<peer::RingPool> pool_;    // io thread
+  std::unique_ptr<peer::LinkProber> prober_;  // io thread
   collective::BufferPool buffers_;          // thread-safe
   DeviceBuffers device_;                    // thread-safe; outlives colls_ (which holds its blocks)
   std::unique_ptr<collective::Collectives> colls_;  // io thread
@@ -142,6 +145,8 @@ class Communicator::Impl {
   Topology topology_;
   uint64_t next_query_ = 0;
   std::map<uint64_t, wire::MembershipStatus> answers_;  // QueryStatus replies not yet collected
+  std::map<uint64_t, wire::LinkReport> link_answers_;   // LinkQuery replies not yet collected
+  TimePoint probed_at_{};        // when the last ProbePlan of a survey arrived (extends the vote's deadline)
   std::set<uint64_t> waiting_;
   std::set<uint64_t> inflight_;  // tags of collectives not yet done
   bool syncing_ = false;         // a syncSharedState() call is under way

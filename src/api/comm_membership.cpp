@@ -47,25 +47,36 @@ Status Communicator::Impl::connect() {
       config_.connect_timeout_ms, where)));
 }
 
-Status Communicator::Impl::updateTopology() {
+Status Communicator::Impl::updateTopology(bool optimize) {
+  const char* call = optimize ? "optimizeTopology()" : "updateTopology()";
   std::unique_lock<std::mutex> lk(mu_);
   if (!fatal_.isOk()) return record(fatal_);
   if (state_ != PeerState::kMember) {
     return record(Status::invalidUsage(
-        fmt::format("updateTopology() needs a connected member; this peer is {}", peer::peerStateName(state_))));
+        fmt::format("{} needs a connected member; this peer is {}", call, peer::peerStateName(state_))));
   }
   if (!inflight_.empty() || syncing_) {
     return record(Status::invalidUsage(fmt::format(
-        "updateTopology() while {} collective(s){} are in flight: wait for them first", inflight_.size(),
+        "{} while {} collective(s){} are in flight: wait for them first", call, inflight_.size(),
         syncing_ ? " and a shared-state sync" : "")));
   }
   setState(PeerState::kVoting);
   const uint64_t builds0 = builds_done_;
-  asio::post(io_, [this] {
-    if (link_) link_->send(wire::VoteUpdate{}, epoch());
+  asio::post(io_, [this, optimize] {
+    if (!link_) return;
+    if (optimize) {
+      link_->send(wire::VoteOptimize{}, epoch());
+    } else {
+      link_->send(wire::VoteUpdate{}, epoch());
+    }
   });
-  const TimePoint deadline = deadlineAfterMs(config_.connect_timeout_ms);
-  bool done = cv_.wait_until(lk, deadline, [&] { return state_ == PeerState::kFailed || builds_done_ > builds0; });
+  // A link survey takes rounds of the master's probe budget: each round's plan restarts the deadline.
+  const TimePoint start = Clock::now();
+  auto deadline = [&] { return std::max(start, probed_at_) + Millis(config_.connect_timeout_ms); };
+  bool done = false;
+  while (!done && Clock::now() < deadline()) {
+    done = cv_.wait_until(lk, deadline(), [&] { return state_ == PeerState::kFailed || builds_done_ > builds0; });
+  }
   if (state_ == PeerState::kFailed) return record(fatal_);
   if (done) return record(last_build_);
   lk.unlock();
@@ -75,9 +86,61 @@ Status Communicator::Impl::updateTopology() {
     if (state_ == PeerState::kVoting) setState(PeerState::kMember);
     cv_.notify_all();
   });
-  return record(Status::timeout(fmt::format(
-      "topology update not agreed within {} ms: every accepted peer must call pcclUpdateTopology",
-      config_.connect_timeout_ms)));
+  return record(Status::timeout(fmt::format("topology {} not agreed within {} ms: every accepted peer must call {}",
+                                            optimize ? "optimisation" : "update", config_.connect_timeout_ms,
+                                            optimize ? "pcclOptimizeTopology" : "pcclUpdateTopology")));
+}
+
+Result<std::vector<LinkInfo>> Communicator::Impl::links() {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (!fatal_.isOk()) return record(fatal_);
+  if (!peer::isJoined(state_)) {
+    return record(Status::invalidUsage(fmt::format("not connected (state {})", peer::peerStateName(state_))));
+  }
+  std::vector<wire::LinkEntry> entries;
+  uint32_t first = 0;
+  while (true) {
+    const uint64_t id = ++next_query_;
+    waiting_.insert(id);
+    asio::post(io_, [this, id, first] {
+      if (link_) link_->send(wire::LinkQuery{id, first}, epoch());
+    });
+    bool answered = cv_.wait_for(lk, Millis(config_.peer_timeout_ms), [&] {
+      return !fatal_.isOk() || link_answers_.count(id) != 0;
+    });
+    waiting_.erase(id);
+    if (!fatal_.isOk()) return record(fatal_);
+    if (!answered) {
+      return record(Status::masterUnreachable(
+          fmt::format("master did not answer a link query within {} ms", config_.peer_timeout_ms)));
+    }
+    wire::LinkReport page = std::move(link_answers_[id]);
+    link_answers_.erase(id);
+    entries.insert(entries.end(), page.links.begin(), page.links.end());
+    first = page.first + static_cast<uint32_t>(page.links.size());
+    if (page.links.empty() || first >= page.total) break;
+  }
+  std::vector<LinkInfo> out;
+  auto rankOf = [&](const wire::Uuid& id) -> int64_t {
+    for (size_t i = 0; i < topology_.ring.size(); ++i) {
+      if (topology_.ring[i].id == id) return static_cast<int64_t>(i);
+    }
+    return -1;
+  };
+  for (const wire::LinkEntry& e : entries) {
+    const int64_t from = rankOf(e.from);
+    const int64_t to = rankOf(e.to);
+    if (from < 0 || to < 0) continue;
+    LinkInfo li;
+    li.from_rank = static_cast<uint32_t>(from);
+    li.to_rank = static_cast<uint32_t>(to);
+    li.from = e.from;
+    li.to = e.to;
+    li.bandwidth = static_cast<double>(e.bandwidth);
+    li.rtt_s = static_cast<double>(e.rtt_us) * 1e-6;
+    out.push_back(li);
+  }
+  return out;
 }
 
 // One round trip to the master, so the answer reflects its state at the time of the call.
@@ -122,6 +185,7 @@ Status Communicator::Impl::leaveWith(const Status& why) {
   asio::post(io_, [this, left, why] {
     colls_->failAll(why);
     pool_->reset(Status::ok());
+    prober_->cancel();
     if (!link_) return left->set_value();
     link_->leave(epoch(), [left] { left->set_value(); });
   });
@@ -153,6 +217,7 @@ void Communicator::Impl::teardown() {
   asio::post(io_, [this, &done] {
     colls_->failAll(Status::timeout("connect() gave up"));
     pool_->reset(Status::ok());
+    prober_->cancel();
     if (link_) link_->close();
     std::lock_guard<std::mutex> lk(mu_);
     if (state_ != PeerState::kFailed) {
@@ -205,6 +270,24 @@ void Communicator::Impl::registerSessionHandlers() {
     std::lock_guard<std::mutex> lk(mu_);
     if (m.request_id == 0 || m.request_id > next_query_) return Status::protocol("unsolicited MembershipStatus");
     if (waiting_.count(m.request_id) != 0) answers_[m.request_id] = m;
+    cv_.notify_all();
+    return Status::ok();
+  });
+  d.on<wire::ProbePlan>([this](const wire::FrameHeader&, const wire::ProbePlan& m) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      probed_at_ = Clock::now();
+      cv_.notify_all();
+    }
+    prober_->start(id_, m, [this](const wire::ProbeReport& r) {
+      if (link_) link_->send(r, epoch());
+    });
+    return Status::ok();
+  });
+  d.on<wire::LinkReport>([this](const wire::FrameHeader&, const wire::LinkReport& m) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (m.request_id == 0 || m.request_id > next_query_) return Status::protocol("unsolicited LinkReport");
+    if (waiting_.count(m.request_id) != 0) link_answers_[m.request_id] = m;
     cv_.notify_all();
     return Status::ok();
   });
@@ -308,6 +391,7 @@ Status Communicator::Impl::onFailed(const wire::TopologyFailed& m) {
                       fmt::format("topology update to epoch {} failed: {}", m.epoch, m.reason));
   colls_->clearRing(Status(failed.code(), fmt::format("the ring build of epoch {} failed: {}", m.epoch, m.reason)));
   pool_->reset(Status::ok());
+  prober_->cancel();
   std::lock_guard<std::mutex> lk(mu_);
   last_build_ = failed;
   ++builds_done_;
@@ -318,6 +402,7 @@ Status Communicator::Impl::onFailed(const wire::TopologyFailed& m) {
 void Communicator::Impl::onLost(const Status& s) {
   colls_->linkLost(s);
   pool_->reset(Status::ok());
+  prober_->cancel();
   std::lock_guard<std::mutex> lk(mu_);
   if (state_ == PeerState::kConnecting) {
     connect_error_ = s;

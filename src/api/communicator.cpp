@@ -15,6 +15,7 @@ Communicator::Impl::Impl(CommConfig config, net::HostPort master, net::HostPort 
       key_(std::move(key)),
       pool_(std::make_unique<peer::RingPool>(io_, key_, identity_, Millis(config_.handshake_timeout_ms),
                                              Millis(config_.connect_timeout_ms), config_.same_host_reads == 1)),
+      prober_(std::make_unique<peer::LinkProber>(io_, key_, identity_, Millis(config_.handshake_timeout_ms))),
       colls_(std::make_unique<collective::Collectives>(io_, &buffers_,
                                                        [this](const Status& s) { pool_->reset(s); })),
       sync_(std::make_unique<SharedStateSync>(
@@ -52,6 +53,7 @@ Communicator::Impl::~Impl() {
   io_.restart();
   io_.poll();  // what was queued: submissions fail at once; leave()'s steps run
   link_.reset();
+  prober_.reset();
   pool_.reset();  // closes the ring's connections, which report to colls_
   io_.poll();     // the completions of what was just closed
   colls_.reset();
@@ -61,6 +63,7 @@ Status Communicator::Impl::init() {
   PCCL_RETURN_IF_ERROR(listener_->open());
   listener_->start([this](net::Authenticated a) {
     if (a.role == wire::Role::kStateFetch) return sync_->adopt(std::move(a.link), epoch());
+    if (a.role == wire::Role::kProbe) return prober_->adopt(std::move(a.link));
     if (a.role != wire::Role::kPeerToPeer) {
       PCCL_LOG_WARN(kLog, "dropping a master-role connection sent to a peer");
       return;
@@ -110,7 +113,9 @@ Result<std::unique_ptr<Communicator>> Communicator::create(CommConfig config) {
 Communicator::Communicator(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
 Communicator::~Communicator() = default;
 Status Communicator::connect() { return impl_->connect(); }
-Status Communicator::updateTopology() { return impl_->updateTopology(); }
+Status Communicator::updateTopology() { return impl_->updateTopology(false); }
+Status Communicator::optimizeTopology() { return impl_->updateTopology(true); }
+Result<std::vector<LinkInfo>> Communicator::links() { return impl_->links(); }
 Result<bool> Communicator::arePeersPending() { return impl_->arePeersPending(); }
 Topology Communicator::topology() const { return impl_->topology(); }
 PeerId Communicator::id() const { return impl_->id(); }

@@ -73,6 +73,25 @@ pcclResult_t pcclUpdateTopology(pcclComm_t comm) {
   return onComm(comm, [&](CommEntry& c) { return fromStatus(c.impl->updateTopology()); });
 }
 
+pcclResult_t pcclOptimizeTopology(pcclComm_t comm) {
+  return onComm(comm, [&](CommEntry& c) { return fromStatus(c.impl->optimizeTopology()); });
+}
+
+pcclResult_t pcclGetLinks(pcclComm_t comm, pcclLink_t* links, size_t capacity, size_t* count) {
+  return onComm(comm, [&](CommEntry& c) -> pcclResult_t {
+    PCCL_CHECK_PTR(count);
+    if (links == nullptr && capacity != 0) return fail(pcclInvalidArgument, "links is NULL but capacity is not 0");
+    auto r = c.impl->links();
+    if (!r.isOk()) return fromStatus(r.status());
+    *count = r->size();
+    for (size_t i = 0; i < r->size() && i < capacity; ++i) {
+      const pccl::LinkInfo& l = (*r)[i];
+      links[i] = pcclLink_t{l.from_rank, l.to_rank, l.bandwidth, l.rtt_s};
+    }
+    return pcclSuccess;
+  });
+}
+
 pcclResult_t pcclArePeersPending(pcclComm_t comm, int* pending) {
   return onComm(comm, [&](CommEntry& c) -> pcclResult_t {
     PCCL_CHECK_PTR(pending);

@@ -26,6 +26,11 @@ pccl::MasterConfig masterConfigFrom(const pcclMasterConfig_t& config) {
   c.max_pending_handshakes = config.max_pending_handshakes;
   c.max_concurrent_ops = config.max_concurrent_ops;
   c.encrypt = config.encrypt != 0;
+  if (config.struct_size >= sizeof(pcclMasterConfig_t)) {
+    c.probe_budget_ms = config.probe_budget_ms;
+    c.probe_bytes = config.probe_bytes;
+    c.auto_optimize = config.auto_optimize;
+  }
   return c;
 }
 
@@ -38,8 +43,12 @@ pcclResult_t pcclMasterCreate(const pcclMasterConfig_t* config, pcclMaster_t* ma
     PCCL_CHECK_PTR(config);
     PCCL_CHECK_PTR(master);
     *master = nullptr;
-    pcclResult_t r = pccl::capi::checkConfigHeader(config->struct_size, sizeof(pcclMasterConfig_t),
-                                                   config->config_version, "pcclMasterConfig_t");
+    // A struct from a header older than the probe fields is accepted: they keep their defaults.
+    const uint32_t older = static_cast<uint32_t>(offsetof(pcclMasterConfig_t, probe_budget_ms));
+    pcclResult_t r = pccl::capi::checkConfigHeader(config->struct_size == older ? sizeof(pcclMasterConfig_t)
+                                                                                : config->struct_size,
+                                                   sizeof(pcclMasterConfig_t), config->config_version,
+                                                   "pcclMasterConfig_t");
     if (r != pcclSuccess) return r;
     if (config->secret == nullptr && config->secret_len != 0) {
       return fail(pcclInvalidArgument, "secret is NULL but secret_len is not 0");
@@ -85,7 +94,9 @@ pcclResult_t pcclMasterGetStats(pcclMaster_t master, pcclMasterStats_t* stats) {
   return onMaster(master, [&](MasterEntry& m) -> pcclResult_t {
     PCCL_CHECK_PTR(stats);
     const size_t before_collectives = offsetof(pcclMasterStats_t, collectives);
-    if (stats->struct_size != sizeof(pcclMasterStats_t) && stats->struct_size != before_collectives) {
+    const size_t before_probes = offsetof(pcclMasterStats_t, measuring);
+    if (stats->struct_size != sizeof(pcclMasterStats_t) && stats->struct_size != before_collectives &&
+        stats->struct_size != before_probes) {
       return fail(pcclInvalidArgument, "pcclMasterStats_t was not initialised with PCCL_MASTER_STATS_INIT");
     }
     const pccl::MasterStats s = m.impl->stats();
@@ -94,7 +105,15 @@ pcclResult_t pcclMasterGetStats(pcclMaster_t master, pcclMasterStats_t* stats) {
     stats->building = s.building ? 1 : 0;
     stats->epoch = s.epoch;
     stats->connections = s.connections;
-    if (stats->struct_size >= sizeof(pcclMasterStats_t)) stats->collectives = s.collectives;
+    if (stats->struct_size > before_collectives) stats->collectives = s.collectives;
+    if (stats->struct_size >= sizeof(pcclMasterStats_t)) {
+      stats->measuring = s.measuring ? 1 : 0;
+      stats->topology_surveys = s.topology_surveys;
+      stats->links_measured = s.links_measured;
+      stats->links_known = s.links_known;
+      stats->predicted_bottleneck = s.predicted_bottleneck;
+      stats->join_order_bottleneck = s.join_order_bottleneck;
+    }
     return pcclSuccess;
   });
 }

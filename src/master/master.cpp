@@ -3,6 +3,8 @@
 
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 #include <atomic>
 #include <condition_variable>
 #include <future>
@@ -88,6 +90,22 @@ Result<std::unique_ptr<Master>> Master::create(MasterConfig config) {
   if (config.handshake_timeout_ms == 0) return Status::invalidArgument("handshake_timeout_ms must be > 0");
   if (config.max_peers == 0 || config.max_pending_handshakes == 0 || config.max_concurrent_ops == 0) {
     return Status::invalidArgument("max_peers, max_pending_handshakes and max_concurrent_ops must be > 0");
+  }
+  if (config.probe_budget_ms == 0 || config.probe_budget_ms > 600000) {
+    return Status::invalidArgument(fmt::format("probe_budget_ms must be 1..600000, got {}", config.probe_budget_ms));
+  }
+  if (config.probe_bytes == 0) return Status::invalidArgument("probe_bytes must be > 0");
+  if (config.auto_optimize < -1 || config.auto_optimize > 1) {
+    return Status::invalidArgument(fmt::format(
+        "auto_optimize must be -1 (PCCL_AUTO_OPTIMIZE, else off), 0 or 1, got {}", config.auto_optimize));
+  }
+  if (config.auto_optimize == -1) {
+    const char* env = std::getenv("PCCL_AUTO_OPTIMIZE");
+    const std::string v = env != nullptr ? env : "";
+    if (!v.empty() && v != "0" && v != "1") {
+      return Status::invalidArgument(fmt::format("PCCL_AUTO_OPTIMIZE must be 0 or 1, got '{}'", v));
+    }
+    config.auto_optimize = v == "1" ? 1 : 0;
   }
   if (config.encrypt && config.secret.empty()) {
     return Status::invalidArgument("encrypt needs a shared secret: the connection keys derive from it");

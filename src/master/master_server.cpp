@@ -30,6 +30,11 @@ MasterServer::MasterServer(asio::io_context& io, MasterConfig config, StatsSink 
       ops_(config_.max_concurrent_ops, Millis(config_.announce_window_ms)),
       on_stats_(std::move(on_stats)) {
   wipeSecret(config_.secret);  // key_ is all the master keeps of it
+  SurveyConfig survey;
+  survey.budget_ms = config_.probe_budget_ms;
+  survey.max_bytes = config_.probe_bytes;
+  survey.slack_ms = config_.peer_timeout_ms + 2 * config_.handshake_timeout_ms;
+  membership_.configureSurveys(survey, config_.auto_optimize == 1);
 }
 
 MasterServer::~MasterServer() = default;
@@ -100,11 +105,33 @@ void MasterServer::registerHandlers(Session& s) {
     return onJoin(*sp, m);
   });
   s.dispatcher.on<wire::Heartbeat>([](const wire::FrameHeader&, const wire::Heartbeat&) { return Status::ok(); });
-  s.dispatcher.on<wire::VoteUpdate>([this, sp, requireJoined](const wire::FrameHeader&, const wire::VoteUpdate&) {
+  auto vote = [this, sp, requireJoined](bool optimize) {
     PCCL_RETURN_IF_ERROR(requireJoined());
     apply(ops_.voteStarted(sp->id));
     apply(syncs_.voteStarted(sp->id));
-    apply(membership_.vote(sp->id));
+    apply(membership_.vote(sp->id, optimize));
+    return Status::ok();
+  };
+  s.dispatcher.on<wire::VoteUpdate>([vote](const wire::FrameHeader&, const wire::VoteUpdate&) { return vote(false); });
+  s.dispatcher.on<wire::VoteOptimize>(
+      [vote](const wire::FrameHeader&, const wire::VoteOptimize&) { return vote(true); });
+  s.dispatcher.on<wire::ProbeReport>([this, sp, requireJoined](const wire::FrameHeader&, const wire::ProbeReport& m) {
+    PCCL_RETURN_IF_ERROR(requireJoined());
+    apply(membership_.probeReport(sp->id, m));
+    return Status::ok();
+  });
+  s.dispatcher.on<wire::LinkQuery>([this, sp, requireJoined](const wire::FrameHeader&, const wire::LinkQuery& m) {
+    PCCL_RETURN_IF_ERROR(requireJoined());
+    const std::vector<wire::LinkEntry> all = membership_.links().entries();
+    wire::LinkReport r;
+    r.request_id = m.request_id;
+    r.epoch = membership_.epoch();
+    r.total = static_cast<uint32_t>(all.size());
+    r.first = std::min<uint32_t>(m.first, r.total);
+    const size_t end = std::min<size_t>(all.size(), size_t{r.first} + wire::kLinkReportPage);
+    r.links.assign(all.begin() + r.first, all.begin() + static_cast<std::ptrdiff_t>(end));
+    sp->conn->send(r, membership_.epoch());
+    sp->last_tx = Clock::now();
     return Status::ok();
   });
   s.dispatcher.on<wire::WithdrawVote>([this, sp, requireJoined](const wire::FrameHeader&, const wire::WithdrawVote&) {
@@ -320,6 +347,12 @@ void MasterServer::publishStats() {
   st.building = membership_.runPhase() == Membership::RunPhase::kBuilding;
   st.connections = sessions_.size();
   st.collectives = ops_.pendingCount() + ops_.runningCount();
+  st.measuring = membership_.runPhase() == Membership::RunPhase::kMeasuring;
+  st.topology_surveys = membership_.surveys();
+  st.links_measured = membership_.linksMeasured();
+  st.links_known = membership_.links().size();
+  st.predicted_bottleneck = membership_.predictedBottleneck();
+  st.join_order_bottleneck = membership_.joinOrderBottleneck();
   on_stats_(st);
 }
 
@@ -344,6 +377,7 @@ void MasterServer::tick() {
     }
   }
   if (Effects fx = ops_.tick(now); !fx.empty()) apply(fx);  // tags that diverged for announce_window_ms
+  if (Effects fx = membership_.tick(); !fx.empty()) apply(fx);  // a link survey round overdue
   for (auto& [conn, why] : to_close) {
     PCCL_LOG_INFO(kLog, "kicking {}: {}", conn->peerName(), why.message());
     // The Error tells a frozen peer why when it wakes; the linger bounds how long we wait to close.

@@ -4,6 +4,7 @@
 
 #include <algorithm>
 
+#include "master/ring_order.hpp"
 #include "util/log.hpp"
 
 namespace pccl::master {
@@ -40,7 +41,8 @@ wire::MembershipStatus Membership::status() const {
   wire::MembershipStatus s;
   s.accepted = static_cast<uint32_t>(acceptedCount());
   s.pending = static_cast<uint32_t>(pendingCount());
-  s.vote_open = std::any_of(peers_.begin(), peers_.end(), [](const auto& kv) { return kv.second.voted; }) ? 1 : 0;
+  s.vote_open =
+      std::any_of(peers_.begin(), peers_.end(), [](const auto& kv) { return kv.second.vote != Vote::kNone; }) ? 1 : 0;
   s.stale = stale_ ? 1 : 0;
   return s;
 }
@@ -57,15 +59,21 @@ Effects Membership::join(const wire::MemberInfo& info) {
   return fx;
 }
 
-Effects Membership::vote(const wire::Uuid& id) {
+void Membership::configureSurveys(const SurveyConfig& config, bool auto_optimize) {
+  survey_config_ = config;
+  auto_optimize_ = auto_optimize;
+}
+
+Effects Membership::vote(const wire::Uuid& id, bool optimize) {
   Effects fx;
   auto it = peers_.find(id);
   if (it == peers_.end() || it->second.phase != PeerPhase::kAccepted) {
     PCCL_LOG_WARN(kLog, "peer={} epoch={}: ignoring a topology vote from a non-member", shortId(id), epoch_);
     return fx;
   }
-  it->second.voted = true;
-  PCCL_LOG_DEBUG(kLog, "peer={} epoch={}: votes for a topology update", shortId(id), epoch_);
+  it->second.vote = optimize ? Vote::kOptimize : Vote::kUpdate;
+  PCCL_LOG_DEBUG(kLog, "peer={} epoch={}: votes for a topology {}", shortId(id), epoch_,
+                 optimize ? "optimisation" : "update");
   maybeStartBuild(fx);
   return fx;
 }
@@ -73,7 +81,7 @@ Effects Membership::vote(const wire::Uuid& id) {
 Effects Membership::withdrawVote(const wire::Uuid& id) {
   Effects fx;
   auto it = peers_.find(id);
-  if (it != peers_.end()) it->second.voted = false;
+  if (it != peers_.end()) it->second.vote = Vote::kNone;
   return fx;
 }
 
@@ -113,6 +121,8 @@ Effects Membership::remove(const wire::Uuid& id, wire::LeaveReason reason, const
   if (it == peers_.end()) return fx;
   bool was_accepted = it->second.phase == PeerPhase::kAccepted;
   peers_.erase(it);
+  book_.forget(id);
+  const bool surveyed = survey_.involves(id);
   PCCL_LOG_INFO(kLog, "peer={} epoch={}: removed ({}{}{}); {} accepted, {} pending", shortId(id), epoch_, reasonName(reason),
                 detail.empty() ? "" : ": ", detail, acceptedCount(), pendingCount());
   if (was_accepted) {
@@ -129,6 +139,10 @@ Effects Membership::remove(const wire::Uuid& id, wire::LeaveReason reason, const
                                                  reasonName(reason)));
     }
   }
+  if (surveyed && phase_ == RunPhase::kMeasuring) {
+    failBuild(fx, Code::kPeerLost, fmt::format("peer {} left while the links were being measured ({})", shortId(id),
+                                               reasonName(reason)));
+  }
   maybeStartBuild(fx);
   return fx;
 }
@@ -138,39 +152,118 @@ void Membership::markStale(const std::string& why) {
   stale_reason_ = fmt::format("the ring of epoch {} lost {}", epoch_, why);
 }
 
+std::vector<wire::MemberInfo> Membership::joinOrder() const {
+  std::vector<std::pair<uint64_t, const wire::MemberInfo*>> order;
+  for (const auto& kv : peers_) order.emplace_back(kv.second.join_seq, &kv.second.info);
+  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
+  std::vector<wire::MemberInfo> out;
+  for (const auto& p : order) out.push_back(*p.second);
+  return out;
+}
+
+void Membership::clearVotes() {
+  for (auto& kv : peers_) {
+    kv.second.vote = Vote::kNone;
+    kv.second.ready = false;
+  }
+}
+
 void Membership::maybeStartBuild(Effects& fx) {
   if (phase_ != RunPhase::kStable) return;
   size_t accepted = 0;
-  size_t voted = 0;
+  size_t updates = 0;
+  size_t optimizes = 0;
   for (const auto& kv : peers_) {
     if (kv.second.phase != PeerPhase::kAccepted) continue;
     ++accepted;
-    if (kv.second.voted) ++voted;
+    if (kv.second.vote == Vote::kUpdate) ++updates;
+    if (kv.second.vote == Vote::kOptimize) ++optimizes;
   }
-  bool bootstrap = accepted == 0 && !peers_.empty();  // the first peer(s) are admitted at once
-  if (bootstrap || (accepted > 0 && voted == accepted)) startBuild(fx);
+  const bool bootstrap = accepted == 0 && !peers_.empty();  // the first peer(s) are admitted at once
+  if (bootstrap) return startBuild(fx, joinOrder());
+  if (accepted == 0 || updates + optimizes != accepted) return;
+  if (updates != 0 && optimizes != 0) {
+    std::string opt, upd;
+    for (const auto& kv : peers_) {
+      if (kv.second.vote == Vote::kOptimize) opt += (opt.empty() ? "" : ", ") + shortId(kv.first);
+      if (kv.second.vote == Vote::kUpdate) upd += (upd.empty() ? "" : ", ") + shortId(kv.first);
+    }
+    clearVotes();
+    return failBuild(fx, Code::kMismatch,
+                     fmt::format("peers disagree on the topology call: {} called pcclOptimizeTopology, {} called "
+                                 "pcclUpdateTopology; every peer must make the same call",
+                                 opt, upd));
+  }
+  std::vector<wire::MemberInfo> members = joinOrder();
+  if (optimizes != 0) return startSurvey(fx, members, linksToMeasure(members, book_, true));
+  if (auto_optimize_) return startSurvey(fx, members, linksToMeasure(members, book_, false));
+  startBuild(fx, members);
 }
 
-void Membership::startBuild(Effects& fx) {
-  std::vector<std::pair<uint64_t, wire::MemberInfo>> order;
-  for (auto& kv : peers_) {
-    Record& r = kv.second;
+void Membership::startSurvey(Effects& fx, const std::vector<wire::MemberInfo>& members, std::vector<ProbePair> pairs) {
+  clearVotes();
+  if (pairs.empty()) return startBuild(fx, members);
+  phase_ = RunPhase::kMeasuring;
+  const size_t count = pairs.size();
+  Effects plans = survey_.begin(members, std::move(pairs), survey_config_, next_probe_id_, now_());
+  next_probe_id_ = survey_.nextProbeId();
+  PCCL_LOG_INFO(kLog, "epoch={}: measuring {} links among {} peers in {} rounds (budget {} ms per round)", epoch_, count,
+                members.size(), survey_.rounds(), survey_config_.budget_ms);
+  fx.insert(fx.end(), std::make_move_iterator(plans.begin()), std::make_move_iterator(plans.end()));
+}
+
+Effects Membership::probeReport(const wire::Uuid& id, const wire::ProbeReport& r) {
+  Effects fx;
+  if (phase_ != RunPhase::kMeasuring) return fx;
+  bool finished = false;
+  fx = survey_.report(id, r, &book_, now_(), &finished);
+  next_probe_id_ = std::max(next_probe_id_, survey_.nextProbeId());
+  if (!finished) return fx;
+  ++surveys_;
+  links_measured_ += survey_.pairs();
+  PCCL_LOG_INFO(kLog, "epoch={}: measured {} links in {} rounds, {} ms", epoch_, survey_.pairs(), survey_.rounds(),
+                std::chrono::duration_cast<Millis>(now_() - survey_.startedAt()).count());
+  // The members measured, as they are now (every one of them is still here: a departure failed the survey).
+  std::vector<wire::MemberInfo> members;
+  for (const auto& m : survey_.members()) {
+    if (contains(m.id)) members.push_back(peers_.at(m.id).info);
+  }
+  phase_ = RunPhase::kStable;
+  startBuild(fx, members);
+  return fx;
+}
+
+Effects Membership::tick() {
+  Effects fx;
+  if (phase_ != RunPhase::kMeasuring) return fx;
+  Status late = survey_.check(now_());
+  if (!late.isOk()) failBuild(fx, Code::kTimeout, late.message());
+  return fx;
+}
+
+void Membership::startBuild(Effects& fx, const std::vector<wire::MemberInfo>& members) {
+  RingOrder order = orderRing(members, ring_, book_);
+  for (const auto& m : members) {
+    Record& r = peers_.at(m.id);
     if (r.phase == PeerPhase::kPending) {
       r.phase = PeerPhase::kAccepted;
-      PCCL_LOG_INFO(kLog, "peer={} epoch={}: admitted", shortId(kv.first), epoch_);
+      PCCL_LOG_INFO(kLog, "peer={} epoch={}: admitted", shortId(m.id), epoch_);
     }
-    r.voted = false;
-    r.ready = false;
-    order.emplace_back(r.join_seq, r.info);
   }
-  std::sort(order.begin(), order.end(), [](const auto& a, const auto& b) { return a.first < b.first; });
-  ring_.clear();
-  for (auto& p : order) ring_.push_back(p.second);
+  clearVotes();
+  ring_ = std::move(order.ring);
+  predicted_ = order.bottleneck;
+  join_predicted_ = order.join_bottleneck;
   ++epoch_;
   phase_ = RunPhase::kBuilding;
   std::string names;
   for (const auto& m : ring_) names += (names.empty() ? "" : " -> ") + shortId(m.id);
   PCCL_LOG_INFO(kLog, "epoch={}: building ring of {} peers: {}", epoch_, ring_.size(), names);
+  if (order.measured) {
+    PCCL_LOG_INFO(kLog, "epoch={}: ring ordered by measured links: {}; predicted bottleneck {:.1f} MB/s (join "
+                  "order: {:.1f} MB/s)",
+                  epoch_, order.summary, predicted_ / 1e6, join_predicted_ / 1e6);
+  }
   wire::TopologyUpdate update;
   update.epoch = epoch_;
   update.ring = ring_;
@@ -179,13 +272,13 @@ void Membership::startBuild(Effects& fx) {
 
 void Membership::failBuild(Effects& fx, Code code, const std::string& reason) {
   PCCL_LOG_WARN(kLog, "epoch={}: ring build failed: {}", epoch_, reason);
+  const bool measuring = phase_ == RunPhase::kMeasuring;
+  survey_.cancel();
   phase_ = RunPhase::kStable;
   stale_ = true;
-  stale_reason_ = fmt::format("the ring build of epoch {} failed: {}", epoch_, reason);
-  for (auto& kv : peers_) {
-    kv.second.voted = false;
-    kv.second.ready = false;
-  }
+  stale_reason_ = measuring ? fmt::format("the link survey after epoch {} failed: {}", epoch_, reason)
+                            : fmt::format("the ring build of epoch {} failed: {}", epoch_, reason);
+  clearVotes();
   wire::TopologyFailed failed;
   failed.epoch = epoch_;
   failed.code = static_cast<uint16_t>(code);

@@ -1,40 +1,51 @@
-// The master's membership and ring-building state machine. Pure logic: no sockets, no clocks.
-// Each input returns the messages to send (Effects); MasterServer delivers them.
+// The master's membership and ring-building state machine. Pure logic: no sockets; time comes from a
+// clock the owner may replace (tests). Each input returns the messages to send (Effects); MasterServer
+// delivers them.
 //
 // Per peer:   (joined) -> kPending -> kAccepted -> (removed)      kPending -> (removed)
 // Run phase:  kStable --all accepted voted / first peer--> kBuilding(epoch+1)
+//             kStable --all accepted voted optimise (or update, automatic mode)--> kMeasuring
+//             kMeasuring --every round reported--> kBuilding(epoch+1), ring ordered by the links
+//             kMeasuring --a participant left, a round timed out--> kStable, stale (TopologyFailed)
 //             kBuilding --every member sent P2PReady--> kStable (TopologyReady)
 //             kBuilding --a member left or sent P2PFailed--> kStable, stale (TopologyFailed)
+//             kStable --all voted, not all the same kind--> kStable, stale (TopologyFailed: Mismatch)
 // docs/architecture.md documents these transitions.
 // Thread: MasterServer's event loop only.
 #ifndef PCCL_MASTER_MEMBERSHIP_HPP_
 #define PCCL_MASTER_MEMBERSHIP_HPP_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "master/link_survey.hpp"
 #include "pccl/status.hpp"
 #include "wire/messages.hpp"
 
 namespace pccl::master {
 
-struct Outgoing {
-  wire::Uuid to{};
-  std::vector<uint8_t> frame;
-};
-using Effects = std::vector<Outgoing>;
-
 class Membership {
  public:
   enum class PeerPhase { kPending, kAccepted };
-  enum class RunPhase { kStable, kBuilding };
+  enum class RunPhase { kStable, kMeasuring, kBuilding };
+
+  // Link surveys (docs/protocol.md §5.7): their budget, and whether a plain update also measures the
+  // links it lacks and orders the ring by them (automatic mode).
+  void configureSurveys(const SurveyConfig& config, bool auto_optimize);
+  void setClock(std::function<TimePoint()> now) { now_ = std::move(now); }
 
   // A new authenticated peer. `info.id` must be unique. Admitted at once when nobody is accepted.
   Effects join(const wire::MemberInfo& info);
-  // An accepted peer asks for a topology update; the update runs when every accepted peer has asked.
-  Effects vote(const wire::Uuid& id);
+  // An accepted peer asks for a topology update (`optimize`: a measured one); the update runs when every
+  // accepted peer has asked, and all must ask for the same kind.
+  Effects vote(const wire::Uuid& id, bool optimize = false);
+  // A participant's report of a survey round.
+  Effects probeReport(const wire::Uuid& id, const wire::ProbeReport& r);
+  // Fails a survey whose round is overdue.
+  Effects tick();
   Effects withdrawVote(const wire::Uuid& id);
   Effects p2pReady(const wire::Uuid& id, uint64_t epoch);
   Effects p2pFailed(const wire::Uuid& id, uint64_t epoch, Code code, const std::string& reason);
@@ -59,18 +70,32 @@ class Membership {
   // removed, a ring build that failed and why, a transfer aborted). Empty when not stale.
   const std::string& staleReason() const { return stale_reason_; }
 
+  const LinkBook& links() const { return book_; }
+  uint64_t surveys() const { return surveys_; }               // completed
+  uint64_t linksMeasured() const { return links_measured_; }  // over all surveys
+  // The installed (or building) ring's predicted bottleneck and the join-order ring's over the same
+  // links, bytes/s; 0 when some link of the ring was not measured.
+  double predictedBottleneck() const { return predicted_; }
+  double joinOrderBottleneck() const { return join_predicted_; }
+
  private:
+  enum class Vote : uint8_t { kNone, kUpdate, kOptimize };
   struct Record {
     wire::MemberInfo info;
     PeerPhase phase = PeerPhase::kPending;
     uint64_t join_seq = 0;
-    bool voted = false;
+    Vote vote = Vote::kNone;
     bool ready = false;
   };
 
+  std::vector<wire::MemberInfo> joinOrder() const;  // every peer, accepted or pending
   void maybeStartBuild(Effects& fx);
-  void startBuild(Effects& fx);
+  // Measures `pairs` among `members` (join order), then builds; builds at once when there is nothing to measure.
+  void startSurvey(Effects& fx, const std::vector<wire::MemberInfo>& members, std::vector<ProbePair> pairs);
+  // A ring of `members` (join order), ordered by the links the book holds where it can.
+  void startBuild(Effects& fx, const std::vector<wire::MemberInfo>& members);
   void failBuild(Effects& fx, Code code, const std::string& reason);
+  void clearVotes();
   void sendToAccepted(Effects& fx, const std::vector<uint8_t>& frame) const;
 
   std::map<wire::Uuid, Record> peers_;
@@ -80,6 +105,17 @@ class Membership {
   RunPhase phase_ = RunPhase::kStable;
   bool stale_ = false;
   std::string stale_reason_;
+  // Links.
+  SurveyConfig survey_config_;
+  bool auto_optimize_ = false;
+  LinkSurvey survey_;
+  LinkBook book_;
+  uint64_t next_probe_id_ = 1;
+  uint64_t surveys_ = 0;
+  uint64_t links_measured_ = 0;
+  double predicted_ = 0;
+  double join_predicted_ = 0;
+  std::function<TimePoint()> now_ = [] { return Clock::now(); };
 };
 
 

@@ -15,24 +15,7 @@ constexpr const char* kLog = "ring";
 constexpr size_t kMaxEarly = 256;
 }  // namespace
 
-namespace {
-bool isLoopback(const std::string& host) {
-  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
-  std::error_code ec;
-  asio::ip::address a = asio::ip::make_address(host, ec);
-  return !ec && a.is_loopback();
-}
-
-// Connections `from` opens to `to`.
-uint32_t linkConnections(const wire::MemberInfo& from, const wire::MemberInfo& to) {
-  return sameHost(from.host, to.host) && from.host_connections != 0 ? from.host_connections : from.connections;
-}
-}  // namespace
-
-bool sameHost(const std::string& a, const std::string& b) {
-  if (a.empty() || b.empty()) return false;
-  return a == b || (isLoopback(a) && isLoopback(b));
-}
+using wire::linkConnections;
 
 RingPlan planRing(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& self, uint64_t epoch) {
   RingPlan plan;

@@ -40,9 +40,7 @@ struct RingPlan {
 // id, then the hello's sender_id, epoch and index.
 std::vector<uint8_t> ringHelloSigned(const net::SessionId& session, const wire::P2PHello& hello);
 
-// True when two advertised hosts are the same machine: equal strings, or both loopback addresses
-// (127.0.0.0/8, ::1, "localhost"). Symmetric, so both ends of a link decide alike.
-bool sameHost(const std::string& a, const std::string& b);
+using wire::sameHost;
 
 // Pure: our successor and predecessor within our group, in global ring order, and how many
 // connections each link has: the sender's `connections`, or its `host_connections` when both ends

@@ -1,6 +1,27 @@
 #include "wire/control_messages.hpp"
 
+#include <arpa/inet.h>
+
 namespace pccl::wire {
+
+namespace {
+bool isLoopback(const std::string& host) {
+  if (host == "localhost" || host == "::1" || host == "[::1]") return true;
+  in_addr v4{};
+  if (inet_pton(AF_INET, host.c_str(), &v4) == 1) return (ntohl(v4.s_addr) >> 24) == 127;
+  in6_addr v6{};
+  return inet_pton(AF_INET6, host.c_str(), &v6) == 1 && IN6_IS_ADDR_LOOPBACK(&v6);
+}
+}  // namespace
+
+bool sameHost(const std::string& a, const std::string& b) {
+  if (a.empty() || b.empty()) return false;
+  return a == b || (isLoopback(a) && isLoopback(b));
+}
+
+uint32_t linkConnections(const MemberInfo& from, const MemberInfo& to) {
+  return sameHost(from.host, to.host) && from.host_connections != 0 ? from.host_connections : from.connections;
+}
 
 void JoinRequest::encode(ByteWriter& w) const {
   w.u16(p2p_port);
@@ -36,23 +57,30 @@ Result<JoinAccepted> JoinAccepted::decode(ByteReader& r) {
   return m;
 }
 
-namespace {
-// id(16) + host length(2) + port(2) + group(4) + connections(4) + host_connections(4) + ring_key(32)
-constexpr size_t kMinMemberBytes = 64;
-}  // namespace
+void encodeMember(ByteWriter& w, const MemberInfo& m) {
+  w.fixed(m.id);
+  w.str(m.host);
+  w.u16(m.port);
+  w.u32(m.group);
+  w.u32(m.connections);
+  w.u32(m.host_connections);
+  w.fixed(m.ring_key);
+}
+
+Status decodeMember(ByteReader& r, MemberInfo* m) {
+  PCCL_RETURN_IF_ERROR(r.fixed(&m->id));
+  PCCL_RETURN_IF_ERROR(r.str(&m->host, 255));
+  PCCL_RETURN_IF_ERROR(r.u16(&m->port));
+  PCCL_RETURN_IF_ERROR(r.u32(&m->group));
+  PCCL_RETURN_IF_ERROR(r.u32(&m->connections));
+  PCCL_RETURN_IF_ERROR(r.u32(&m->host_connections));
+  return r.fixed(&m->ring_key);
+}
 
 void TopologyUpdate::encode(ByteWriter& w) const {
   w.u64(epoch);
   w.u32(static_cast<uint32_t>(ring.size()));
-  for (const MemberInfo& m : ring) {
-    w.fixed(m.id);
-    w.str(m.host);
-    w.u16(m.port);
-    w.u32(m.group);
-    w.u32(m.connections);
-    w.u32(m.host_connections);
-    w.fixed(m.ring_key);
-  }
+  for (const MemberInfo& m : ring) encodeMember(w, m);
 }
 Result<TopologyUpdate> TopologyUpdate::decode(ByteReader& r) {
   TopologyUpdate m;
@@ -60,15 +88,7 @@ Result<TopologyUpdate> TopologyUpdate::decode(ByteReader& r) {
   uint32_t n = 0;
   PCCL_RETURN_IF_ERROR(r.count(&n, kMinMemberBytes));
   m.ring.resize(n);
-  for (MemberInfo& mi : m.ring) {
-    PCCL_RETURN_IF_ERROR(r.fixed(&mi.id));
-    PCCL_RETURN_IF_ERROR(r.str(&mi.host, 255));
-    PCCL_RETURN_IF_ERROR(r.u16(&mi.port));
-    PCCL_RETURN_IF_ERROR(r.u32(&mi.group));
-    PCCL_RETURN_IF_ERROR(r.u32(&mi.connections));
-    PCCL_RETURN_IF_ERROR(r.u32(&mi.host_connections));
-    PCCL_RETURN_IF_ERROR(r.fixed(&mi.ring_key));
-  }
+  for (MemberInfo& mi : m.ring) PCCL_RETURN_IF_ERROR(decodeMember(r, &mi));
   return m;
 }
 

@@ -17,7 +17,7 @@ struct JoinRequest {
   std::string advertise_host;  // empty: the master uses the address it sees
   uint32_t group = 0;
   uint32_t connections = 0;    // K this peer opens to its successor
-  uint32_t host_connections = 0;  // K to a successor on the same host (sameHost in ring_pool.hpp)
+  uint32_t host_connections = 0;  // K to a successor on the same host (sameHost below)
   SignKey ring_key{};          // the key this peer signs its ring hellos with (net/identity.hpp)
   std::string client_version;
   void encode(ByteWriter& w) const;
@@ -35,6 +35,9 @@ struct JoinAccepted {
 
 using Heartbeat = Empty<MsgType::kHeartbeat>;
 using VoteUpdate = Empty<MsgType::kVoteUpdate>;
+// A vote for a measured ring (pcclOptimizeTopology): like VoteUpdate, but the master measures the links
+// (§5.7) and orders the ring by them. Every accepted peer must cast the same kind of vote.
+using VoteOptimize = Empty<MsgType::kVoteOptimize>;
 using WithdrawVote = Empty<MsgType::kWithdrawVote>;
 using Leave = Empty<MsgType::kLeave>;
 
@@ -51,6 +54,19 @@ struct MemberInfo {
            host_connections == o.host_connections && ring_key == o.ring_key;
   }
 };
+
+// True when two advertised hosts are the same machine: equal strings, or both loopback addresses
+// (127.0.0.0/8, ::1, "localhost"). Symmetric, so both ends of a link decide alike.
+bool sameHost(const std::string& a, const std::string& b);
+// The connections `from` opens to `to` for a ring link (or a probe of it): its K, or its same-host K
+// when both are on one host (one flow is not limited there, and every extra one costs CPU).
+uint32_t linkConnections(const MemberInfo& from, const MemberInfo& to);
+
+// A member's encoding (docs/protocol.md §5.2), shared by TopologyUpdate and the probe plans (§5.7):
+// id(16) + host length(2) + host + port(2) + group(4) + connections(4) + host_connections(4) + ring_key(32).
+inline constexpr size_t kMinMemberBytes = 64;
+void encodeMember(ByteWriter& w, const MemberInfo& m);
+Status decodeMember(ByteReader& r, MemberInfo* m);
 
 struct TopologyUpdate {
   static constexpr MsgType kType = MsgType::kTopologyUpdate;

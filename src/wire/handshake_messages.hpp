@@ -10,8 +10,9 @@
 
 namespace pccl::wire {
 
-// kStateFetch: a peer fetching shared-state bytes from another (docs/protocol.md §5.6).
-enum class Role : uint8_t { kPeerToMaster = 1, kPeerToPeer = 2, kStateFetch = 3 };
+// kStateFetch: a peer fetching shared-state bytes from another (docs/protocol.md §5.6); kProbe: a peer
+// measuring its link to another (§5.7).
+enum class Role : uint8_t { kPeerToMaster = 1, kPeerToPeer = 2, kStateFetch = 3, kProbe = 4 };
 enum class HelloFlags : uint8_t { kNone = 0, kHasSecret = 1 };
 
 struct Hello {

@@ -25,6 +25,11 @@ const char* msgTypeName(uint16_t type) {
     case MsgType::kLeave: return "Leave";
     case MsgType::kP2PFailed: return "P2PFailed";
     case MsgType::kQueryStatus: return "QueryStatus";
+    case MsgType::kVoteOptimize: return "VoteOptimize";
+    case MsgType::kProbePlan: return "ProbePlan";
+    case MsgType::kProbeReport: return "ProbeReport";
+    case MsgType::kLinkQuery: return "LinkQuery";
+    case MsgType::kLinkReport: return "LinkReport";
     case MsgType::kOpAnnounce: return "OpAnnounce";
     case MsgType::kSyncAnnounce: return "SyncAnnounce";
     case MsgType::kSyncPlan: return "SyncPlan";

@@ -1,7 +1,8 @@
 // What every pccl message shares (docs/protocol.md §2–§4): the enum of message types, the field types,
 // the encode/decode frame helpers and the template for messages without a body. The messages
 // themselves are defined by role: handshake_messages.hpp (§5.1), control_messages.hpp (§5.2),
-// op_messages.hpp (§5.3), ring_messages.hpp (§5.4), sync_messages.hpp (§5.5); messages.hpp has them all.
+// op_messages.hpp (§5.3), ring_messages.hpp (§5.4), sync_messages.hpp (§5.5), probe_messages.hpp (§5.7);
+// messages.hpp has them all.
 #ifndef PCCL_WIRE_MESSAGE_HPP_
 #define PCCL_WIRE_MESSAGE_HPP_
 
@@ -39,6 +40,7 @@ enum class MsgType : uint16_t {
   kLeave = 27,
   kP2PFailed = 28,
   kQueryStatus = 29,
+  kVoteOptimize = 30,
   // Collective bookkeeping (peer <-> master). 33 (OpStart) and 36 (OpComplete) were protocol 3's.
   kOpAnnounce = 32,
   kOpAbort = 34,
@@ -56,6 +58,11 @@ enum class MsgType : uint16_t {
   kP2PHello = 48,
   kP2PAccept = 49,
   kData = 50,  // ring payload: DataHeader then the elements (see data.hpp)
+  // Link measurement (peer <-> master; probe_messages.hpp).
+  kProbePlan = 56,
+  kProbeReport = 57,
+  kLinkQuery = 58,
+  kLinkReport = 59,
 };
 inline constexpr size_t kMaxMsgType = 64;  // dispatch table size; every type is below it
 

@@ -8,6 +8,7 @@
 #include "wire/handshake_messages.hpp"  // §5.1 every connection's handshake, and Error
 #include "wire/message.hpp"             // types, frame helpers
 #include "wire/op_messages.hpp"         // §5.3 collective coordination
+#include "wire/probe_messages.hpp"      // §5.7 link measurement
 #include "wire/ring_messages.hpp"       // §5.4 ring connection hello
 
 #endif  // PCCL_WIRE_MESSAGES_HPP_

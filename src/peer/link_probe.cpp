@@ -1,0 +1,358 @@
+#include "peer/link_probe.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "net/endpoint.hpp"
+#include "peer/ring_pool.hpp"
+#include "util/log.hpp"
+
+namespace pccl::peer {
+
+namespace {
+constexpr const char* kLog = "probe";
+constexpr size_t kMaxEarly = 64;
+
+uint64_t micros(std::chrono::steady_clock::duration d) {
+  return static_cast<uint64_t>(std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::microseconds>(d).count()));
+}
+}  // namespace
+
+uint64_t steadyRate(const std::vector<std::pair<TimePoint, uint64_t>>& samples, TimePoint start) {
+  if (samples.empty()) return 0;
+  const auto& last = samples.back();
+  const TimePoint first = samples.front().first;
+  if (samples.size() < 8 || last.first - first < std::chrono::milliseconds(2)) {
+    return static_cast<uint64_t>(static_cast<double>(last.second) * 1e6 / static_cast<double>(micros(last.first - start)));
+  }
+  const TimePoint half = first + (last.first - first) / 2;
+  // The last sample before the second half: the bytes after it arrived within [its time, last].
+  auto it = std::lower_bound(samples.begin(), samples.end(), half,
+                             [](const std::pair<TimePoint, uint64_t>& s, TimePoint t) { return s.first < t; });
+  const auto& from = *(it == samples.begin() ? it : std::prev(it));
+  return static_cast<uint64_t>(static_cast<double>(last.second - from.second) * 1e6 /
+                               static_cast<double>(micros(last.first - from.first)));
+}
+
+LinkProber::LinkProber(asio::io_context& io, std::shared_ptr<const net::AuthKey> key,
+                       std::shared_ptr<const net::SigningKey> identity, Millis handshake_timeout)
+    : io_(io),
+      key_(std::move(key)),
+      identity_(std::move(identity)),
+      handshake_timeout_(handshake_timeout),
+      deadline_(io),
+      zeros_(kProbeFrameBytes, 0) {}
+
+LinkProber::~LinkProber() {
+  *alive_ = false;
+  cancel();
+  for (auto& e : early_) e.io->fail(Status::ok());
+}
+
+void LinkProber::closeAll() {
+  std::vector<Out> out = std::move(out_);
+  std::vector<std::shared_ptr<net::DataChannel>> in = std::move(in_);
+  out_.clear();
+  in_.clear();
+  for (auto& o : out) {
+    if (o.ch) o.ch->close(Status::ok());
+  }
+  for (auto& c : in) {
+    if (c) c->close(Status::ok());
+  }
+}
+
+void LinkProber::cancel() {
+  running_ = false;
+  report_ = nullptr;
+  deadline_.cancel();
+  closeAll();
+}
+
+void LinkProber::start(const wire::Uuid& self, const wire::ProbePlan& plan, Report report) {
+  cancel();
+  running_ = true;
+  self_ = self;
+  plan_ = plan;
+  report_ = std::move(report);
+  tx_over_ = !plan.has_target;
+  rx_over_ = !plan.has_source;
+  tx_error_.clear();
+  rx_error_.clear();
+  out_up_ = 0;
+  rtt_us_ = 0;
+  sending_ = false;
+  tx_bytes_ = 0;
+  rx_bytes_ = 0;
+  ends_ = 0;
+  samples_.clear();
+  rx_start_ = Clock::now();
+  if (plan.has_target) out_.assign(plan.target_connections, Out{});
+  if (plan.has_source) {
+    in_.assign(plan.source_connections, nullptr);
+    in_ended_.assign(plan.source_connections, false);
+    claimed_.assign(plan.source_connections, false);
+  }
+  // Both sides are bounded: the connections, the pings and the budget, with room for a slow start.
+  const Millis bound = Millis(plan.budget_ms) + 3 * handshake_timeout_;
+  deadline_.expires_after(bound);
+  deadline_.async_wait([this, alive = alive_, id = plan.probe_id, bound](const asio::error_code& ec) {
+    if (ec || !*alive || !running_ || plan_.probe_id != id) return;
+    if (!tx_over_) txFinish(fmt::format("sending to peer {} not over within {} ms", wire::shortId(plan_.target.id), bound.count()));
+    if (!rx_over_) rxFinish(ends_ == 0 && rx_bytes_ == 0 ? fmt::format("nothing received from peer {} within {} ms",
+                                                                       wire::shortId(plan_.source.id), bound.count())
+                                                         : std::string());
+  });
+  for (uint32_t i = 0; i < plan.target_connections && plan.has_target; ++i) dial(i);
+  std::vector<Early> early = std::move(early_);
+  early_.clear();
+  for (auto& e : early) {
+    if (!e.io->done()) onHello(e.io, e.hello);
+  }
+  maybeReport();
+}
+
+// ---- send side -------------------------------------------------------------------------------------
+
+void LinkProber::dial(uint32_t index) {
+  const uint64_t id = plan_.probe_id;
+  const std::string who = "probe target " + wire::shortId(plan_.target.id) + " at " +
+                          net::HostPort{plan_.target.host, plan_.target.port}.toString();
+  auto alive = alive_;
+  auto stale = [this, alive, id] { return !*alive || !running_ || plan_.probe_id != id || tx_over_; };
+  auto fail = [this, stale, who](const Status& s) {
+    if (!stale()) txFinish(s.withContext(who).toString());
+  };
+  net::ClientHandshake hs{wire::Role::kProbe, key_, handshake_timeout_, who};
+  net::asyncDial(io_, net::HostPort{plan_.target.host, plan_.target.port}, hs,
+                 [this, index, id, who, stale, fail](Result<net::Link> r) {
+    if (stale()) return;
+    if (!r.isOk()) return fail(r.status());
+    auto io = std::make_shared<net::FrameIo>(std::move(r).value(), handshake_timeout_, fail);
+    io->armDeadline();
+    wire::P2PHello hello;
+    hello.sender_id = self_;
+    hello.epoch = id;
+    hello.index = index;
+    const std::vector<uint8_t> signed_bytes = ringHelloSigned(io->session(), hello);
+    hello.signature = identity_->sign(signed_bytes.data(), signed_bytes.size());
+    io->write(wire::encodeFrame(hello, id), [this, io, index, id, who, stale] {
+      io->readFrame([this, io, index, id, who, stale](Status s, const wire::FrameHeader& h,
+                                                     const std::vector<uint8_t>& p) {
+        if (stale()) return io->fail(Status::ok());
+        if (s.isOk()) s = net::expectFrame<wire::P2PAccept>(h, p, who).status();
+        if (!s.isOk()) return io->fail(s);
+        out_[index].ch = std::make_shared<net::DataChannel>(io->release(), id, who);
+        out_[index].ch->start(this);
+        if (++out_up_ == out_.size()) {
+          pings_left_ = kPings;
+          ping();
+        }
+      });
+    });
+  });
+}
+
+void LinkProber::ping() {
+  ping_sent_ = Clock::now();
+  wire::DataHeader h = wire::dataHeader(plan_.probe_id, kProbePing, 0, static_cast<uint64_t>(pings_left_));
+  out_[0].ch->sendOwned(h, {});
+}
+
+void LinkProber::pump(size_t conn) {
+  Out& o = out_[conn];
+  while (o.ch && !o.ended && o.queued < kProbeDepth) {
+    const bool more = tx_bytes_ < plan_.max_bytes && Clock::now() < send_until_;
+    if (!more) {
+      if (o.queued != 0) return;  // the end frame goes last
+      o.ended = true;
+      o.queued = 1;
+      // A failure from here on is the receiver closing once it has every end frame: not a failure of the
+      // link (a receiver that failed says so in its own report).
+      o.ch->send(wire::dataHeader(plan_.probe_id, kProbeEnd, 0, 0), nullptr, 0,
+                 [this, alive = alive_, id = plan_.probe_id, conn](const Status&) {
+                   if (!*alive || !running_ || plan_.probe_id != id || tx_over_) return;
+                   out_[conn].queued = 0;
+                   if (std::all_of(out_.begin(), out_.end(), [](const Out& x) { return x.ended && x.queued == 0; })) {
+                     txFinish("");
+                   }
+                 });
+      return;
+    }
+    const uint32_t bytes = static_cast<uint32_t>(std::min<uint64_t>(kProbeFrameBytes, plan_.max_bytes - tx_bytes_));
+    tx_bytes_ += bytes;
+    ++o.queued;
+    o.ch->send(wire::dataHeader(plan_.probe_id, kProbeData, 0, 0), zeros_.data(), bytes,
+               [this, alive = alive_, id = plan_.probe_id, conn, bytes](const Status& s) {
+                 if (!*alive || !running_ || plan_.probe_id != id || tx_over_) return;
+                 --out_[conn].queued;
+                 if (!s.isOk()) return txFinish(s.toString());
+                 tx_total_ += bytes;
+                 pump(conn);
+               });
+  }
+}
+
+void LinkProber::txFinish(const std::string& error) {
+  if (tx_over_) return;
+  tx_over_ = true;
+  tx_error_ = error;
+  if (!error.empty()) rtt_us_ = 0;  // the link did not work: the master marks it unusable
+  maybeReport();
+}
+
+// ---- receive side ----------------------------------------------------------------------------------
+
+void LinkProber::adopt(net::Link link) {
+  std::string who = net::remoteName(link.socket);
+  auto io = std::make_shared<net::FrameIo>(std::move(link), handshake_timeout_, [who](const Status& s) {
+    if (!s.isOk()) PCCL_LOG_DEBUG(kLog, "probe connection from {} dropped: {}", who, s.toString());
+  });
+  io->armDeadline();
+  io->readFrame([this, io, alive = alive_, who](Status s, const wire::FrameHeader& h, const std::vector<uint8_t>& p) {
+    if (!*alive) return io->fail(Status::ok());
+    auto hello = s.isOk() ? net::expectFrame<wire::P2PHello>(h, p, who) : Result<wire::P2PHello>(s);
+    if (!hello.isOk()) return io->fail(hello.status());
+    onHello(io, *hello);
+  });
+}
+
+void LinkProber::onHello(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello) {
+  if (!running_ || hello.epoch > plan_.probe_id) {
+    // A round whose plan has not reached us yet (the FrameIo deadline bounds the wait).
+    early_.erase(std::remove_if(early_.begin(), early_.end(), [](const Early& e) { return e.io->done(); }),
+                 early_.end());
+    if (early_.size() >= kMaxEarly) return io->rejectWith(Status::invalidUsage("too many probe connections waiting"));
+    early_.push_back(Early{io, hello});
+    return;
+  }
+  Status checked = checkHello(*io, hello);
+  if (!checked.isOk()) return io->rejectWith(checked);
+  const uint32_t index = hello.index;
+  claimed_[index] = true;
+  const uint64_t id = plan_.probe_id;
+  std::string who = "probe source " + wire::shortId(hello.sender_id);
+  io->write(wire::encodeFrame(wire::P2PAccept{}, id), [this, io, index, id, who, alive = alive_] {
+    if (!*alive || !running_ || plan_.probe_id != id || rx_over_ || index >= in_.size() || in_[index] != nullptr) {
+      return io->fail(Status::ok());
+    }
+    in_[index] = std::make_shared<net::DataChannel>(io->release(), id, who);
+    in_[index]->start(this);
+  });
+}
+
+Status LinkProber::checkHello(const net::FrameIo& io, const wire::P2PHello& hello) const {
+  if (hello.epoch != plan_.probe_id || !plan_.has_source || rx_over_ || hello.sender_id != plan_.source.id) {
+    return Status::invalidUsage(fmt::format("peer {} is not measuring its link to us in probe {}",
+                                            wire::shortId(hello.sender_id), hello.epoch));
+  }
+  const std::vector<uint8_t> signed_bytes = ringHelloSigned(io.session(), hello);
+  if (!net::verifySignature(plan_.source.ring_key, signed_bytes.data(), signed_bytes.size(), hello.signature)) {
+    return Status::authFailed(fmt::format("probe hello claiming to be peer {} is not signed with its ring key",
+                                          wire::shortId(hello.sender_id)));
+  }
+  if (hello.index >= in_.size() || claimed_[hello.index]) {
+    return Status::invalidUsage(fmt::format("bad or duplicate probe connection index {}", hello.index));
+  }
+  return Status::ok();
+}
+
+bool LinkProber::isOut(const net::DataChannel& ch) const {
+  return std::any_of(out_.begin(), out_.end(), [&](const Out& o) { return o.ch.get() == &ch; });
+}
+
+Result<net::Placement> LinkProber::place(net::DataChannel& ch, const wire::DataHeader& h, uint32_t bytes) {
+  if (!running_ || h.op_id != plan_.probe_id || h.flags != 0 || h.phase > kProbePong) {
+    return Status::protocol(fmt::format("unexpected frame on a probe connection (probe {}, phase {})", h.op_id, h.phase));
+  }
+  if (h.phase != kProbeData && bytes != 0) return Status::protocol("probe control frame with a payload");
+  if ((h.phase == kProbePong) != isOut(ch)) return Status::protocol("probe frame in the wrong direction");
+  return net::Placement::stage();
+}
+
+Status LinkProber::deliver(net::DataChannel& ch, const wire::DataHeader& h, const uint8_t*, uint32_t bytes) {
+  const TimePoint now = Clock::now();
+  switch (h.phase) {
+    case kProbePing:
+      ch.sendOwned(wire::dataHeader(h.op_id, kProbePong, 0, h.offset), {});
+      return Status::ok();
+    case kProbePong: {
+      if (tx_over_ || sending_ || h.offset != static_cast<uint64_t>(pings_left_)) return Status::ok();
+      const uint64_t rtt = micros(now - ping_sent_);
+      rtt_us_ = rtt_us_ == 0 ? rtt : std::min(rtt_us_, rtt);
+      if (--pings_left_ > 0) {
+        ping();
+        return Status::ok();
+      }
+      sending_ = true;
+      send_until_ = now + Millis(plan_.budget_ms);
+      for (size_t i = 0; i < out_.size(); ++i) pump(i);
+      return Status::ok();
+    }
+    case kProbeEnd:
+      for (size_t i = 0; i < in_.size(); ++i) {
+        if (in_[i].get() == &ch && !in_ended_[i]) {
+          in_ended_[i] = true;
+          ++ends_;
+        }
+      }
+      if (ends_ == in_.size()) rxFinish("");
+      return Status::ok();
+    default:
+      if (samples_.empty()) rx_start_ = now;
+      rx_bytes_ += bytes;
+      rx_total_ += bytes;
+      samples_.emplace_back(now, rx_bytes_);
+      return Status::ok();
+  }
+}
+
+void LinkProber::channelClosed(net::DataChannel& ch, const Status& why) {
+  if (!running_) return;
+  for (const Out& o : out_) {
+    if (o.ch.get() != &ch) continue;
+    if (!tx_over_ && !o.ended) txFinish(why.isOk() ? "probe connection closed" : why.toString());
+    return;
+  }
+  // The sender closes its connections once it wrote every end frame: a connection whose end arrived may
+  // close while another still delivers.
+  for (size_t i = 0; i < in_.size(); ++i) {
+    if (in_[i].get() == &ch && !in_ended_[i] && !rx_over_) {
+      rxFinish(why.isOk() ? "probe connection closed before its end" : why.toString());
+    }
+  }
+}
+
+void LinkProber::rxFinish(const std::string& error) {
+  if (rx_over_) return;
+  rx_over_ = true;
+  rx_error_ = error;
+  maybeReport();
+}
+
+void LinkProber::maybeReport() {
+  if (!running_ || !tx_over_ || !rx_over_) return;
+  wire::ProbeReport r;
+  r.probe_id = plan_.probe_id;
+  if (plan_.has_target) {
+    r.target_id = plan_.target.id;
+    r.rtt_us = rtt_us_;
+    r.tx_bytes = tx_bytes_;
+  }
+  if (plan_.has_source) {
+    r.source_id = plan_.source.id;
+    r.rx_bytes = rx_bytes_;
+    r.rx_rate = rx_error_.empty() ? steadyRate(samples_, rx_start_) : 0;
+  }
+  if (!tx_error_.empty()) r.detail = "sending: " + tx_error_;
+  if (!rx_error_.empty()) r.detail += (r.detail.empty() ? "" : "; ") + std::string("receiving: ") + rx_error_;
+  Report report = std::move(report_);
+  running_ = false;
+  report_ = nullptr;
+  deadline_.cancel();
+  closeAll();
+  if (report) report(r);
+}
+
+}  // namespace pccl::peer
