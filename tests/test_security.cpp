@@ -309,7 +309,7 @@ TEST_CASE("security: protocol version mismatch is reported with both versions", 
       (void)c.recvFrame(2000);
       wire::HelloReply r;
       auto f = wire::encodeFrame(r, 0);
-      f[4] = 7;  // version 7
+      f[4] = 6;  // version 6, the previous protocol
       c.sendBytes(f);
       c.waitClosed(3000);
     });
@@ -317,7 +317,7 @@ TEST_CASE("security: protocol version mismatch is reported with both versions", 
     Status st = peer->connect();
     server.join();
     CHECK(st.code() == Code::kVersionMismatch);
-    CHECK_THAT(st.message(), Catch::Contains("version 7") && Catch::Contains("version " + std::to_string(wire::kProtocolVersion)));
+    CHECK_THAT(st.message(), Catch::Contains("version 6") && Catch::Contains("version " + std::to_string(wire::kProtocolVersion)));
   }
 }
 

@@ -309,9 +309,58 @@ SyncOutcome<T> sample(Tag<SyncOutcome<T>>) {
   return m;
 }
 
+MemberInfo sampleMember(uint8_t seed) {
+  MemberInfo mi;
+  mi.id = pattern<16>(seed);
+  mi.host = "10.0.0." + std::to_string(seed);
+  mi.port = static_cast<uint16_t>(4000 + seed);
+  mi.group = 2;
+  mi.connections = 4;
+  mi.host_connections = 1;
+  mi.ring_key = pattern<32>(static_cast<uint8_t>(seed + 1));
+  return mi;
+}
+ProbePlan sample(Tag<ProbePlan>) {
+  ProbePlan m;
+  m.probe_id = 0x0102030405060708ull;
+  m.budget_ms = 2000;
+  m.max_bytes = 256ull << 20;
+  m.has_target = true;
+  m.target = sampleMember(3);
+  m.target_connections = 4;
+  m.has_source = true;
+  m.source = sampleMember(4);
+  m.source_connections = 2;
+  return m;
+}
+ProbeReport sample(Tag<ProbeReport>) {
+  ProbeReport m;
+  m.probe_id = 9;
+  m.target_id = pattern<16>(3);
+  m.rtt_us = 40000;
+  m.tx_bytes = 1 << 30;
+  m.source_id = pattern<16>(4);
+  m.rx_bytes = 1 << 29;
+  m.rx_rate = 125000000;
+  m.detail = "receiving: nothing received";
+  return m;
+}
+LinkQuery sample(Tag<LinkQuery>) { return LinkQuery{77, 16384}; }
+LinkReport sample(Tag<LinkReport>) {
+  LinkReport m;
+  m.request_id = 77;
+  m.epoch = 5;
+  m.total = 3;
+  m.first = 1;
+  m.links.push_back(LinkEntry{pattern<16>(1), pattern<16>(2), 1000000, 250});
+  m.links.push_back(LinkEntry{pattern<16>(2), pattern<16>(1), 0, 0});
+  return m;
+}
+
 template <typename M>
 constexpr bool isEmptyMessage() {
-  return std::is_same_v<M, Heartbeat> || std::is_same_v<M, VoteUpdate> || std::is_same_v<M, WithdrawVote> ||
+  return std::is_same_v<M, Heartbeat> || std::is_same_v<M, VoteUpdate> || std::is_same_v<M, VoteOptimize> ||
+         std::is_same_v<M, WithdrawVote> ||
          std::is_same_v<M, Leave> || std::is_same_v<M, P2PAccept>;
 }
 
@@ -358,16 +407,16 @@ TEST_CASE("wire: header byte layout is 20 little-endian bytes starting with PCCL
   h.epoch = 0x0102030405060708ull;
   h.length = 0x0A0B0C0Du;
   const HeaderBytes b = encodeHeader(h);
-  const HeaderBytes expected = {'P',  'C',  'C',  'L',  0x06, 0x00, 0x34, 0x12, 0x08, 0x07,
+  const HeaderBytes expected = {'P',  'C',  'C',  'L',  0x07, 0x00, 0x34, 0x12, 0x08, 0x07,
                                 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x0D, 0x0C, 0x0B, 0x0A};
   CHECK(b == expected);
   CHECK(kHeaderSize == 20);
-  CHECK(kProtocolVersion == 6);
+  CHECK(kProtocolVersion == 7);
 
   auto d = decodeHeader(b.data(), b.size(), 0xFFFFFFFFu);
   REQUIRE(d.isOk());
   CHECK(d->magic == kMagic);
-  CHECK(d->version == 6);
+  CHECK(d->version == 7);
   CHECK(d->type == 0x1234);
   CHECK(d->epoch == 0x0102030405060708ull);
   CHECK(d->length == 0x0A0B0C0Du);
@@ -382,7 +431,7 @@ TEST_CASE("wire: P2PHello frame byte layout") {
   const std::vector<uint8_t> frame = encodeFrame(m, 0x0000000000000105ull);
   std::vector<uint8_t> expected = {
       // header
-      'P', 'C', 'C', 'L', 0x06, 0x00, 0x30, 0x00,              // magic, version 6, type 48
+      'P', 'C', 'C', 'L', 0x07, 0x00, 0x30, 0x00,              // magic, version 7, type 48
       0x05, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,          // epoch 0x105
       0x5C, 0x00, 0x00, 0x00,                                  // length 92
       // payload: sender_id
@@ -625,6 +674,61 @@ TEST_CASE("wire: round trip of control-plane messages") {
   }
 }
 
+TEST_CASE("wire: link survey messages round trip and refuse bad values") {
+  const ProbePlan plan = roundTrip(sample(Tag<ProbePlan>{}), 0);
+  CHECK(plan.probe_id == 0x0102030405060708ull);
+  CHECK(plan.budget_ms == 2000);
+  CHECK(plan.max_bytes == 256ull << 20);
+  CHECK(plan.has_target);
+  CHECK(plan.target == sampleMember(3));
+  CHECK(plan.target_connections == 4);
+  CHECK(plan.has_source);
+  CHECK(plan.source == sampleMember(4));
+  CHECK(plan.source_connections == 2);
+  ProbePlan half;
+  half.max_bytes = 1;
+  half.has_source = true;
+  half.source = sampleMember(1);
+  half.source_connections = 1;
+  const ProbePlan h2 = roundTrip(half, 0);
+  CHECK_FALSE(h2.has_target);
+  CHECK(h2.source == sampleMember(1));
+  const ProbeReport rep = roundTrip(sample(Tag<ProbeReport>{}), 0);
+  CHECK(rep.rtt_us == 40000);
+  CHECK(rep.rx_rate == 125000000);
+  CHECK(rep.detail == "receiving: nothing received");
+  const LinkReport lr = roundTrip(sample(Tag<LinkReport>{}), 0);
+  REQUIRE(lr.links.size() == 2);
+  CHECK(lr.links[0] == (LinkEntry{pattern<16>(1), pattern<16>(2), 1000000, 250}));
+  CHECK(roundTrip(sample(Tag<LinkQuery>{}), 0).first == 16384);
+
+  auto decodeBytes = [](auto tag, std::vector<uint8_t> payload) {
+    using M = typename decltype(tag)::type;
+    return decodePayload<M>(payload.data(), payload.size()).status();
+  };
+  SECTION("a plan without bytes to send, a bad flag or a connection count out of range") {
+    ProbePlan bad = sample(Tag<ProbePlan>{});
+    bad.max_bytes = 0;
+    CHECK(decodeBytes(Tag<ProbePlan>{}, payloadOf(bad)).code() == Code::kProtocolError);
+    std::vector<uint8_t> p = payloadOf(sample(Tag<ProbePlan>{}));
+    p[20] = 2;  // has_target
+    CHECK(decodeBytes(Tag<ProbePlan>{}, p).code() == Code::kProtocolError);
+    bad = sample(Tag<ProbePlan>{});
+    bad.target_connections = 0;
+    CHECK(decodeBytes(Tag<ProbePlan>{}, payloadOf(bad)).code() == Code::kProtocolError);
+    bad.target_connections = 1025;
+    CHECK(decodeBytes(Tag<ProbePlan>{}, payloadOf(bad)).code() == Code::kProtocolError);
+  }
+  SECTION("a link page past its total, or a count the bytes cannot hold") {
+    LinkReport bad = sample(Tag<LinkReport>{});
+    bad.total = 2;  // first 1 + 2 links > 2
+    CHECK(decodeBytes(Tag<LinkReport>{}, payloadOf(bad)).code() == Code::kProtocolError);
+    std::vector<uint8_t> p = payloadOf(sample(Tag<LinkReport>{}));
+    p[24] = 0xFF;  // count
+    CHECK(decodeBytes(Tag<LinkReport>{}, p).code() == Code::kProtocolError);
+  }
+}
+
 TEST_CASE("wire: round trip of TopologyUpdate with 0, 1 and many members") {
   SECTION("no members") {
     TopologyUpdate in;
@@ -749,7 +853,7 @@ TEST_CASE("wire: wrong magic is a protocol error") {
 
 TEST_CASE("wire: wrong version is a version mismatch naming both versions") {
   // Version 2 is the previous protocol (before the ephemeral key exchange of §6).
-  for (uint16_t v : {uint16_t{0}, uint16_t{1}, uint16_t{2}, uint16_t{kProtocolVersion + 1}, uint16_t{7}, uint16_t{258},
+  for (uint16_t v : {uint16_t{0}, uint16_t{1}, uint16_t{2}, uint16_t{kProtocolVersion + 1}, uint16_t{6}, uint16_t{258},
                      uint16_t{0xFFFF}}) {
     FrameHeader fh;
     fh.version = v;

@@ -19,7 +19,8 @@ using AllMessages =
     std::tuple<Hello, HelloReply, AuthProof, AuthOk, Error, JoinRequest, JoinAccepted, Heartbeat, VoteUpdate,
                WithdrawVote, Leave, P2PAccept, TopologyUpdate, P2PReady, TopologyReady, TopologyFailed, P2PFailed,
                QueryStatus, MembershipStatus, PeerLeft, P2PHello, OpAnnounce, OpAbort, OpDone, OpFailed,
-               OpState, OpQuery, OpOutcome, SyncAnnounce, SyncPlan, SyncDone, SyncComplete>;
+               OpState, OpQuery, OpOutcome, SyncAnnounce, SyncPlan, SyncDone, SyncComplete, VoteOptimize,
+               ProbePlan, ProbeReport, LinkQuery, LinkReport>;
 
 template <typename... Ms, typename F>
 void forEachImpl(std::tuple<Ms...>*, F& f) {

@@ -223,6 +223,9 @@ class MasterConfig(ctypes.Structure):
         ("max_concurrent_ops", u32),
         ("encrypt", ctypes.c_int),
         ("announce_window_ms", u32),
+        ("probe_budget_ms", u32),
+        ("probe_bytes", u64),
+        ("auto_optimize", ctypes.c_int),
     ]
 
 
@@ -257,6 +260,23 @@ class MasterStats(ctypes.Structure):
         ("epoch", u64),
         ("connections", u64),
         ("collectives", u64),
+        ("measuring", ctypes.c_int),
+        ("topology_surveys", u64),
+        ("links_measured", u64),
+        ("links_known", u64),
+        ("predicted_bottleneck", ctypes.c_double),
+        ("join_order_bottleneck", ctypes.c_double),
+    ]
+
+
+class Link(ctypes.Structure):
+    """pcclLink_t: a link the master measured (pcclGetLinks)."""
+
+    _fields_ = [
+        ("from_rank", u32),
+        ("to_rank", u32),
+        ("bandwidth", ctypes.c_double),
+        ("rtt_s", ctypes.c_double),
     ]
 
 
@@ -271,6 +291,7 @@ STRUCTS = {
     "pcclMasterConfig_t": MasterConfig,
     "pcclCommStats_t": CommStats,
     "pcclMasterStats_t": MasterStats,
+    "pcclLink_t": Link,
 }
 
 # ---- the _INIT macros -------------------------------------------------------------------------------
@@ -295,7 +316,7 @@ def shared_state_init():
 def master_config_init():
     """PCCL_MASTER_CONFIG_INIT."""
     return MasterConfig(ctypes.sizeof(MasterConfig), CONFIG_VERSION, None, None, 0, 1000, 10000, 5000,
-                        1024, 64, 4096, 0, 30000)
+                        1024, 64, 4096, 0, 30000, 2000, 268435456, -1)
 
 
 def comm_stats_init():
@@ -305,7 +326,7 @@ def comm_stats_init():
 
 def master_stats_init():
     """PCCL_MASTER_STATS_INIT."""
-    return MasterStats(ctypes.sizeof(MasterStats), 0, 0, 0, 0, 0, 0)
+    return MasterStats(ctypes.sizeof(MasterStats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0)
 
 
 # ---- function prototypes ----------------------------------------------------------------------------
@@ -321,6 +342,8 @@ PROTOTYPES = {
     "pcclCommCreate": (c_enum, [P(CommConfig), P(comm_t)]),
     "pcclConnect": (c_enum, [comm_t]),
     "pcclUpdateTopology": (c_enum, [comm_t]),
+    "pcclOptimizeTopology": (c_enum, [comm_t]),
+    "pcclGetLinks": (c_enum, [comm_t, P(Link), ctypes.c_size_t, P(ctypes.c_size_t)]),
     "pcclArePeersPending": (c_enum, [comm_t, P(ctypes.c_int)]),
     "pcclGetAttribute": (c_enum, [comm_t, c_enum, P(ctypes.c_int64)]),
     "pcclGetStats": (c_enum, [comm_t, P(CommStats)]),

@@ -8,7 +8,7 @@ from . import _common
 from ._buffers import host_buffer, reduce_buffers
 from ._lib import (Attribute, BufferLocation, SyncStrategy, TensorInfo, comm_config_init, comm_stats_init,
                    reduce_options_init, shared_state_init)
-from ._lib import ReduceInfo as _CReduceInfo
+from ._lib import Link, ReduceInfo as _CReduceInfo
 from ._lib import SyncInfo as _CSyncInfo
 from ._lib import Result
 from .errors import (InvalidArgumentError, InvalidUsageError, WaitTimeoutError, check, error_class, last_error,
@@ -221,6 +221,37 @@ class Communicator(_common.OwnedHandle):
         MasterUnreachableError, KickedError."""
         with self._guard as h:
             check(self._lib.pcclUpdateTopology(h), h)
+
+    def optimize_topology(self):
+        """Like :meth:`update_topology`, and more: the peers measure their links (bandwidth over the
+        ring's kind of connections, and round trips) in rounds the master plans; the master installs the
+        ring whose slowest link is fastest (then the least latency) under a new epoch, on every member or
+        none. Every accepted peer must call it. Takes up to (peers in the largest group - 1) rounds of
+        the master's probe budget (2 s by default).
+
+        Raises what :meth:`update_topology` raises, and PeerLostError (a peer died while the links were
+        measured; nothing was installed: call it again), MismatchError (some peers called
+        update_topology() instead), PcclTimeoutError."""
+        with self._guard as h:
+            check(self._lib.pcclOptimizeTopology(h), h)
+
+    def links(self):
+        """The links the master measured between members of this peer's current ring, as a list of dicts
+        ``{"from_rank", "to_rank", "bandwidth" (bytes/s; 0: the link did not work), "rtt_s"}`` (ranks
+        index the ring, as :attr:`rank` does). One round trip to the master.
+
+        Raises InvalidUsageError (not connected), MasterUnreachableError, KickedError."""
+        with self._guard as h:
+            count = ctypes.c_size_t(0)
+            check(self._lib.pcclGetLinks(h, None, 0, ctypes.byref(count)), h)
+            while True:
+                buf = (Link * max(count.value, 1))()
+                cap = count.value
+                check(self._lib.pcclGetLinks(h, buf, cap, ctypes.byref(count)), h)
+                if count.value <= cap:
+                    break
+            return [{"from_rank": buf[i].from_rank, "to_rank": buf[i].to_rank, "bandwidth": buf[i].bandwidth,
+                     "rtt_s": buf[i].rtt_s} for i in range(count.value)]
 
     def are_peers_pending(self):
         """True when :meth:`update_topology` would change something (peers wait for admission, a member

@@ -23,8 +23,10 @@ class Master(_common.OwnedHandle):
             must use the same secret.
         encrypt: True: every connection is encrypted (needs a secret; every peer must set it too).
         heartbeat_interval_ms, peer_timeout_ms, handshake_timeout_ms, max_peers,
-        max_pending_handshakes, max_concurrent_ops, announce_window_ms: the pcclMasterConfig_t fields
-        (docs/c_api.md).
+        max_pending_handshakes, max_concurrent_ops, announce_window_ms, probe_budget_ms, probe_bytes:
+            the pcclMasterConfig_t fields (docs/c_api.md).
+        auto_optimize: True: every update_topology() measures the links the master lacks (a joiner's)
+            and installs the best ring; None: PCCL_AUTO_OPTIMIZE (0/1), else off.
 
     Raises InvalidArgumentError (a bad setting, encrypt without a secret; ``.detail`` names it) and
     LibraryNotFoundError (libpccl not found).
@@ -35,7 +37,8 @@ class Master(_common.OwnedHandle):
 
     def __init__(self, listen="127.0.0.1:0", secret=None, encrypt=False, heartbeat_interval_ms=None,
                  peer_timeout_ms=None, handshake_timeout_ms=None, max_peers=None, max_pending_handshakes=None,
-                 max_concurrent_ops=None, announce_window_ms=None):
+                 max_concurrent_ops=None, announce_window_ms=None, probe_budget_ms=None, probe_bytes=None,
+                 auto_optimize=None):
         self._guard = None
         lib = load_library()
         listen_b = _common.address(listen, "listen") if listen is not None else None
@@ -50,7 +53,13 @@ class Master(_common.OwnedHandle):
             "max_pending_handshakes": _common.u32(max_pending_handshakes, "max_pending_handshakes"),
             "max_concurrent_ops": _common.u32(max_concurrent_ops, "max_concurrent_ops"),
             "announce_window_ms": _common.u32(announce_window_ms, "announce_window_ms"),
+            "probe_budget_ms": _common.u32(probe_budget_ms, "probe_budget_ms"),
+            "probe_bytes": None if probe_bytes is None else _common.int_in(probe_bytes, 1, 2**64 - 1, "probe_bytes"),
         })
+        if auto_optimize is not None:
+            if not isinstance(auto_optimize, bool):
+                raise InvalidArgumentError(detail="auto_optimize must be True, False or None, got %r" % (auto_optimize,))
+            cfg.auto_optimize = 1 if auto_optimize else 0
         handle = ctypes.c_void_p()
         check(lib.pcclMasterCreate(ctypes.byref(cfg), ctypes.byref(handle)))  # pccl copied what cfg points to
         del secret_buf
@@ -103,12 +112,17 @@ class Master(_common.OwnedHandle):
 
     def stats(self):
         """A snapshot of the run as a dict (pcclMasterStats_t): accepted, pending, building (bool), epoch,
-        connections, collectives. Never blocks; any thread. Raises InvalidUsageError (closed)."""
+        connections, collectives, measuring (bool), topology_surveys, links_measured, links_known,
+        predicted_bottleneck and join_order_bottleneck (bytes/s; 0: not measured). Never blocks; any
+        thread. Raises InvalidUsageError (closed)."""
         s = master_stats_init()
         with self._guard as h:
             check(self._lib.pcclMasterGetStats(h, ctypes.byref(s)))
         return {"accepted": s.accepted, "pending": s.pending, "building": bool(s.building), "epoch": s.epoch,
-                "connections": s.connections, "collectives": s.collectives}
+                "connections": s.connections, "collectives": s.collectives, "measuring": bool(s.measuring),
+                "topology_surveys": s.topology_surveys, "links_measured": s.links_measured,
+                "links_known": s.links_known, "predicted_bottleneck": s.predicted_bottleneck,
+                "join_order_bottleneck": s.join_order_bottleneck}
 
     def stop(self):
         """Closes every connection (peers then see MasterUnreachableError) and joins the serving thread;

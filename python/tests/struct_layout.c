@@ -50,7 +50,8 @@ int main(void) {
   OFF(pcclMasterConfig_t, peer_timeout_ms); OFF(pcclMasterConfig_t, handshake_timeout_ms);
   OFF(pcclMasterConfig_t, max_peers); OFF(pcclMasterConfig_t, max_pending_handshakes);
   OFF(pcclMasterConfig_t, max_concurrent_ops); OFF(pcclMasterConfig_t, encrypt);
-  OFF(pcclMasterConfig_t, announce_window_ms);
+  OFF(pcclMasterConfig_t, announce_window_ms); OFF(pcclMasterConfig_t, probe_budget_ms);
+  OFF(pcclMasterConfig_t, probe_bytes); OFF(pcclMasterConfig_t, auto_optimize);
 
   SIZE(pcclCommStats_t);
   OFF(pcclCommStats_t, struct_size); OFF(pcclCommStats_t, allreduce_ops); OFF(pcclCommStats_t, allreduce_aborts);
@@ -62,7 +63,13 @@ int main(void) {
   SIZE(pcclMasterStats_t);
   OFF(pcclMasterStats_t, struct_size); OFF(pcclMasterStats_t, accepted); OFF(pcclMasterStats_t, pending);
   OFF(pcclMasterStats_t, building); OFF(pcclMasterStats_t, epoch); OFF(pcclMasterStats_t, connections);
-  OFF(pcclMasterStats_t, collectives);
+  OFF(pcclMasterStats_t, collectives); OFF(pcclMasterStats_t, measuring);
+  OFF(pcclMasterStats_t, topology_surveys); OFF(pcclMasterStats_t, links_measured);
+  OFF(pcclMasterStats_t, links_known); OFF(pcclMasterStats_t, predicted_bottleneck);
+  OFF(pcclMasterStats_t, join_order_bottleneck);
+
+  SIZE(pcclLink_t);
+  OFF(pcclLink_t, from_rank); OFF(pcclLink_t, to_rank); OFF(pcclLink_t, bandwidth); OFF(pcclLink_t, rtt_s);
 
   /* What the _INIT macros set (the fields a Python mirror must reproduce). */
   printf("init.pcclCommConfig_t %u %u %u %u %u %u %u %u %d %u %u %u %u\n", cc.struct_size, cc.config_version,
@@ -73,9 +80,10 @@ int main(void) {
          ro.compress, (int)ro.location);
   printf("init.pcclSharedState_t %u %llu %zu %d\n", ss.struct_size, (unsigned long long)ss.revision, ss.count,
          ss.compress);
-  printf("init.pcclMasterConfig_t %u %u %zu %u %u %u %u %u %u %d %u\n", mc.struct_size, mc.config_version,
-         mc.secret_len, mc.heartbeat_interval_ms, mc.peer_timeout_ms, mc.handshake_timeout_ms, mc.max_peers,
-         mc.max_pending_handshakes, mc.max_concurrent_ops, mc.encrypt, mc.announce_window_ms);
+  printf("init.pcclMasterConfig_t %u %u %zu %u %u %u %u %u %u %d %u %u %llu %d\n", mc.struct_size,
+         mc.config_version, mc.secret_len, mc.heartbeat_interval_ms, mc.peer_timeout_ms, mc.handshake_timeout_ms,
+         mc.max_peers, mc.max_pending_handshakes, mc.max_concurrent_ops, mc.encrypt, mc.announce_window_ms,
+         mc.probe_budget_ms, (unsigned long long)mc.probe_bytes, mc.auto_optimize);
   printf("init.pcclCommStats_t %u\n", cs.struct_size);
   printf("init.pcclMasterStats_t %u\n", ms.struct_size);
   printf("version %d\n", PCCL_VERSION_CODE);

@@ -262,6 +262,46 @@ class AllReduceTest(unittest.TestCase):
             self.assertEqual(c.stats().topology_updates, before + 1)
 
 
+class OptimizeTopologyTest(unittest.TestCase):
+    def test_optimize_topology_measures_links_and_installs_a_ring(self):
+        cluster = _support.Cluster(3, master_kwargs={"probe_budget_ms": 300, "probe_bytes": 4 << 20})
+        try:
+            epoch = cluster.comms[0].epoch
+            cluster.run(lambda i, comm: comm.optimize_topology())
+            s = cluster.master.stats()
+            self.assertEqual(s["topology_surveys"], 1)
+            self.assertEqual(s["links_measured"], 6)
+            self.assertFalse(s["measuring"])
+            self.assertGreater(s["predicted_bottleneck"], 0)
+            for c in cluster.comms:
+                self.assertEqual(c.epoch, epoch + 1)
+                links = c.links()
+                self.assertEqual(sorted((l["from_rank"], l["to_rank"]) for l in links),
+                                 [(a, b) for a in range(3) for b in range(3) if a != b])
+                for l in links:
+                    self.assertGreater(l["bandwidth"], 0)
+                    self.assertGreater(l["rtt_s"], 0)
+            bufs = [np.full(1000, i + 1, np.float32) for i in range(3)]
+            cluster.run(lambda i, comm: comm.all_reduce(bufs[i]))
+            for x in bufs:
+                self.assertTrue(np.all(x == 6))
+            # Mismatched calls: a clear MismatchError on every peer, then a retry works.
+            errors = cluster.run(lambda i, comm: _support._catch(
+                comm.update_topology if i == 0 else comm.optimize_topology))
+            for e in errors:
+                self.assertIsInstance(e, pccl.MismatchError)
+                self.assertIn("pcclOptimizeTopology", str(e))
+            cluster.run(lambda i, comm: comm.optimize_topology())
+        finally:
+            cluster.close()
+
+    def test_master_probe_settings_are_checked(self):
+        with self.assertRaises(pccl.InvalidArgumentError):
+            pccl.Master(probe_budget_ms=0)
+        with self.assertRaises(pccl.InvalidArgumentError):
+            pccl.Master(auto_optimize="yes")
+
+
 class PeerGroupTest(unittest.TestCase):
     def test_collectives_run_within_a_group(self):
         master = _support.make_master()

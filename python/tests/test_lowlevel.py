@@ -82,7 +82,7 @@ class StructLayoutTest(unittest.TestCase):
         self.assertEqual(" ".join(str(getattr(mc, f)) for f in (
             "struct_size", "config_version", "secret_len", "heartbeat_interval_ms", "peer_timeout_ms",
             "handshake_timeout_ms", "max_peers", "max_pending_handshakes", "max_concurrent_ops", "encrypt",
-            "announce_window_ms")),
+            "announce_window_ms", "probe_budget_ms", "probe_bytes", "auto_optimize")),
             self.c["init.pcclMasterConfig_t"])
         self.assertEqual(str(_lib.comm_stats_init().struct_size), self.c["init.pcclCommStats_t"])
         self.assertEqual(str(_lib.master_stats_init().struct_size), self.c["init.pcclMasterStats_t"])
