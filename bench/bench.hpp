@@ -33,6 +33,7 @@ struct Options {
   std::string json;
   std::vector<std::string> extra_json;  // --json-field KEY=VALUE: added to every JSON row (scenario scripts)
   int timeout_s = 3600;
+  bool optimize = false;         // --optimize-topology: measure the links and install the best ring first
 };
 
 bool parseSize(const std::string& s, size_t* out);

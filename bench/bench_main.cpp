@@ -120,6 +120,9 @@ int main(int argc, char** argv) {
                "pccl: time shared-state syncs instead of all-reduces: the last rank's copy of a SIZE-byte state is "
                "stale and it fetches all of it from the others (--compress: zstd on that transfer)");
   app.add_option("--segment-bytes", o.segment_bytes, "pccl: largest pipelining unit")->check(CLI::Range(64u, 64u << 20));
+  app.add_flag("--optimize-topology", o.optimize,
+               "pccl: once every rank joined, measure the links (pcclOptimizeTopology) and install the ring "
+               "with the best bottleneck; the report shows the ring and its predicted bound");
   app.add_option("--json", o.json, "write the rows to this file as {\"results\": [...]}");
   app.add_option("--json-field", o.extra_json, "KEY=VALUE added to every JSON row (repeatable)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
@@ -172,6 +175,7 @@ int main(int argc, char** argv) {
   if (o.device) pass.push_back("--device");
   if (o.sync) pass.push_back("--sync");
   if (o.encrypt) pass.push_back("--encrypt");
+  if (o.optimize) pass.push_back("--optimize-topology");
   if (!o.json.empty()) pass.insert(pass.end(), {"--json", o.json});
   for (const auto& f : o.extra_json) pass.insert(pass.end(), {"--json-field", f});
   return runLocal(o, pass);

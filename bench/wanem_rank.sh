@@ -8,7 +8,10 @@ usage() {
 usage: pccl-wanem --ranks N ... -- bench/wanem_rank.sh [pccl-bench flags...]
   One rank of a pccl-bench run inside a pccl-wanem rank namespace (rank 0 also runs pccl-master on port
   29500). Every flag goes to pccl-bench, which refuses unknown or bad ones before anything starts.
-  Environment: PCCL_BUILD_DIR (default build), PCCL_WANEM_* (set by pccl-wanem), PCCL_LOG_LEVEL.
+  Environment: PCCL_BUILD_DIR (default build), PCCL_WANEM_* (set by pccl-wanem), PCCL_LOG_LEVEL,
+  PCCL_MASTER_FLAGS (extra pccl-master flags, e.g. "--probe-budget-ms 1000"), PCCL_BENCH_JOIN_STAGGER_MS
+  (rank r starts r times this many ms late, so that the ranks join, and the join-order ring is, in
+  rank order).
 EOF
 }
 for arg in "$@"; do
@@ -34,9 +37,12 @@ esac
 if [ "$PCCL_WANEM_RANK" = 0 ]; then
   # shellcheck disable=SC2086
   PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-error} "$BUILD_DIR/src/pccl-master" --listen "$PCCL_WANEM_ADDR:$port" \
-    --heartbeat-ms 1000 --peer-timeout-ms 30000 $security >/dev/null &
+    --heartbeat-ms 1000 --peer-timeout-ms 30000 $security ${PCCL_MASTER_FLAGS:-} >/dev/null &
   master=$!
   trap 'kill $master 2>/dev/null; wait $master 2>/dev/null || true' EXIT INT TERM
+fi
+if [ -n "${PCCL_BENCH_JOIN_STAGGER_MS:-}" ]; then
+  sleep "$(awk -v r="$PCCL_WANEM_RANK" -v ms="$PCCL_BENCH_JOIN_STAGGER_MS" 'BEGIN { print r * ms / 1000 }')"
 fi
 PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-error} "$BUILD_DIR/bench/pccl-bench" --master "$master_host:$port" \
   --world "$PCCL_WANEM_RANKS" "$@"

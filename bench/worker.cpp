@@ -14,6 +14,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <limits>
 #include <memory>
 #include <sstream>
 #include <thread>
@@ -99,6 +100,7 @@ class Worker {
 
  private:
   bool join();
+  bool describeRing();  // --optimize-topology's measurement, and the ring every row runs on
   bool setUpGloo();
   bool runPccl(size_t bytes, Row* row);
   bool runSync(size_t bytes, Row* row);
@@ -134,6 +136,7 @@ class Worker {
   size_t json_rows_ = 0;
   uint64_t total_wrong_ = 0;
   size_t rows_run_ = 0;  // rows started so far, on every rank (Row::index)
+  std::string ring_json_;  // ", \"ring\": [...]" and the prediction, added to every JSON row
   PhaseLog phases_;
 };
 
@@ -172,6 +175,64 @@ bool Worker::join() {
   rank_ = static_cast<int>(comm_->topology().rank);
   world_ = static_cast<int>(comm_->topology().world_size);
   ring_connections_ = comm_->topology().successor_connections;
+  return describeRing();
+}
+
+// Names each rank by its emulator rank (PCCL_WANEM_RANK) or else its join-order ring rank, optimises
+// the ring when asked, and prints the ring (and, when the links were measured, its predicted bound).
+bool Worker::describeRing() {
+  const char* wanem = std::getenv("PCCL_WANEM_RANK");
+  const uint64_t name = wanem != nullptr ? std::strtoull(wanem, nullptr, 10) : static_cast<uint64_t>(rank_);
+  double optimize_s = 0;
+  if (o_.optimize) {
+    const auto t0 = Clock::now();
+    Status s = comm_->optimizeTopology();
+    optimize_s = std::chrono::duration<double>(Clock::now() - t0).count();
+    if (!s.isOk()) return fail("optimizeTopology: " + s.toString()), false;
+    rank_ = static_cast<int>(comm_->topology().rank);
+    ring_connections_ = comm_->topology().successor_connections;
+  }
+  std::vector<uint64_t> names(static_cast<size_t>(world_), 0);
+  names[static_cast<size_t>(rank_)] = name;
+  if (!control(names.data(), names.size(), DataType::kUint64, RedOp::kSum)) return false;
+  // The slowest link of the ring as measured (ring rank i sends to i + 1).
+  double bound = 0;
+  auto links = comm_->links();
+  if (links.isOk() && !links->empty() && world_ > 1) {
+    bound = std::numeric_limits<double>::infinity();
+    for (int i = 0; i < world_; ++i) {
+      double bw = 0;
+      for (const LinkInfo& l : *links) {
+        if (static_cast<int>(l.from_rank) == i && static_cast<int>(l.to_rank) == (i + 1) % world_) bw = l.bandwidth;
+      }
+      bound = std::min(bound, bw);
+    }
+  }
+  std::ostringstream ring, json;
+  json << ", \"optimized\": " << (o_.optimize ? "true" : "false") << ", \"ring\": [";
+  for (size_t i = 0; i < names.size(); ++i) {
+    ring << (i ? " -> " : "") << names[i];
+    json << (i ? ", " : "") << names[i];
+  }
+  json << "]";
+  if (bound > 0) json << ", \"predicted_bottleneck_MBps\": " << bound / 1e6;
+  if (o_.optimize) json << ", \"optimize_s\": " << optimize_s;
+  ring_json_ = json.str();
+  if (rank_ == 0) {
+    std::printf("# ring (%s): %s", wanem != nullptr ? "emulator ranks" : "join-order ranks", ring.str().c_str());
+    if (bound > 0) std::printf("; predicted bottleneck %.1f MB/s (measured)", bound / 1e6);
+    if (o_.optimize) std::printf("; pcclOptimizeTopology took %.2f s", optimize_s);
+    std::printf("\n");
+    if (links.isOk() && !links->empty()) {
+      std::printf("# links measured (from -> to: MB/s, rtt ms):");
+      for (const LinkInfo& l : *links) {
+        std::printf(" %llu->%llu: %.1f, %.1f;", static_cast<unsigned long long>(names[l.from_rank]),
+                    static_cast<unsigned long long>(names[l.to_rank]), l.bandwidth / 1e6, l.rtt_s * 1e3);
+      }
+      std::printf("\n");
+    }
+    std::fflush(stdout);
+  }
   return true;
 }
 
@@ -418,6 +479,7 @@ bool Worker::report(Row& row) {
           << quantBound(row.backend == "pccl" ? o_.quant : "none", world_, false, world_)
           << ", \"bit_identical\": " << (counts[1] == 0 ? "true" : "false");
   }
+  json_ << ring_json_;
   for (const auto& kv : o_.extra_json) {
     const size_t eq = kv.find('=');
     const std::string key = kv.substr(0, eq), value = eq == std::string::npos ? "" : kv.substr(eq + 1);

@@ -38,6 +38,15 @@ int main(int argc, char** argv) {
                  "fail a tag the peers' calls diverge on after this long, naming who is missing; 0 = off "
                  "(default: PCCL_ANNOUNCE_WINDOW_MS, else 30000)")
       ->capture_default_str()->check(CLI::Range(0u, 86400000u));
+  app.add_option("--probe-budget-ms", config.probe_budget_ms,
+                 "pcclOptimizeTopology: a sender measures a link for at most this long per round")
+      ->capture_default_str()->check(CLI::Range(1u, 600000u));
+  app.add_option("--probe-bytes", config.probe_bytes, "... or until it sent this many bytes")
+      ->capture_default_str()->check(CLI::Range(uint64_t{1}, uint64_t{1} << 50));
+  bool auto_optimize = false;
+  app.add_flag("--auto-optimize", auto_optimize,
+               "every topology update measures the links it lacks (a joiner's) and installs the best ring "
+               "(default: PCCL_AUTO_OPTIMIZE=1, else off)");
   std::string log_level;
   app.add_option("--log-level", log_level, "error|warn|info|debug|trace (default: PCCL_LOG_LEVEL, else info)")
       ->check([](const std::string& v) {
@@ -55,6 +64,8 @@ int main(int argc, char** argv) {
   } else if (const char* env = std::getenv("PCCL_LOG_LEVEL"); env == nullptr || !pccl::log::parseLevel(env, &level)) {
     pccl::log::setLevel(pccl::log::Level::kInfo);  // unset or unknown (the library said so): the daemon's default
   }
+
+  if (auto_optimize) config.auto_optimize = 1;
 
   if (!secret_file.empty()) {
     pccl::Status s = pccl::readSecretFile(secret_file, &config.secret);  // read in place: no copy to wipe

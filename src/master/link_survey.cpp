@@ -17,6 +17,13 @@ using wire::shortId;
 // ---- LinkBook ------------------------------------------------------------------------------------
 
 void LinkBook::record(const wire::Uuid& from, const wire::Uuid& to, MeasuredLink link) {
+  // A round trip crosses both directions, so A -> B and B -> A measure the same one; the smaller of the
+  // two is the less disturbed (a probe's pong may wait behind the bulk data of another link in its round).
+  auto back = links_.find({to, from});
+  if (back != links_.end() && back->second.rtt_us != 0 && link.rtt_us != 0) {
+    link.rtt_us = std::min(link.rtt_us, back->second.rtt_us);
+    back->second.rtt_us = link.rtt_us;
+  }
   links_[{from, to}] = link;
 }
 

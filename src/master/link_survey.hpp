@@ -35,6 +35,7 @@ struct MeasuredLink {
 
 class LinkBook {
  public:
+  // Both directions then hold the smaller of their two round trips (a round trip is one for both).
   void record(const wire::Uuid& from, const wire::Uuid& to, MeasuredLink link);
   void forget(const wire::Uuid& peer);  // it left: its links go
   const MeasuredLink* find(const wire::Uuid& from, const wire::Uuid& to) const;

@@ -42,6 +42,7 @@ LinkProber::LinkProber(asio::io_context& io, std::shared_ptr<const net::AuthKey>
       identity_(std::move(identity)),
       handshake_timeout_(handshake_timeout),
       deadline_(io),
+      stop_timer_(io),
       zeros_(kProbeFrameBytes, 0) {}
 
 LinkProber::~LinkProber() {
@@ -67,6 +68,7 @@ void LinkProber::cancel() {
   running_ = false;
   report_ = nullptr;
   deadline_.cancel();
+  stop_timer_.cancel();
   closeAll();
 }
 
@@ -83,6 +85,7 @@ void LinkProber::start(const wire::Uuid& self, const wire::ProbePlan& plan, Repo
   out_up_ = 0;
   rtt_us_ = 0;
   sending_ = false;
+  budget_spent_ = false;
   tx_bytes_ = 0;
   rx_bytes_ = 0;
   ends_ = 0;
@@ -144,6 +147,9 @@ void LinkProber::dial(uint32_t index) {
         if (s.isOk()) s = net::expectFrame<wire::P2PAccept>(h, p, who).status();
         if (!s.isOk()) return io->fail(s);
         out_[index].ch = std::make_shared<net::DataChannel>(io->release(), id, who);
+        // As the ring's striped connections: little unsent in the kernel, so that what was written was
+        // sent, and the round ends soon after its budget.
+        out_[index].ch->setNotSentLowat(kProbeNotSentLowat);
         out_[index].ch->start(this);
         if (++out_up_ == out_.size()) {
           pings_left_ = kPings;
@@ -187,8 +193,12 @@ void LinkProber::pump(size_t conn) {
                [this, alive = alive_, id = plan_.probe_id, conn, bytes](const Status& s) {
                  if (!*alive || !running_ || plan_.probe_id != id || tx_over_) return;
                  --out_[conn].queued;
-                 if (!s.isOk()) return txFinish(s.toString());
-                 tx_total_ += bytes;
+                 if (!s.isOk()) {
+                   if (!budget_spent_) return txFinish(s.toString());
+                   tx_bytes_ -= bytes;  // taken back when the budget ran out
+                 } else {
+                   tx_total_ += bytes;
+                 }
                  pump(conn);
                });
   }
@@ -287,6 +297,16 @@ Status LinkProber::deliver(net::DataChannel& ch, const wire::DataHeader& h, cons
       }
       sending_ = true;
       send_until_ = now + Millis(plan_.budget_ms);
+      // When the budget runs out, frames still queued are taken back: only the kernel's few unsent
+      // bytes and those in flight remain, and each connection's end frame follows at once.
+      stop_timer_.expires_at(send_until_);
+      stop_timer_.async_wait([this, alive = alive_, id = plan_.probe_id](const asio::error_code& ec) {
+        if (ec || !*alive || !running_ || plan_.probe_id != id || tx_over_) return;
+        budget_spent_ = true;
+        for (auto& o : out_) {
+          if (o.ch) o.ch->cancelQueued(id, 0, Status::timeout("probe budget spent"));
+        }
+      });
       for (size_t i = 0; i < out_.size(); ++i) pump(i);
       return Status::ok();
     }
@@ -351,6 +371,7 @@ void LinkProber::maybeReport() {
   running_ = false;
   report_ = nullptr;
   deadline_.cancel();
+  stop_timer_.cancel();
   closeAll();
   if (report) report(r);
 }

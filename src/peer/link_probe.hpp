@@ -6,8 +6,8 @@
 // ring key whose epoch field is the round's probe id, carrying data frames whose op_id is the probe id.
 // The sender opens as many connections as a ring link between the two would have, measures the round
 // trip with kPings small frames the receiver echoes, then keeps kProbeDepth frames of kProbeFrameBytes
-// queued on each connection until the budget is spent or max_bytes are sent, and ends each connection
-// with an empty end frame. The receiver reports the rate of the second half of the transfer (by time),
+// queued on each connection until the budget is spent (frames still queued then are taken back) or
+// max_bytes are sent, and ends each connection with an empty end frame. The receiver reports the rate of the second half of the transfer (by time),
 // past TCP's slow start.
 // Thread: the communicator's io thread.
 #ifndef PCCL_PEER_LINK_PROBE_HPP_
@@ -32,6 +32,7 @@ namespace pccl::peer {
 inline constexpr uint32_t kProbeFrameBytes = 256 * 1024;
 inline constexpr size_t kProbeDepth = 4;
 inline constexpr int kPings = 3;
+inline constexpr uint32_t kProbeNotSentLowat = 128 * 1024;  // the ring's default (PCCL_NOTSENT_LOWAT)
 // Probe data frames' phase field.
 inline constexpr uint32_t kProbeData = 0;
 inline constexpr uint32_t kProbeEnd = 1;
@@ -107,7 +108,9 @@ class LinkProber : public net::DataSink {
   TimePoint ping_sent_{};
   uint64_t rtt_us_ = 0;
   bool sending_ = false;
+  bool budget_spent_ = false;  // queued frames were taken back
   TimePoint send_until_{};
+  asio::steady_timer stop_timer_;
   uint64_t tx_bytes_ = 0;
   // Receive side.
   bool rx_over_ = true;
