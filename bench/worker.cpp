@@ -136,7 +136,8 @@ class Worker {
   size_t json_rows_ = 0;
   uint64_t total_wrong_ = 0;
   size_t rows_run_ = 0;  // rows started so far, on every rank (Row::index)
-  std::string ring_json_;  // ", \"ring\": [...]" and the prediction, added to every JSON row
+  std::string ring_json_;
+  double last_update_s_ = 0;  // the last pcclUpdateTopology of join(): the one that admitted the last rank  // ", \"ring\": [...]" and the prediction, added to every JSON row
   PhaseLog phases_;
 };
 
@@ -169,7 +170,9 @@ bool Worker::join() {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));  // a launcher tool, not a test: fine
       continue;
     }
+    const auto t0 = Clock::now();
     s = comm_->updateTopology();
+    last_update_s_ = std::chrono::duration<double>(Clock::now() - t0).count();  // in automatic mode: a joiner's links measured
     if (!s.isOk() && s.code() != Code::kPeerLost && s.code() != Code::kTimeout) return fail(s.toString()), false;
   }
   rank_ = static_cast<int>(comm_->topology().rank);
@@ -217,12 +220,16 @@ bool Worker::describeRing() {
   json << "]";
   if (bound > 0) json << ", \"predicted_bottleneck_MBps\": " << bound / 1e6;
   if (o_.optimize) json << ", \"optimize_s\": " << optimize_s;
+  // Rank 0 was there for every update: its last one admitted the last rank to join.
+  double last_update = last_update_s_;
+  if (!control(&last_update, 1, DataType::kFloat64, RedOp::kMax)) return false;
+  json << ", \"last_join_update_s\": " << last_update;
   ring_json_ = json.str();
   if (rank_ == 0) {
     std::printf("# ring (%s): %s", wanem != nullptr ? "emulator ranks" : "join-order ranks", ring.str().c_str());
     if (bound > 0) std::printf("; predicted bottleneck %.1f MB/s (measured)", bound / 1e6);
     if (o_.optimize) std::printf("; pcclOptimizeTopology took %.2f s", optimize_s);
-    std::printf("\n");
+    std::printf("; the update admitting the last rank took %.2f s\n", last_update);
     if (links.isOk() && !links->empty()) {
       std::printf("# links measured (from -> to: MB/s, rtt ms):");
       for (const LinkInfo& l : *links) {
@@ -566,6 +573,12 @@ int Worker::run() {
   }
   gloo_.reset();
   store_.reset();
+  // Ring rank 0 often shares a machine (or a script) with the master, which stops when it exits: it
+  // leaves last, a moment after a final barrier, so that no rank's last bookkeeping all-reduce is still
+  // settling with the master when the master goes away.
+  uint64_t last = 0;
+  if (!control(&last, 1, DataType::kUint64, RedOp::kSum)) return 1;
+  if (rank_ == 0 && world_ > 1) std::this_thread::sleep_for(std::chrono::seconds(1));
   (void)comm_->leave();
   if (total_wrong_ != 0) {
     if (rank_ == 0) std::fprintf(stderr, "pccl-bench: %llu wrong elements\n", static_cast<unsigned long long>(total_wrong_));

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 #include <random>
 
 namespace pccl::master {
@@ -193,10 +194,11 @@ Order constructCycle(const LinkMatrix& m, double threshold, std::mt19937_64& rng
 
 Order findCycle(const LinkMatrix& m, double threshold, const SolveOptions& o, std::mt19937_64& rng) {
   // Steps per construction (each costs O(n)): room for deep backtracking on small worlds, where a
-  // probe's few Hamiltonian cycles are hard to hit, and about 2^28 element visits per probe in all.
+  // probe's few Hamiltonian cycles are hard to hit, and about 2^25 element visits per probe in all (a
+  // probe that fails spends all of them: 256 peers take ~0.5 s).
   const uint64_t n = m.n;
   const uint64_t budget = std::max<uint64_t>(16384, 32 * n);
-  const uint64_t affordable = std::max<uint64_t>(4, (uint64_t{1} << 28) / (budget * n));
+  const uint64_t affordable = std::max<uint64_t>(4, (uint64_t{1} << 25) / (budget * n));
   const uint64_t attempts = std::min<uint64_t>(std::max<uint32_t>(1, o.attempts), affordable);
   for (uint64_t a = 0; a < attempts; ++a) {
     Order c = constructCycle(m, threshold, rng, budget);
@@ -375,6 +377,35 @@ Result<RingChoice> solveRing(const LinkMatrix& m, const SolveOptions& o) {
       found, [&](uint32_t a, uint32_t b) { return m.lat(a, b); },
       [&](uint32_t a, uint32_t b) { return usable(m, a, b, floor); }, o.descent_rounds);
   return finish(m, std::move(found), false);
+}
+
+}  // namespace pccl::master
+
+namespace pccl::master {
+
+Result<RingChoice> bruteForceRing(const LinkMatrix& m, double tolerance) {
+  if (m.n == 0 || m.n > 11) return Status::invalidArgument(fmt::format("brute force takes 1..11 peers, got {}", m.n));
+  std::vector<uint32_t> order(m.n);
+  std::iota(order.begin(), order.end(), 0u);
+  // Two passes over every ring that starts with 0: the best bottleneck, then the least latency near it.
+  double best = 0;
+  do {
+    best = std::max(best, m.n == 1 ? 1.0 : ringBottleneck(m, order));
+  } while (std::next_permutation(order.begin() + 1, order.end()));
+  if (best <= 0) return Status::tooFewPeers("no ring over the usable links");
+  RingChoice choice;
+  choice.exact = true;
+  choice.latency = std::numeric_limits<double>::infinity();
+  do {
+    const double bn = m.n == 1 ? best : ringBottleneck(m, order);
+    const double lat = ringLatency(m, order);
+    if (bn >= best * (1.0 - tolerance) && lat < choice.latency) {
+      choice.order = order;
+      choice.bottleneck = bn;
+      choice.latency = lat;
+    }
+  } while (std::next_permutation(order.begin() + 1, order.end()));
+  return choice;
 }
 
 }  // namespace pccl::master

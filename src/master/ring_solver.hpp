@@ -61,6 +61,10 @@ double ringLatency(const LinkMatrix& m, const std::vector<uint32_t>& order);
 // One peer: the ring {0}; two: {0, 1} (both links must be usable).
 Result<RingChoice> solveRing(const LinkMatrix& m, const SolveOptions& options = {});
 
+// The reference: every ring that starts with peer 0, (N-1)! of them, for at most 11 peers (pccl-solver-bench
+// checks the exact mode against it). Same objective, same tolerance.
+Result<RingChoice> bruteForceRing(const LinkMatrix& m, double tolerance = 0.05);
+
 }  // namespace pccl::master
 
 #endif  // PCCL_MASTER_RING_SOLVER_HPP_

@@ -7,6 +7,7 @@
 #include <sys/ioctl.h>
 
 #include <algorithm>
+#include <cstring>
 #include <utility>
 
 #include "net/lending.hpp"
@@ -32,6 +33,21 @@ void DataChannel::setMaxPacingRate(uint64_t bytes_per_second) {
   if (bytes_per_second == 0) return;
   const unsigned long long v = bytes_per_second;
   (void)setsockopt(socket_.native_handle(), SOL_SOCKET, SO_MAX_PACING_RATE, &v, sizeof(v));
+}
+
+uint64_t DataChannel::minRttUs() const {
+  // struct tcp_info of <linux/tcp.h> (an append-only kernel ABI): tcpi_min_rtt, the smallest round trip
+  // the connection has seen (µs; Linux 4.10+), is the u32 at byte 148. glibc's struct stops before it.
+  constexpr size_t kMinRttOffset = 148;
+  uint8_t info[256] = {};
+  socklen_t len = sizeof info;
+  if (getsockopt(const_cast<Tcp::socket&>(socket_).native_handle(), IPPROTO_TCP, TCP_INFO, info, &len) != 0 ||
+      len < kMinRttOffset + 4) {
+    return 0;
+  }
+  uint32_t v = 0;
+  std::memcpy(&v, info + kMinRttOffset, sizeof v);
+  return v == ~0u ? 0 : v;
 }
 
 DataChannel::~DataChannel() {

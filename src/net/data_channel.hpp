@@ -78,6 +78,9 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   void setNotSentLowat(uint32_t bytes);
   // SO_MAX_PACING_RATE (bytes/s; 0 = leave it): the kernel paces this connection's packets (TCP internal pacing).
   void setMaxPacingRate(uint64_t bytes_per_second);
+  // The smallest round trip the kernel has seen on this connection (TCP_INFO tcpi_min_rtt), µs; 0 when
+  // unknown (closed, or a kernel without it).
+  uint64_t minRttUs() const;
   void resume();  // after a kPause placement: asks the sink again
   // `payload` must stay valid until `done` runs. `done` runs exactly once (also when the channel closes).
   void send(const wire::DataHeader& h, const uint8_t* payload, uint32_t bytes, SendDone done);

@@ -356,6 +356,14 @@ void LinkProber::maybeReport() {
   wire::ProbeReport r;
   r.probe_id = plan_.probe_id;
   if (plan_.has_target) {
+    // The pings may wait behind another link's data in a queue of this round; the kernel's smallest round
+    // trip of each connection (its handshake and first packets included) may have seen an emptier path.
+    if (rtt_us_ != 0) {
+      for (const Out& o : out_) {
+        const uint64_t kernel = o.ch ? o.ch->minRttUs() : 0;
+        if (kernel != 0) rtt_us_ = std::min(rtt_us_, kernel);
+      }
+    }
     r.target_id = plan_.target.id;
     r.rtt_us = rtt_us_;
     r.tx_bytes = tx_bytes_;
