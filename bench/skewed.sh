@@ -16,7 +16,7 @@ field() { /usr/bin/python3 -c "import json, sys; print(json.loads(sys.argv[1])[s
 echo "# link bounds (configured rates): best ring $(field best_ring_bound_mbit) Mbit/s, join order" \
   "$(field join_order_bound_mbit) Mbit/s"
 export PCCL_BENCH_JOIN_STAGGER_MS=${PCCL_BENCH_JOIN_STAGGER_MS:-500}
-export PCCL_MASTER_FLAGS=${PCCL_MASTER_FLAGS:---probe-budget-ms 2000}
+export PCCL_BENCH_MASTER_FLAGS=${PCCL_BENCH_MASTER_FLAGS:---probe-budget-ms 2000}
 run_wanem 5 200 40 0 cubic "$ROOT/bench/skewed.paths" --backend pccl -b 128M -e 128M -n 3 -w 1 --connections 16 \
   --json-field "best_ring_bound_mbit=$(field best_ring_bound_mbit)" \
   --json-field "join_order_bound_mbit=$(field join_order_bound_mbit)" "${PASS[@]}"

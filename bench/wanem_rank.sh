@@ -9,7 +9,7 @@ usage: pccl-wanem --ranks N ... -- bench/wanem_rank.sh [pccl-bench flags...]
   One rank of a pccl-bench run inside a pccl-wanem rank namespace (rank 0 also runs pccl-master on port
   29500). Every flag goes to pccl-bench, which refuses unknown or bad ones before anything starts.
   Environment: PCCL_BUILD_DIR (default build), PCCL_WANEM_* (set by pccl-wanem), PCCL_LOG_LEVEL,
-  PCCL_MASTER_FLAGS (extra pccl-master flags, e.g. "--probe-budget-ms 1000"), PCCL_BENCH_JOIN_STAGGER_MS
+  PCCL_BENCH_MASTER_FLAGS (extra pccl-master flags, e.g. "--probe-budget-ms 1000"), PCCL_BENCH_JOIN_STAGGER_MS
   (rank r starts r times this many ms late, so that the ranks join, and the join-order ring is, in
   rank order).
 EOF
@@ -37,7 +37,7 @@ esac
 if [ "$PCCL_WANEM_RANK" = 0 ]; then
   # shellcheck disable=SC2086
   PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-error} "$BUILD_DIR/src/pccl-master" --listen "$PCCL_WANEM_ADDR:$port" \
-    --heartbeat-ms 1000 --peer-timeout-ms 30000 $security ${PCCL_MASTER_FLAGS:-} >/dev/null &
+    --heartbeat-ms 1000 --peer-timeout-ms 30000 $security ${PCCL_BENCH_MASTER_FLAGS:-} >/dev/null &
   master=$!
   trap 'kill $master 2>/dev/null; wait $master 2>/dev/null || true' EXIT INT TERM
 fi

@@ -192,6 +192,52 @@ TEST_CASE("automatic mode measures only a joiner's links", "[optimize]") {
   checkAllReduce(c, 2);
 }
 
+TEST_CASE("an encrypted run measures over sealed probe connections", "[optimize]") {
+  MasterConfig mc = surveyMaster();
+  mc.secret = "probe-secret";
+  mc.encrypt = true;
+  CommConfig cc = fastCommConfig(0, "probe-secret");
+  cc.encrypt = true;
+  LocalCluster c = startCluster(3, cc, mc);
+  REQUIRE(c.master);
+  for (const Status& s : onAll(c, [](Communicator& p) { return p.optimizeTopology(); })) REQUIRE(s.isOk());
+  CHECK(c.master->stats().links_measured == 6);
+  auto links = c.peers[1]->links();
+  REQUIRE(links.isOk());
+  REQUIRE(links->size() == 6);
+  for (const LinkInfo& l : *links) CHECK(l.bandwidth > 0);
+  checkAllReduce(c, 1);
+}
+
+TEST_CASE("peer groups: each group's links are measured and each gets its own ring", "[optimize]") {
+  std::vector<CommConfig> configs;
+  for (uint32_t g : {0u, 1u, 0u, 1u, 0u}) {
+    CommConfig cc = fastCommConfig(0);
+    cc.peer_group = g;
+    configs.push_back(cc);
+  }
+  LocalCluster c = startCluster(configs, surveyMaster());
+  REQUIRE(c.master);
+  for (const Status& s : onAll(c, [](Communicator& p) { return p.optimizeTopology(); })) REQUIRE(s.isOk());
+  CHECK(c.master->stats().links_measured == 3 * 2 + 2 * 1);  // within groups only
+  for (auto& p : c.peers) {
+    const Topology t = p->topology();
+    CHECK(t.world_size == 5);
+    CHECK(t.group_world_size == (p->topology().ring[t.rank].group == 0 ? 3u : 2u));
+  }
+  // Each group all-reduces within itself: group 0 sums 1 + 1 + 1, group 1 sums 1 + 1.
+  std::vector<std::vector<float>> data(5, std::vector<float>(1000, 1.0f));
+  std::vector<Status> st(5);
+  c.onEach([&](size_t i) {
+    st[i] = c.peers[i]->allReduce(data[i].data(), data[i].data(), data[i].size(), DataType::kFloat32, RedOp::kSum)
+                .status();
+  });
+  for (size_t i = 0; i < 5; ++i) {
+    REQUIRE(st[i].isOk());
+    CHECK(data[i][0] == (configs[i].peer_group == 0 ? 3.0f : 2.0f));
+  }
+}
+
 TEST_CASE("master config: probe settings and PCCL_AUTO_OPTIMIZE are validated", "[optimize]") {
   MasterConfig m = fastMasterConfig();
   m.probe_budget_ms = 0;

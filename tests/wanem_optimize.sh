@@ -41,7 +41,7 @@ trap 'rm -rf "$dir"' EXIT
 printf '%s\n' "rank 0 r0" "rank 1 r1" "rank 2 r2" "rank 3 r3" "path 1 -> 2 delay=5 rate=10" > "$dir/paths"
 
 status=0
-PCCL_BUILD_DIR=$BUILD_DIR PCCL_BENCH_JOIN_STAGGER_MS=300 PCCL_MASTER_FLAGS="--probe-budget-ms 500" \
+PCCL_BUILD_DIR=$BUILD_DIR PCCL_BENCH_JOIN_STAGGER_MS=300 PCCL_BENCH_MASTER_FLAGS="--probe-budget-ms 500" \
   timeout 240 "$BUILD_DIR/bench/pccl-wanem" --ranks 4 --delay-ms 5 --rate-mbit 100 --paths "$dir/paths" -- \
   "$ROOT/bench/wanem_rank.sh" --backend pccl -b 1M -e 1M -n 1 -w 0 --connections 2 --optimize-topology \
   --timeout 200 --json "$dir/out.json" > "$dir/out.txt" 2> "$dir/err.txt" || status=$?

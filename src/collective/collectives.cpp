@@ -320,8 +320,14 @@ void Collectives::inDoubt(Op& op, const std::string& why) {
               epoch_);
 }
 
-void Collectives::failOp(Op& op, const Status& why, bool flood, bool close_ring, bool tell_master) {
+void Collectives::failOp(Op& op, const Status& why_seen, bool flood, bool close_ring, bool tell_master) {
   if (op.state == State::kFailing) return;
+  // A dead master takes the whole run down, and a neighbour that noticed first closes the ring: when our
+  // own master connection is already closed too (its EOF waiting, unread), that is the cause to report.
+  const Status why = why_seen.code() == Code::kPeerLost && link_ != nullptr && link_->remoteClosed()
+                         ? Status::masterUnreachable(fmt::format("the connection to the master is closed (and the "
+                                                                 "ring with it: {})", why_seen.message()))
+                         : why_seen;
   if (op.state == State::kPrepared || op.state == State::kInDoubt) return inDoubt(op, why.message());
   op.state = State::kFailing;  // closing the ring below reports back here: do not fail twice
   history_.failed(op.key, why);

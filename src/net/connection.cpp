@@ -1,5 +1,8 @@
 #include "net/connection.hpp"
 
+#include <sys/socket.h>
+
+#include <cerrno>
 #include <utility>
 
 namespace pccl::net {
@@ -118,6 +121,13 @@ void Connection::close(const Status& reason) {
   on_close_ = nullptr;
   // on_frame_ stays: close() may run inside it. Nothing calls it once closed_ is set.
   if (handler) handler(reason);
+}
+
+bool Connection::remoteClosed() const {
+  if (closed_) return true;
+  char b = 0;
+  const ssize_t n = ::recv(const_cast<Tcp::socket&>(socket_).native_handle(), &b, 1, MSG_PEEK | MSG_DONTWAIT);
+  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
 }
 
 }  // namespace pccl::net

@@ -42,6 +42,9 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void close(const Status& reason);
 
   bool isOpen() const { return !closed_; }
+  // True when the remote has closed (its EOF or a reset waits in the socket, unread) or we did. Looks
+  // without reading: a frame still unread before the EOF hides it.
+  bool remoteClosed() const;
   TimePoint lastReceive() const { return last_rx_; }
   const std::string& peerName() const { return name_; }
 

@@ -29,7 +29,7 @@
 
 namespace pccl::peer {
 
-inline constexpr uint32_t kProbeFrameBytes = 256 * 1024;
+inline constexpr uint32_t kProbeFrameBytes = 64 * 1024;  // small: the receiver times every frame
 inline constexpr size_t kProbeDepth = 4;
 inline constexpr int kPings = 3;
 inline constexpr uint32_t kProbeNotSentLowat = 128 * 1024;  // the ring's default (PCCL_NOTSENT_LOWAT)

@@ -35,6 +35,8 @@ class MasterLink {
   // Sends Leave and closes; `done` runs once the link is closed.
   void leave(uint64_t epoch, std::function<void()> done);
   void close();
+  // The master closed the connection (or it broke) and we have not read that yet (net::Connection).
+  bool remoteClosed() const { return !conn_ || conn_->remoteClosed(); }
 
  private:
   void tick();

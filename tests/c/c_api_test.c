@@ -96,6 +96,12 @@ static void* joinLate(void* arg) {
   return NULL;
 }
 
+static pcclResult_t g_optimize_b = pcclInternalError;
+static void* optimizeOnB(void* arg) {
+  g_optimize_b = pcclOptimizeTopology((pcclComm_t)arg);
+  return NULL;
+}
+
 int main(void) {
   pcclMasterConfig_t mc = PCCL_MASTER_CONFIG_INIT;
   pcclMaster_t master = NULL;
@@ -133,6 +139,15 @@ int main(void) {
     pcclMasterConfig_t bad = mc;
     bad.struct_size = 3;
     EXPECT(pcclMasterCreate(&bad, &master) == pcclInvalidArgument);
+    /* A struct from the header before the probe fields were appended: accepted, they keep defaults. */
+    bad.struct_size = (uint32_t)offsetof(pcclMasterConfig_t, probe_budget_ms);
+    EXPECT(pcclMasterCreate(&bad, &master) == pcclSuccess);
+    EXPECT(pcclMasterDestroy(master) == pcclSuccess);
+    master = NULL;
+    bad = mc;
+    bad.auto_optimize = 7;
+    EXPECT(pcclMasterCreate(&bad, &master) == pcclInvalidArgument);
+    EXPECT(strstr(pcclGetLastError(NULL), "auto_optimize") != NULL);
   }
 
   mc.listen_address = "127.0.0.1:0";
@@ -140,6 +155,8 @@ int main(void) {
   mc.secret_len = strlen("c-secret");
   mc.heartbeat_interval_ms = 100;
   mc.peer_timeout_ms = 1000;
+  mc.probe_budget_ms = 200; /* pcclOptimizeTopology below: short link surveys */
+  mc.probe_bytes = 1u << 20;
   EXPECT(pcclMasterCreate(&mc, &master) == pcclSuccess);
   EXPECT(pcclMasterGetPort(master, &port) == pcclInvalidUsage); /* not started yet */
   EXPECT(pcclMasterStart(master) == pcclSuccess);
@@ -202,6 +219,33 @@ int main(void) {
     EXPECT(pcclMasterGetStats(master, &ms) == pcclInvalidArgument);
     EXPECT(pcclMasterGetStats((pcclMaster_t)&ms, &ms) == pcclInvalidArgument);
   }
+  /* pcclOptimizeTopology: both peers call it; the master measures a -> b and b -> a, installs a ring
+     under a new epoch, and the links are visible through pcclGetLinks. */
+  {
+    size_t count = 0;
+    pcclLink_t links[4];
+    pcclMasterStats_t ms = PCCL_MASTER_STATS_INIT;
+    EXPECT(pcclGetLinks(a, NULL, 0, &count) == pcclSuccess && count == 0); /* nothing measured yet */
+    pthread_create(&thread, NULL, optimizeOnB, b);
+    EXPECT(pcclOptimizeTopology(a) == pcclSuccess);
+    pthread_join(thread, NULL);
+    EXPECT(g_optimize_b == pcclSuccess);
+    EXPECT(pcclGetAttribute(a, PCCL_ATTR_EPOCH, &v) == pcclSuccess && v == 3);
+    EXPECT(pcclGetLinks(a, NULL, 0, &count) == pcclSuccess && count == 2);
+    EXPECT(pcclGetLinks(b, links, 4, &count) == pcclSuccess && count == 2);
+    EXPECT(links[0].from_rank != links[0].to_rank && links[0].from_rank < 2 && links[0].to_rank < 2);
+    EXPECT(links[0].bandwidth > 0 && links[0].rtt_s > 0 && links[1].bandwidth > 0);
+    EXPECT(pcclGetLinks(a, links, 1, &count) == pcclSuccess && count == 2); /* capacity 1: one written */
+    EXPECT(pcclGetLinks(a, NULL, 1, &count) == pcclInvalidArgument);
+    EXPECT(pcclGetLinks(a, links, 4, NULL) == pcclInvalidArgument);
+    EXPECT(pcclMasterGetStats(master, &ms) == pcclSuccess);
+    EXPECT(ms.topology_surveys == 1 && ms.links_measured == 2 && ms.links_known == 2 && ms.measuring == 0);
+    EXPECT(ms.predicted_bottleneck > 0 && ms.epoch == 3);
+    /* Before the survey fields were appended: filled up to collectives. */
+    ms.struct_size = (uint32_t)offsetof(pcclMasterStats_t, measuring);
+    ms.topology_surveys = 77;
+    EXPECT(pcclMasterGetStats(master, &ms) == pcclSuccess && ms.topology_surveys == 77);
+  }
   EXPECT(pcclGetAttribute(a, (pcclAttribute_t)99, &v) == pcclInvalidArgument);
   EXPECT(pcclGetAttribute(a, PCCL_ATTR_PEER_GROUP, &v) == pcclSuccess && v == 0);
   EXPECT(pcclGetAttribute(a, PCCL_ATTR_LISTEN_PORT, &v) == pcclSuccess && v > 0 && v < 65536);
@@ -253,7 +297,7 @@ int main(void) {
     pcclCommStats_t s = PCCL_COMM_STATS_INIT;
     EXPECT(pcclGetStats(a, &s) == pcclSuccess);
     EXPECT(s.allreduce_ops == 2 && s.allreduce_aborts == 0 && s.allreduce_retries == 0);
-    EXPECT(s.topology_updates == 2 && s.epoch == 2 && s.tx_bytes > 0 && s.rx_bytes > 0);
+    EXPECT(s.topology_updates == 3 && s.epoch == 3 && s.tx_bytes > 0 && s.rx_bytes > 0);
     EXPECT(s.last_allreduce_time_s > 0 && s.last_allreduce_bytes_per_s > 0);
     /* A struct from the header before same_host_read_bytes was appended is filled up to the field before it. */
     s.struct_size = (uint32_t)offsetof(pcclCommStats_t, same_host_read_bytes);
@@ -321,10 +365,10 @@ int main(void) {
     EXPECT(z[0] == 1 && z[3] == 4);
     EXPECT(pcclGetStats(a, &s) == pcclSuccess);
     EXPECT(s.allreduce_ops == 3 && s.allreduce_aborts == 1 && s.allreduce_retries == 1);
-    if (!(s.sync_ops == 1 && s.sync_aborts == 0 && s.topology_updates == 3 && s.epoch == 3))
+    if (!(s.sync_ops == 1 && s.sync_aborts == 0 && s.topology_updates == 4 && s.epoch == 4))
       fprintf(stderr, "sync %lu/%lu updates %lu epoch %lu\n", (unsigned long)s.sync_ops, (unsigned long)s.sync_aborts,
               (unsigned long)s.topology_updates, (unsigned long)s.epoch);
-    EXPECT(s.sync_ops == 1 && s.sync_aborts == 0 && s.topology_updates == 3 && s.epoch == 3);
+    EXPECT(s.sync_ops == 1 && s.sync_aborts == 0 && s.topology_updates == 4 && s.epoch == 4);
   }
   EXPECT(pcclCommDestroy(a) == pcclSuccess);
   EXPECT(pcclCommDestroy(NULL) == pcclSuccess);
