@@ -10,6 +10,7 @@
 
 #include "net/auth.hpp"
 #include "net/identity.hpp"
+#include "peer/link_probe.hpp"
 #include "peer/ring_pool.hpp"
 #include "raw_socket.hpp"
 
@@ -88,14 +89,14 @@ net::SessionId sessionOf(uint8_t v) {
 }
 
 std::vector<uint8_t> helloFrame(const net::SigningKey& key, const net::SessionId& signed_session,
-                                const wire::Uuid& sender, uint32_t index) {
+                                const wire::Uuid& sender, uint32_t index, uint64_t epoch = kEpoch) {
   wire::P2PHello h;
   h.sender_id = sender;
-  h.epoch = kEpoch;
+  h.epoch = epoch;
   h.index = index;
   const std::vector<uint8_t> bytes = peer::ringHelloSigned(signed_session, h);
   h.signature = key.sign(bytes.data(), bytes.size());
-  return wire::encodeFrame(h, kEpoch);
+  return wire::encodeFrame(h, epoch);
 }
 
 // The acceptor's answer: P2PAccept (OK) or the Error it sent, as a Status.
@@ -186,4 +187,60 @@ TEST_CASE("ring pool: an index is given out once, even while its first P2PAccept
     open_channels.set_value(n);
   });
   CHECK(open_channels.get_future().get() == 2);
+}
+
+// Probe connections (peer/link_probe.hpp) are introduced the same way: the hello must be signed by the
+// source the round's plan names, for this connection, and carry the round's probe id.
+TEST_CASE("link probe: a probe hello is accepted only from the plan's source, signed, for its round",
+          "[ring][optimize]") {
+  REQUIRE(net::initCrypto().isOk());
+  const net::SigningKey source;
+  const net::SigningKey other_member;
+  constexpr uint64_t kProbe = 9;
+  struct Case {
+    const char* name;
+    const net::SigningKey* signer;
+    uint8_t signed_session;  // the connection's own session is 7
+    wire::Uuid sender;
+    uint64_t probe;
+    Code expected;
+  };
+  const Case cases[] = {
+      {"signed by the source for this connection and round", &source, 7, idOf(1), kProbe, Code::kOk},
+      {"another member posing as the source", &other_member, 7, idOf(1), kProbe, Code::kAuthFailed},
+      {"the source's hello replayed from another connection", &source, 8, idOf(1), kProbe, Code::kAuthFailed},
+      {"a member the plan does not name", &source, 7, idOf(3), kProbe, Code::kInvalidUsage},
+      {"an earlier round", &source, 7, idOf(1), kProbe - 1, Code::kInvalidUsage},
+  };
+  for (const Case& k : cases) {
+    SECTION(k.name) {
+      Acceptor a(source, 1);
+      auto prober = std::make_shared<peer::LinkProber>(a.io, std::make_shared<net::AuthKey>(""),
+                                                       std::make_shared<net::SigningKey>(), Millis(3000));
+      wire::ProbePlan plan;
+      plan.probe_id = kProbe;
+      plan.budget_ms = 100;
+      plan.max_bytes = 1;
+      plan.has_source = true;
+      plan.source.id = idOf(1);
+      plan.source.ring_key = source.publicKey();
+      plan.source_connections = 1;
+      auto [link, theirs] = a.connection(sessionOf(7));
+      REQUIRE(theirs.sendBytes(helloFrame(*k.signer, sessionOf(k.signed_session), k.sender, 0, k.probe)));
+      auto shared = std::make_shared<net::Link>(std::move(link));
+      asio::post(a.io, [&, shared] {
+        prober->start(idOf(2), plan, [](const wire::ProbeReport&) {});
+        prober->adopt(std::move(*shared));
+      });
+      const Status got = answer(theirs);
+      CHECK(got.code() == k.expected);
+      if (k.expected == Code::kAuthFailed) CHECK_THAT(got.message(), Catch::Contains("probe hello"));
+      std::promise<void> gone;
+      asio::post(a.io, [&] {
+        prober.reset();
+        gone.set_value();
+      });
+      gone.get_future().wait();
+    }
+  }
 }

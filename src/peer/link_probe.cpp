@@ -5,7 +5,7 @@
 #include <algorithm>
 
 #include "net/endpoint.hpp"
-#include "peer/ring_pool.hpp"
+#include "peer/p2p_hello.hpp"
 #include "util/log.hpp"
 
 namespace pccl::peer {
@@ -120,44 +120,31 @@ void LinkProber::start(const wire::Uuid& self, const wire::ProbePlan& plan, Repo
 
 void LinkProber::dial(uint32_t index) {
   const uint64_t id = plan_.probe_id;
-  const std::string who = "probe target " + wire::shortId(plan_.target.id) + " at " +
-                          net::HostPort{plan_.target.host, plan_.target.port}.toString();
+  HelloDial d;
+  d.io = &io_;
+  d.to = net::HostPort{plan_.target.host, plan_.target.port};
+  d.role = wire::Role::kProbe;
+  d.key = key_;
+  d.identity = identity_;
+  d.timeout = handshake_timeout_;
+  d.who = "probe target " + wire::shortId(plan_.target.id) + " at " + d.to.toString();
+  d.self = self_;
+  d.epoch = id;
+  d.index = index;
   auto alive = alive_;
   auto stale = [this, alive, id] { return !*alive || !running_ || plan_.probe_id != id || tx_over_; };
-  auto fail = [this, stale, who](const Status& s) {
-    if (!stale()) txFinish(s.withContext(who).toString());
-  };
-  net::ClientHandshake hs{wire::Role::kProbe, key_, handshake_timeout_, who};
-  net::asyncDial(io_, net::HostPort{plan_.target.host, plan_.target.port}, hs,
-                 [this, index, id, who, stale, fail](Result<net::Link> r) {
-    if (stale()) return;
-    if (!r.isOk()) return fail(r.status());
-    auto io = std::make_shared<net::FrameIo>(std::move(r).value(), handshake_timeout_, fail);
-    io->armDeadline();
-    wire::P2PHello hello;
-    hello.sender_id = self_;
-    hello.epoch = id;
-    hello.index = index;
-    const std::vector<uint8_t> signed_bytes = ringHelloSigned(io->session(), hello);
-    hello.signature = identity_->sign(signed_bytes.data(), signed_bytes.size());
-    io->write(wire::encodeFrame(hello, id), [this, io, index, id, who, stale] {
-      io->readFrame([this, io, index, id, who, stale](Status s, const wire::FrameHeader& h,
-                                                     const std::vector<uint8_t>& p) {
-        if (stale()) return io->fail(Status::ok());
-        if (s.isOk()) s = net::expectFrame<wire::P2PAccept>(h, p, who).status();
-        if (!s.isOk()) return io->fail(s);
-        out_[index].ch = std::make_shared<net::DataChannel>(io->release(), id, who);
-        // As the ring's striped connections: little unsent in the kernel, so that what was written was
-        // sent, and the round ends soon after its budget.
-        out_[index].ch->setNotSentLowat(kProbeNotSentLowat);
-        out_[index].ch->start(this);
-        if (++out_up_ == out_.size()) {
-          pings_left_ = kPings;
-          ping();
-        }
-      });
-    });
-  });
+  dialWithHello(d, stale, [this](const Status& s) { txFinish(s.toString()); },
+                [this, index, id, who = d.who](net::Link link) {
+                  out_[index].ch = std::make_shared<net::DataChannel>(std::move(link), id, who);
+                  // As the ring's striped connections: little unsent in the kernel, so that what was written
+                  // was sent, and the round ends soon after its budget.
+                  out_[index].ch->setNotSentLowat(kProbeNotSentLowat);
+                  out_[index].ch->start(this);
+                  if (++out_up_ == out_.size()) {
+                    pings_left_ = kPings;
+                    ping();
+                  }
+                });
 }
 
 void LinkProber::ping() {
@@ -215,17 +202,8 @@ void LinkProber::txFinish(const std::string& error) {
 // ---- receive side ----------------------------------------------------------------------------------
 
 void LinkProber::adopt(net::Link link) {
-  std::string who = net::remoteName(link.socket);
-  auto io = std::make_shared<net::FrameIo>(std::move(link), handshake_timeout_, [who](const Status& s) {
-    if (!s.isOk()) PCCL_LOG_DEBUG(kLog, "probe connection from {} dropped: {}", who, s.toString());
-  });
-  io->armDeadline();
-  io->readFrame([this, io, alive = alive_, who](Status s, const wire::FrameHeader& h, const std::vector<uint8_t>& p) {
-    if (!*alive) return io->fail(Status::ok());
-    auto hello = s.isOk() ? net::expectFrame<wire::P2PHello>(h, p, who) : Result<wire::P2PHello>(s);
-    if (!hello.isOk()) return io->fail(hello.status());
-    onHello(io, *hello);
-  });
+  readHello(std::move(link), handshake_timeout_, "probe", alive_,
+            [this](const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello) { onHello(io, hello); });
 }
 
 void LinkProber::onHello(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello) {
@@ -257,11 +235,7 @@ Status LinkProber::checkHello(const net::FrameIo& io, const wire::P2PHello& hell
     return Status::invalidUsage(fmt::format("peer {} is not measuring its link to us in probe {}",
                                             wire::shortId(hello.sender_id), hello.epoch));
   }
-  const std::vector<uint8_t> signed_bytes = ringHelloSigned(io.session(), hello);
-  if (!net::verifySignature(plan_.source.ring_key, signed_bytes.data(), signed_bytes.size(), hello.signature)) {
-    return Status::authFailed(fmt::format("probe hello claiming to be peer {} is not signed with its ring key",
-                                          wire::shortId(hello.sender_id)));
-  }
+  PCCL_RETURN_IF_ERROR(verifyHello(io, hello, plan_.source.ring_key, "probe", ""));
   if (hello.index >= in_.size() || claimed_[hello.index]) {
     return Status::invalidUsage(fmt::format("bad or duplicate probe connection index {}", hello.index));
   }

@@ -48,19 +48,6 @@ RingPlan planRing(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& s
   return plan;
 }
 
-std::vector<uint8_t> ringHelloSigned(const net::SessionId& session, const wire::P2PHello& hello) {
-  static constexpr char kLabel[] = "pccl ring hello v3";
-  std::vector<uint8_t> out;
-  out.reserve(sizeof kLabel - 1 + session.size() + 28);
-  wire::ByteWriter w(&out);
-  w.bytes(kLabel, sizeof kLabel - 1);
-  w.fixed(session);
-  w.fixed(hello.sender_id);
-  w.u64(hello.epoch);
-  w.u32(hello.index);
-  return out;
-}
-
 RingPool::RingPool(asio::io_context& io, std::shared_ptr<const net::AuthKey> key,
                    std::shared_ptr<const net::SigningKey> identity, Millis handshake_timeout, Millis build_timeout,
                    bool lend)
@@ -124,55 +111,30 @@ void RingPool::build(const RingPlan& plan, Done done) {
 }
 
 void RingPool::connectOne(uint32_t index, uint64_t epoch) {
-  std::string who = "ring successor " + wire::shortId(plan_.successor.id) + " at " +
-                    net::HostPort{plan_.successor.host, plan_.successor.port}.toString();
+  HelloDial d;
+  d.io = &io_;
+  d.to = net::HostPort{plan_.successor.host, plan_.successor.port};
+  d.role = wire::Role::kPeerToPeer;
+  d.key = key_;
+  d.identity = identity_;
+  d.timeout = timeout_;
+  d.who = "ring successor " + wire::shortId(plan_.successor.id) + " at " + d.to.toString();
+  d.self = plan_.self;
+  d.epoch = epoch;
+  d.index = index;
   auto alive = alive_;
   auto stale = [this, alive, epoch] { return !*alive || !building_ || plan_.epoch != epoch; };
-  auto fail = [this, stale, who](const Status& s) {
-    if (!stale()) finish(s.withContext(who));
-  };
-  auto onAuthenticated = [this, index, epoch, who, stale, fail](net::Link link) {
-    auto io = std::make_shared<net::FrameIo>(std::move(link), timeout_, fail);
-    io->armDeadline();
-    wire::P2PHello hello;
-    hello.sender_id = plan_.self;
-    hello.epoch = epoch;
-    hello.index = index;
-    const std::vector<uint8_t> signed_bytes = ringHelloSigned(io->session(), hello);
-    hello.signature = identity_->sign(signed_bytes.data(), signed_bytes.size());
-    io->write(wire::encodeFrame(hello, epoch), [this, io, index, epoch, who, stale] {
-      io->readFrame([this, io, index, epoch, who, stale](Status s, const wire::FrameHeader& h,
-                                                         const std::vector<uint8_t>& p) {
-        if (stale()) return io->fail(Status::ok());
-        if (s.isOk()) s = net::expectFrame<wire::P2PAccept>(h, p, who).status();
-        if (!s.isOk()) return io->fail(s);
-        out_[index] = std::make_shared<net::DataChannel>(io->release(), epoch, who);
-        if (plan_.successor_same_host && lend_) out_[index]->enableLending();
-        maybeDone();
-      });
-    });
-  };
-  net::ClientHandshake hs{wire::Role::kPeerToPeer, key_, timeout_, who};
-  net::asyncDial(io_, net::HostPort{plan_.successor.host, plan_.successor.port}, hs,
-                 [stale, fail, onAuthenticated](Result<net::Link> r) {
-                   if (stale()) return;
-                   if (!r.isOk()) return fail(r.status());
-                   onAuthenticated(std::move(r).value());
-                 });
+  dialWithHello(d, stale, [this](const Status& s) { finish(s); },
+                [this, index, epoch, who = d.who](net::Link link) {
+                  out_[index] = std::make_shared<net::DataChannel>(std::move(link), epoch, who);
+                  if (plan_.successor_same_host && lend_) out_[index]->enableLending();
+                  maybeDone();
+                });
 }
 
 void RingPool::adopt(net::Link link) {
-  std::string who = net::remoteName(link.socket);
-  auto io = std::make_shared<net::FrameIo>(std::move(link), timeout_, [who](const Status& s) {
-    if (!s.isOk()) PCCL_LOG_DEBUG(kLog, "ring connection from {} dropped: {}", who, s.toString());
-  });
-  io->armDeadline();
-  io->readFrame([this, io, alive = alive_, who](Status s, const wire::FrameHeader& h, const std::vector<uint8_t>& p) {
-    if (!*alive) return io->fail(Status::ok());
-    auto hello = s.isOk() ? net::expectFrame<wire::P2PHello>(h, p, who) : Result<wire::P2PHello>(s);
-    if (!hello.isOk()) return io->fail(hello.status());
-    onHello(io, *hello);
-  });
+  readHello(std::move(link), timeout_, "ring", alive_,
+            [this](const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello) { onHello(io, hello); });
 }
 
 void RingPool::onHello(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello) {
@@ -213,12 +175,7 @@ Status RingPool::checkHello(const net::FrameIo& io, const wire::P2PHello& hello)
     return Status::invalidUsage(
         fmt::format("peer {} is not our ring predecessor in epoch {}", wire::shortId(hello.sender_id), epoch));
   }
-  const std::vector<uint8_t> signed_bytes = ringHelloSigned(io.session(), hello);
-  if (!net::verifySignature(plan_.predecessor_key, signed_bytes.data(), signed_bytes.size(), hello.signature)) {
-    return Status::authFailed(fmt::format(
-        "ring hello claiming to be peer {} is not signed for this connection with the ring key the master lists "
-        "for it in epoch {}", wire::shortId(hello.sender_id), epoch));
-  }
+  PCCL_RETURN_IF_ERROR(verifyHello(io, hello, plan_.predecessor_key, "ring", fmt::format(" in epoch {}", epoch)));
   if (hello.index >= in_.size() || claimed_[hello.index]) {
     return Status::invalidUsage(fmt::format("bad or duplicate ring connection index {}", hello.index));
   }

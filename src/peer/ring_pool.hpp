@@ -19,6 +19,7 @@
 #include "net/frame_io.hpp"
 #include "net/handshake.hpp"
 #include "net/identity.hpp"
+#include "peer/p2p_hello.hpp"
 #include "wire/messages.hpp"
 
 namespace pccl::peer {
@@ -35,10 +36,6 @@ struct RingPlan {
   bool successor_same_host = false;    // sameHost(): the links lend payloads (net/lending.hpp)
   bool predecessor_same_host = false;
 };
-
-// The bytes a P2PHello's signature covers (docs/protocol.md §5.4): a label, the connection's session
-// id, then the hello's sender_id, epoch and index.
-std::vector<uint8_t> ringHelloSigned(const net::SessionId& session, const wire::P2PHello& hello);
 
 using wire::sameHost;
 
