@@ -120,14 +120,8 @@ void LinkProber::start(const wire::Uuid& self, const wire::ProbePlan& plan, Repo
 
 void LinkProber::dial(uint32_t index) {
   const uint64_t id = plan_.probe_id;
-  HelloDial d;
-  d.io = &io_;
-  d.to = net::HostPort{plan_.target.host, plan_.target.port};
-  d.role = wire::Role::kProbe;
-  d.key = key_;
-  d.identity = identity_;
-  d.timeout = handshake_timeout_;
-  d.who = "probe target " + wire::shortId(plan_.target.id) + " at " + d.to.toString();
+  HelloDial d =
+      HelloDial::toMember(io_, plan_.target, wire::Role::kProbe, key_, identity_, handshake_timeout_, "probe target");
   d.self = self_;
   d.epoch = id;
   d.index = index;

@@ -21,6 +21,20 @@ std::vector<uint8_t> ringHelloSigned(const net::SessionId& session, const wire::
   return out;
 }
 
+HelloDial HelloDial::toMember(asio::io_context& io, const wire::MemberInfo& to, wire::Role role,
+                              std::shared_ptr<const net::AuthKey> key, std::shared_ptr<const net::SigningKey> identity,
+                              Millis timeout, const char* what) {
+  HelloDial d;
+  d.io = &io;
+  d.to = net::HostPort{to.host, to.port};
+  d.role = role;
+  d.key = std::move(key);
+  d.identity = std::move(identity);
+  d.timeout = timeout;
+  d.who = fmt::format("{} {} at {}", what, wire::shortId(to.id), d.to.toString());
+  return d;
+}
+
 void dialWithHello(const HelloDial& d, std::function<bool()> stale, std::function<void(const Status&)> failed,
                    std::function<void(net::Link)> accepted) {
   auto fail = [stale, failed, who = d.who](const Status& s) {

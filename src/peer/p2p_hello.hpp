@@ -34,6 +34,11 @@ struct HelloDial {
   wire::Uuid self{};
   uint64_t epoch = 0;  // the hello's epoch field (a probe's: its probe id)
   uint32_t index = 0;
+
+  // To `to`'s p2p listener; `what` names the connection in messages ("ring successor", "probe target").
+  static HelloDial toMember(asio::io_context& io, const wire::MemberInfo& to, wire::Role role,
+                      std::shared_ptr<const net::AuthKey> key, std::shared_ptr<const net::SigningKey> identity,
+                      Millis timeout, const char* what);
 };
 
 // Dials, authenticates, says hello and waits for the accept. `stale()` is asked before each step (true:

@@ -111,14 +111,8 @@ void RingPool::build(const RingPlan& plan, Done done) {
 }
 
 void RingPool::connectOne(uint32_t index, uint64_t epoch) {
-  HelloDial d;
-  d.io = &io_;
-  d.to = net::HostPort{plan_.successor.host, plan_.successor.port};
-  d.role = wire::Role::kPeerToPeer;
-  d.key = key_;
-  d.identity = identity_;
-  d.timeout = timeout_;
-  d.who = "ring successor " + wire::shortId(plan_.successor.id) + " at " + d.to.toString();
+  HelloDial d =
+      HelloDial::toMember(io_, plan_.successor, wire::Role::kPeerToPeer, key_, identity_, timeout_, "ring successor");
   d.self = plan_.self;
   d.epoch = epoch;
   d.index = index;
