@@ -6,12 +6,10 @@
 
 #include "net/endpoint.hpp"
 #include "peer/p2p_hello.hpp"
-#include "util/log.hpp"
 
 namespace pccl::peer {
 
 namespace {
-constexpr const char* kLog = "probe";
 constexpr size_t kMaxEarly = 64;
 
 uint64_t micros(std::chrono::steady_clock::duration d) {

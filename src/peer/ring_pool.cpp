@@ -6,12 +6,10 @@
 #include <utility>
 
 #include "net/endpoint.hpp"
-#include "util/log.hpp"
 
 namespace pccl::peer {
 
 namespace {
-constexpr const char* kLog = "ring";
 constexpr size_t kMaxEarly = 256;
 }  // namespace
 
