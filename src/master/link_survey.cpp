@@ -94,13 +94,12 @@ std::vector<std::vector<ProbePair>> scheduleRounds(std::vector<ProbePair> pairs,
 // ---- LinkSurvey ----------------------------------------------------------------------------------
 
 Effects LinkSurvey::begin(std::vector<wire::MemberInfo> members, std::vector<ProbePair> pairs,
-                          const SurveyConfig& config, uint64_t first_probe_id, TimePoint now) {
+                          const SurveyConfig& config, TimePoint now) {
   members_ = std::move(members);
   config_ = config;
   total_pairs_ = pairs.size();
   rounds_ = scheduleRounds(std::move(pairs), members_.size());
   round_ = 0;
-  next_probe_id_ = first_probe_id;
   started_ = now;
   active_ = true;
   return startRound(now);

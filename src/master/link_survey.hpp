@@ -64,10 +64,10 @@ struct SurveyConfig {
 
 class LinkSurvey {
  public:
-  // Plans for the first round of measuring `pairs` among `members`. Probe ids start at `first_probe_id`
-  // (one per round).
+  // Plans for the first round of measuring `pairs` among `members`. Each round gets a probe id of its
+  // own, never reused by a later survey of this object.
   Effects begin(std::vector<wire::MemberInfo> members, std::vector<ProbePair> pairs, const SurveyConfig& config,
-                uint64_t first_probe_id, TimePoint now);
+                TimePoint now);
   bool active() const { return active_; }
   bool involves(const wire::Uuid& id) const;
   // A peer's report for the current round; the next round's plans once this round is complete. Sets
@@ -80,7 +80,6 @@ class LinkSurvey {
   const std::vector<wire::MemberInfo>& members() const { return members_; }
   size_t rounds() const { return rounds_.size(); }
   size_t pairs() const { return total_pairs_; }
-  uint64_t nextProbeId() const { return next_probe_id_; }
   TimePoint startedAt() const { return started_; }
 
  private:

@@ -205,8 +205,7 @@ void Membership::startSurvey(Effects& fx, const std::vector<wire::MemberInfo>& m
   if (pairs.empty()) return startBuild(fx, members);
   phase_ = RunPhase::kMeasuring;
   const size_t count = pairs.size();
-  Effects plans = survey_.begin(members, std::move(pairs), survey_config_, next_probe_id_, now_());
-  next_probe_id_ = survey_.nextProbeId();
+  Effects plans = survey_.begin(members, std::move(pairs), survey_config_, now_());
   PCCL_LOG_INFO(kLog, "epoch={}: measuring {} links among {} peers in {} rounds (budget {} ms per round)", epoch_, count,
                 members.size(), survey_.rounds(), survey_config_.budget_ms);
   fx.insert(fx.end(), std::make_move_iterator(plans.begin()), std::make_move_iterator(plans.end()));
@@ -217,7 +216,6 @@ Effects Membership::probeReport(const wire::Uuid& id, const wire::ProbeReport& r
   if (phase_ != RunPhase::kMeasuring) return fx;
   bool finished = false;
   fx = survey_.report(id, r, &book_, now_(), &finished);
-  next_probe_id_ = std::max(next_probe_id_, survey_.nextProbeId());
   if (!finished) return fx;
   ++surveys_;
   links_measured_ += survey_.pairs();

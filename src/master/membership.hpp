@@ -110,7 +110,6 @@ class Membership {
   bool auto_optimize_ = false;
   LinkSurvey survey_;
   LinkBook book_;
-  uint64_t next_probe_id_ = 1;
   uint64_t surveys_ = 0;
   uint64_t links_measured_ = 0;
   double predicted_ = 0;

@@ -175,8 +175,6 @@ void LinkProber::pump(size_t conn) {
                  if (!s.isOk()) {
                    if (!budget_spent_) return txFinish(s.toString());
                    tx_bytes_ -= bytes;  // taken back when the budget ran out
-                 } else {
-                   tx_total_ += bytes;
                  }
                  pump(conn);
                });
@@ -288,7 +286,6 @@ Status LinkProber::deliver(net::DataChannel& ch, const wire::DataHeader& h, cons
     default:
       if (samples_.empty()) rx_start_ = now;
       rx_bytes_ += bytes;
-      rx_total_ += bytes;
       samples_.emplace_back(now, rx_bytes_);
       return Status::ok();
   }

@@ -58,8 +58,6 @@ class LinkProber : public net::DataSink {
   // An authenticated kProbe connection from our listener; reads its P2PHello.
   void adopt(net::Link link);
 
-  uint64_t bytesSent() const { return tx_total_; }
-  uint64_t bytesReceived() const { return rx_total_; }
 
   Result<net::Placement> place(net::DataChannel& ch, const wire::DataHeader& h, uint32_t bytes) override;
   Status deliver(net::DataChannel& ch, const wire::DataHeader& h, const uint8_t* data, uint32_t bytes) override;
@@ -125,8 +123,6 @@ class LinkProber : public net::DataSink {
   std::vector<Early> early_;
 
   std::vector<uint8_t> zeros_;  // what the sender sends
-  uint64_t tx_total_ = 0;
-  uint64_t rx_total_ = 0;
 };
 
 }  // namespace pccl::peer
