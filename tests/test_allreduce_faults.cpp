@@ -1,5 +1,6 @@
-// All-reduce under real failures of real processes: a ring_member process is SIGKILLed or SIGSTOPped
-// while the in-process survivors are inside all-reduces with it; the master is killed mid-operation.
+// Collectives under real failures of real processes: a ring_member process is SIGKILLed or SIGSTOPped
+// while the in-process survivors are inside all-reduces (or broadcasts, all-gathers, reduce-scatters)
+// with it; the master is killed mid-operation.
 // Survivors must fail with PeerLost (or MasterUnreachable) within the heartbeat timeout, find their
 // in-place input intact, and succeed again after pcclUpdateTopology with the smaller world.
 #include <catch2/catch.hpp>
@@ -49,23 +50,64 @@ struct Progress {
   }
 };
 
-// In-place float32 sums of ones (what ring_member --allreduce runs) until one fails.
-Outcome reduceUntilFailure(Communicator& c, Progress* progress = nullptr, ReduceOptions opts = {}) {
+// One in-place float32 collective of kCount elements (per rank) as ring_member --collective runs it
+// (examples/c/ring_member.c, runCollective): *intact tells whether a failure left the input as it was,
+// and *right whether a success is the expected result.
+Result<ReduceInfo> runOnce(Communicator& c, const std::string& kind, std::vector<float>& buf, const ReduceOptions& opts,
+                           bool* intact, bool* right) {
+  const uint32_t rank = c.topology().group_rank;
+  const uint32_t world = std::max<uint32_t>(c.topology().group_world_size, 1);
+  auto all = [](const float* p, size_t n, float v) { return std::all_of(p, p + n, [v](float x) { return x == v; }); };
+  if (kind == "broadcast") {
+    const float mine = rank == 0 ? 1.0f : static_cast<float>(rank + 2);
+    buf.assign(kCount, mine);
+    auto r = c.broadcast(buf.data(), buf.data(), kCount, DataType::kFloat32, 0, opts);
+    *intact = all(buf.data(), kCount, mine);
+    *right = r.isOk() && all(buf.data(), kCount, 1.0f);
+    return r;
+  }
+  if (kind == "allgather") {
+    buf.assign(kCount * world, 0.0f);
+    float* own = buf.data() + rank * kCount;
+    std::fill(own, own + kCount, static_cast<float>(rank + 1));
+    auto r = c.allGather(own, buf.data(), kCount, DataType::kFloat32, opts);
+    *intact = all(own, kCount, static_cast<float>(rank + 1));
+    *right = r.isOk();
+    for (uint32_t b = 0; b < world && *right; ++b) *right = all(buf.data() + b * kCount, kCount, b + 1.0f);
+    return r;
+  }
+  if (kind == "reducescatter") {
+    buf.assign(kCount * world, 1.0f);
+    float* own = buf.data() + rank * kCount;
+    auto r = c.reduceScatter(buf.data(), own, kCount, DataType::kFloat32, RedOp::kSum, opts);
+    *intact = all(buf.data(), buf.size(), 1.0f);
+    *right = r.isOk() && all(own, kCount, static_cast<float>(r->world_size));
+    return r;
+  }
+  buf.assign(kCount, 1.0f);
+  auto r = c.allReduce(buf.data(), buf.data(), kCount, DataType::kFloat32, RedOp::kSum, opts);
+  *intact = all(buf.data(), kCount, 1.0f);
+  *right = r.isOk() && all(buf.data(), kCount, static_cast<float>(r->world_size));
+  return r;
+}
+
+// That collective in a loop until one fails.
+Outcome reduceUntilFailure(Communicator& c, Progress* progress = nullptr, ReduceOptions opts = {},
+                           const std::string& kind = "allreduce") {
   Outcome o;
-  std::vector<float> buf(kCount);
+  std::vector<float> buf;
   for (;;) {
-    std::fill(buf.begin(), buf.end(), 1.0f);
-    auto r = c.allReduce(buf.data(), buf.data(), kCount, DataType::kFloat32, RedOp::kSum, opts);
+    bool intact = false, right = false;
+    auto r = runOnce(c, kind, buf, opts, &intact, &right);
     if (!r.isOk()) {
       o.status = r.status();
       o.at = std::chrono::steady_clock::now();
-      o.input_intact = std::all_of(buf.begin(), buf.end(), [](float v) { return v == 1.0f; });
+      o.input_intact = intact;
       return o;
     }
     ++o.successes;
     if (progress != nullptr) progress->add();
-    const float want = static_cast<float>(r->world_size);
-    if (!std::all_of(buf.begin(), buf.end(), [want](float v) { return v == want; })) {
+    if (!right) {
       o.status = Status::internal("wrong result");
       return o;
     }
@@ -78,8 +120,8 @@ struct Scene {
   std::unique_ptr<ChildProcess> victim;
 };
 
-// Two in-process peers and one ring_member process looping all-reduces with them.
-Scene sceneWithVictim() {
+// Two in-process peers and one ring_member process looping all-reduces (or `kind`) with them.
+Scene sceneWithVictim(const std::string& kind = "allreduce") {
   Scene s;
   s.master = startMaster(fastMasterConfig());
   REQUIRE(s.master);
@@ -88,7 +130,8 @@ Scene sceneWithVictim() {
   REQUIRE(s.survivors[0]->connect().isOk());
   auto second = std::async(std::launch::async, [&] { return s.survivors[1]->connect(); });
   std::vector<std::string> args = memberArgs(s.master->port(), "victim");
-  for (const char* a : {"--allreduce", "4194304", "--segment-bytes", "65536"}) args.push_back(a);
+  for (const char* a : {"--allreduce", "4194304", "--segment-bytes", "65536", "--collective"}) args.push_back(a);
+  args.push_back(kind);
   s.victim = std::make_unique<ChildProcess>(args, std::vector<std::string>{"PCCL_LOG_LEVEL=error"});
   REQUIRE(s.master->waitFor([](const MasterStats& st) { return st.pending == 2; }, 5000));
   REQUIRE(s.survivors[0]->updateTopology().isOk());
@@ -99,31 +142,32 @@ Scene sceneWithVictim() {
 
 // Waits for the victim's third completed operation, then for half the time one operation took: the
 // next operation is then under way on every peer (a fixed point to strike at, not a polling loop).
-void waitUntilMidOperation(ChildProcess& victim) {
-  auto line = victim.waitForLine("victim allreduce 3 ok", 20000);
+void waitUntilMidOperation(ChildProcess& victim, const std::string& kind) {
+  auto line = victim.waitForLine("victim " + kind + " 3 ok", 20000);
   REQUIRE(line);
   const double op_ms = std::stod(line->substr(line->find("time_ms=") + 8));
   std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(op_ms * 500)));
 }
 
-void retryWithSmallerWorld(Scene& s) {
+void retryWithSmallerWorld(Scene& s, const std::string& kind) {
   std::vector<Status> st(2);
-  std::vector<std::vector<float>> bufs(2, std::vector<float>(kCount, 1.0f));
   std::vector<std::thread> t;
   for (size_t i = 0; i < 2; ++i) {
     t.emplace_back([&, i] {
       st[i] = s.survivors[i]->updateTopology();
       if (!st[i].isOk()) return;
-      auto r = s.survivors[i]->allReduce(bufs[i].data(), bufs[i].data(), kCount, DataType::kFloat32, RedOp::kSum);
+      std::vector<float> buf;
+      bool intact = false, right = false;
+      auto r = runOnce(*s.survivors[i], kind, buf, ReduceOptions{}, &intact, &right);
       st[i] = r.status();
       if (r.isOk() && r->world_size != 2) st[i] = Status::internal("world size is not 2");
+      if (r.isOk() && !right) st[i] = Status::internal("wrong result after the retry");
     });
   }
   for (auto& th : t) th.join();
   for (size_t i = 0; i < 2; ++i) {
     INFO(st[i].toString());
     CHECK(st[i].isOk());
-    CHECK(std::all_of(bufs[i].begin(), bufs[i].end(), [](float v) { return v == 2.0f; }));
   }
 }
 
@@ -132,13 +176,14 @@ void retryWithSmallerWorld(Scene& s) {
 namespace {
 // Survivors loop all-reduces with the victim; `sig` strikes it mid-operation. Every survivor must fail
 // with PeerLost within `limit_s`, its input intact, and succeed after an update with world 2.
-void strikeMidOperation(Scene& s, int sig, double limit_s, ReduceOptions opts = {}) {
+void strikeMidOperation(Scene& s, int sig, double limit_s, ReduceOptions opts = {},
+                        const std::string& kind = "allreduce") {
   std::vector<Outcome> out(2);
   std::vector<std::thread> loops;
   for (size_t i = 0; i < 2; ++i) {
-    loops.emplace_back([&, i] { out[i] = reduceUntilFailure(*s.survivors[i], nullptr, opts); });
+    loops.emplace_back([&, i] { out[i] = reduceUntilFailure(*s.survivors[i], nullptr, opts, kind); });
   }
-  waitUntilMidOperation(*s.victim);
+  waitUntilMidOperation(*s.victim, kind);
   const auto struck = std::chrono::steady_clock::now();
   s.victim->signal(sig);
   for (auto& t : loops) t.join();
@@ -152,7 +197,7 @@ void strikeMidOperation(Scene& s, int sig, double limit_s, ReduceOptions opts = 
                      << out[i].status.message());
     CHECK(after < limit_s);
   }
-  retryWithSmallerWorld(s);
+  retryWithSmallerWorld(s, kind);
 }
 }  // namespace
 
@@ -186,6 +231,32 @@ TEST_CASE("allreduce faults: SIGKILL mid-operation with device buffers (GPU ABI 
   ReduceOptions device;
   device.location = BufferLocation::kDevice;
   strikeMidOperation(s, SIGKILL, 1.0, device);
+}
+
+TEST_CASE("collective faults: a peer SIGKILLed mid-broadcast -> PeerLost, in-place buffers intact, retry succeeds",
+          "[faults][collectives]") {
+  Scene s = sceneWithVictim("broadcast");
+  strikeMidOperation(s, SIGKILL, 1.0, {}, "broadcast");
+}
+
+TEST_CASE("collective faults: a peer SIGKILLed mid-allgather -> PeerLost, in-place block intact, retry succeeds",
+          "[faults][collectives]") {
+  Scene s = sceneWithVictim("allgather");
+  strikeMidOperation(s, SIGKILL, 1.0, {}, "allgather");
+}
+
+TEST_CASE("collective faults: a peer SIGKILLed mid-reducescatter -> PeerLost, input intact, retry succeeds",
+          "[faults][collectives]") {
+  Scene s = sceneWithVictim("reducescatter");
+  strikeMidOperation(s, SIGKILL, 1.0, {}, "reducescatter");
+}
+
+TEST_CASE("collective faults: a peer SIGSTOPped mid-allgather -> PeerLost within the heartbeat timeout",
+          "[faults][collectives]") {
+  Scene s = sceneWithVictim("allgather");
+  strikeMidOperation(s, SIGSTOP, kTimeoutMs / 1000.0 + 1.5, {}, "allgather");
+  s.victim->signal(SIGCONT);
+  CHECK(s.victim->waitExit(10000) != 0);
 }
 
 TEST_CASE("allreduce faults: a peer SIGSTOPped mid-operation -> PeerLost within the heartbeat timeout",

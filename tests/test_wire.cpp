@@ -233,6 +233,8 @@ OpAnnounce sample(Tag<OpAnnounce>) {
   m.epoch = 77;
   m.segment_bytes = 1u << 20;
   m.algo = 1;
+  m.kind = 3;
+  m.root = 0x01020304u;
   return m;
 }
 OpAbort sample(Tag<OpAbort>) {
@@ -407,16 +409,16 @@ TEST_CASE("wire: header byte layout is 20 little-endian bytes starting with PCCL
   h.epoch = 0x0102030405060708ull;
   h.length = 0x0A0B0C0Du;
   const HeaderBytes b = encodeHeader(h);
-  const HeaderBytes expected = {'P',  'C',  'C',  'L',  0x07, 0x00, 0x34, 0x12, 0x08, 0x07,
+  const HeaderBytes expected = {'P',  'C',  'C',  'L',  0x08, 0x00, 0x34, 0x12, 0x08, 0x07,
                                 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x0D, 0x0C, 0x0B, 0x0A};
   CHECK(b == expected);
   CHECK(kHeaderSize == 20);
-  CHECK(kProtocolVersion == 7);
+  CHECK(kProtocolVersion == 8);
 
   auto d = decodeHeader(b.data(), b.size(), 0xFFFFFFFFu);
   REQUIRE(d.isOk());
   CHECK(d->magic == kMagic);
-  CHECK(d->version == 7);
+  CHECK(d->version == 8);
   CHECK(d->type == 0x1234);
   CHECK(d->epoch == 0x0102030405060708ull);
   CHECK(d->length == 0x0A0B0C0Du);
@@ -431,7 +433,7 @@ TEST_CASE("wire: P2PHello frame byte layout") {
   const std::vector<uint8_t> frame = encodeFrame(m, 0x0000000000000105ull);
   std::vector<uint8_t> expected = {
       // header
-      'P', 'C', 'C', 'L', 0x07, 0x00, 0x30, 0x00,              // magic, version 7, type 48
+      'P', 'C', 'C', 'L', 0x08, 0x00, 0x30, 0x00,              // magic, version 8, type 48
       0x05, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,          // epoch 0x105
       0x5C, 0x00, 0x00, 0x00,                                  // length 92
       // payload: sender_id
@@ -447,12 +449,12 @@ TEST_CASE("wire: P2PHello frame byte layout") {
   }
 }
 
-TEST_CASE("wire: ring data header layout (protocol 5): tag, phase, flags, offset, seq, descriptor") {
+TEST_CASE("wire: ring data header layout (protocol 8): tag, phase, flags, offset, seq, descriptor") {
   DataHeader d = dataHeader(0x0102030405060708ull, 3, kDataCompressed, 0x1112131415161718ull);
   d.seq = 0xA1A2A3A4u;
-  d.desc = OpDesc{0x2122232425262728ull, 0x31323334u, 10, 1, 3, 19, 1};
+  d.desc = OpDesc{0x2122232425262728ull, 0x31323334u, 10, 1, 3, 19, 1, 1, 0x41424344u};
   const auto head = encodeDataFrameHead(d, 0x105, 100);
-  REQUIRE(head.size() == kHeaderSize + 45);
+  REQUIRE(head.size() == kHeaderSize + 50);
   const std::vector<uint8_t> expected = {
       0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,  // op_id (the tag)
       0x03, 0x00, 0x00, 0x00,                          // phase
@@ -462,6 +464,8 @@ TEST_CASE("wire: ring data header layout (protocol 5): tag, phase, flags, offset
       0x28, 0x27, 0x26, 0x25, 0x24, 0x23, 0x22, 0x21,  // count
       0x34, 0x33, 0x32, 0x31,                          // segment_bytes
       10, 1, 3, 19, 1,                                 // dtype, op, quant, compress, algo
+      1,                                               // kind (broadcast)
+      0x44, 0x43, 0x42, 0x41,                          // root
   };
   CHECK(std::vector<uint8_t>(head.begin() + kHeaderSize, head.end()) == expected);
   auto back = decodeDataHeader(head.data() + kHeaderSize, kDataHeaderSize);
@@ -469,6 +473,10 @@ TEST_CASE("wire: ring data header layout (protocol 5): tag, phase, flags, offset
   CHECK(back->seq == d.seq);
   CHECK(back->desc == d.desc);
   CHECK(decodeDataHeader(head.data() + kHeaderSize, kDataHeaderSize - 1).status().code() == Code::kProtocolError);
+  std::vector<uint8_t> unknown(head.begin() + kHeaderSize, head.end());
+  unknown[45] = 5;  // no such collective
+  CHECK_THAT(decodeDataHeader(unknown.data(), unknown.size()).status().message(),
+             Catch::Contains("unknown collective 5"));
 
   RingCtl c;
   c.kind = RingCtl::kAbort;

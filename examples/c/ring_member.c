@@ -5,8 +5,10 @@
  * retrying after pcclUpdateTopology when a peer is lost: the abort/retry loop a trainer runs.
  *
  *   ring_member --master HOST:PORT [--name NAME] [--run-ms N] [--heartbeat-ms N] [--timeout-ms N]
- *               [--allreduce COUNT] [--segment-bytes N] [--optimize 1]
+ *               [--allreduce COUNT] [--collective KIND] [--segment-bytes N] [--optimize 1]
  *
+ * --collective broadcast|allgather|reducescatter runs that collective in the loop instead (in place,
+ * COUNT elements per rank; runCollective() says what each peer sends and checks).
  * With --optimize 1 it calls pcclOptimizeTopology where it would call pcclUpdateTopology (its peers
  * must then do the same: every member makes the same call).
  * The shared secret comes from PCCL_SECRET or PCCL_SECRET_FILE. SIGINT/SIGTERM leave gracefully.
@@ -69,9 +71,49 @@ static void printRing(const char* name, const char* event, pcclComm_t comm) {
   fflush(stdout);
 }
 
+/* The largest group an all-gather or reduce-scatter of this program runs in. */
+enum { kMaxWorld = 16 };
+
+/* One in-place float32 collective of `count` elements (per rank for all-gather and reduce-scatter) with
+ * inputs every peer can check: all-reduce sums ones (-> group size); broadcast from rank 0, whose
+ * buffer holds 1 and the others' their rank + 2 (-> 1); all-gather of blocks holding rank + 1 (block b
+ * -> b + 1); reduce-scatter of ones (-> group size). *bad counts wrong elements. */
+static pcclResult_t runCollective(const char* kind, float* data, long count, pcclComm_t comm, pcclReduceInfo_t* info,
+                                  long* bad) {
+  int64_t world = 1, rank = 0;
+  long k, n = count;
+  pcclResult_t r;
+  pcclGetAttribute(comm, PCCL_ATTR_GROUP_WORLD_SIZE, &world);
+  pcclGetAttribute(comm, PCCL_ATTR_GROUP_RANK, &rank);
+  if (world < 1) world = 1;
+  if (world > kMaxWorld) return pcclInvalidUsage;
+  if (strcmp(kind, "broadcast") == 0) {
+    for (k = 0; k < n; ++k) data[k] = rank == 0 ? 1.0f : (float)(rank + 2);
+    r = pcclBroadcast(data, data, (size_t)n, pcclFloat32, 0, NULL, comm, info);
+    for (k = 0; r == pcclSuccess && k < n; ++k) *bad += data[k] != 1.0f;
+  } else if (strcmp(kind, "allgather") == 0) {
+    float* own = data + rank * count;
+    for (k = 0; k < count * world; ++k) data[k] = 0.0f;
+    for (k = 0; k < count; ++k) own[k] = (float)(rank + 1);
+    r = pcclAllGather(own, data, (size_t)count, pcclFloat32, NULL, comm, info);
+    for (k = 0; r == pcclSuccess && k < count * world; ++k) *bad += data[k] != (float)(k / count + 1);
+  } else if (strcmp(kind, "reducescatter") == 0) {
+    float* own = data + rank * count;
+    for (k = 0; k < count * world; ++k) data[k] = 1.0f;
+    r = pcclReduceScatter(data, own, (size_t)count, pcclFloat32, pcclSum, NULL, comm, info);
+    for (k = 0; r == pcclSuccess && k < count; ++k) *bad += own[k] != (float)info->world_size;
+  } else {
+    for (k = 0; k < n; ++k) data[k] = 1.0f;
+    r = pcclAllReduce(data, data, (size_t)n, pcclFloat32, pcclSum, NULL, comm, info);
+    for (k = 0; r == pcclSuccess && k < n; ++k) *bad += data[k] != (float)info->world_size;
+  }
+  return r;
+}
+
 int main(int argc, char** argv) {
   const char* master = NULL;
   const char* name = "peer";
+  const char* kind = "allreduce";
   long run_ms = -1;
   long heartbeat_ms = 1000, timeout_ms = 10000;
   long count = 0, segment_bytes = 0, optimize = 0;
@@ -83,6 +125,7 @@ int main(int argc, char** argv) {
     else if (strcmp(argv[i], "--heartbeat-ms") == 0) heartbeat_ms = atol(argv[i + 1]);
     else if (strcmp(argv[i], "--timeout-ms") == 0) timeout_ms = atol(argv[i + 1]);
     else if (strcmp(argv[i], "--allreduce") == 0) count = atol(argv[i + 1]);
+    else if (strcmp(argv[i], "--collective") == 0) kind = argv[i + 1];
     else if (strcmp(argv[i], "--segment-bytes") == 0) segment_bytes = atol(argv[i + 1]);
     else if (strcmp(argv[i], "--optimize") == 0) optimize = atol(argv[i + 1]);
     else break;
@@ -90,7 +133,8 @@ int main(int argc, char** argv) {
   if (master == NULL || i < argc || count < 0) {
     fprintf(stderr,
             "usage: %s --master HOST:PORT [--name NAME] [--run-ms N] [--heartbeat-ms N] [--timeout-ms N]\n"
-            "          [--allreduce COUNT] [--segment-bytes N] [--optimize 1]\n",
+            "          [--allreduce COUNT] [--collective allreduce|broadcast|allgather|reducescatter]\n"
+            "          [--segment-bytes N] [--optimize 1]\n",
             argv[0]);
     return 2;
   }
@@ -117,7 +161,8 @@ int main(int argc, char** argv) {
 
   float* data = NULL;
   if (count > 0) {
-    data = (float*)malloc((size_t)count * sizeof(float));
+    /* room for an all-gather's or reduce-scatter's group size x COUNT elements */
+    data = (float*)malloc((size_t)count * sizeof(float) * kMaxWorld);
     if (data == NULL) return report(name, "malloc", pcclSystemError, comm);
   }
   long long start = nowMs();
@@ -145,14 +190,11 @@ int main(int argc, char** argv) {
       sleepMs(50); /* a trainer would run a training step here */
       continue;
     }
-    long k;
     pcclReduceInfo_t info;
-    for (k = 0; k < count; ++k) data[k] = 1.0f;
-    r = pcclAllReduce(data, data, (size_t)count, pcclFloat32, pcclSum, NULL, comm, &info);
+    long bad = 0;
+    r = runCollective(kind, data, count, comm, &info, &bad);
     if (r == pcclSuccess) {
-      long bad = 0;
-      for (k = 0; k < count; ++k) bad += data[k] != (float)info.world_size;
-      printf("%s allreduce %ld ok world=%u wrong=%ld time_ms=%.3f\n", name, ++iteration, info.world_size, bad,
+      printf("%s %s %ld ok world=%u wrong=%ld time_ms=%.3f\n", name, kind, ++iteration, info.world_size, bad,
              info.time_s * 1e3);
       fflush(stdout);
       if (bad != 0) {
@@ -160,11 +202,11 @@ int main(int argc, char** argv) {
         break;
       }
     } else if (r == pcclPeerLost || r == pcclTopologyChanged || r == pcclTimeout) {
-      report(name, "pcclAllReduce (will update the topology and retry)", r, comm);
+      report(name, "collective (will update the topology and retry)", r, comm);
       r = optimize ? pcclOptimizeTopology(comm) : pcclUpdateTopology(comm);
       if (r == pcclSuccess) printRing(name, "ring", comm);
     } else {
-      status = report(name, "pcclAllReduce", r, comm);
+      status = report(name, kind, r, comm);
       break;
     }
   }

@@ -125,6 +125,33 @@ class PCCL_API Communicator {
                                const ReduceOptions& options = {});
   Result<ReduceHandle> allReduceAsync(const void* send, void* recv, size_t count, DataType dtype, RedOp op,
                                       const ReduceOptions& options = {});
+  // The other collectives run on the same ring with the same properties (striped, pipelined, agreed,
+  // all or nothing, concurrent by tag, the same options; docs/algorithms.md §1a). Ranks and blocks
+  // are those of the group's ring: Topology::group_rank, which changes when the ring is rebuilt. On
+  // failure `send` is untouched and an in-place buffer holds its input again; other outputs are
+  // unspecified. Device buffers (ReduceOptions::location) are the all-reduce's alone (Unsupported).
+  //
+  // Copies `count` elements of the root's `send` into every peer's `recv` (send == recv: in place; a
+  // non-root's `send` is not read and may be null), pipelined along the ring from the root.
+  Result<ReduceInfo> broadcast(const void* send, void* recv, size_t count, DataType dtype, uint32_t root,
+                               const ReduceOptions& options = {});
+  Result<ReduceHandle> broadcastAsync(const void* send, void* recv, size_t count, DataType dtype, uint32_t root,
+                                      const ReduceOptions& options = {});
+  // Every peer's `send_count` elements, in rank order, into every peer's `recv` (group size x
+  // send_count elements). In place: send == recv + group_rank x send_count elements.
+  Result<ReduceInfo> allGather(const void* send, void* recv, size_t send_count, DataType dtype,
+                               const ReduceOptions& options = {});
+  Result<ReduceHandle> allGatherAsync(const void* send, void* recv, size_t send_count, DataType dtype,
+                                      const ReduceOptions& options = {});
+  // Reduces every peer's `send` (group size x recv_count elements) and leaves block group_rank of the
+  // result (`recv_count` elements) in `recv`. In place: recv == send + group_rank x recv_count elements.
+  Result<ReduceInfo> reduceScatter(const void* send, void* recv, size_t recv_count, DataType dtype, RedOp op,
+                                   const ReduceOptions& options = {});
+  Result<ReduceHandle> reduceScatterAsync(const void* send, void* recv, size_t recv_count, DataType dtype, RedOp op,
+                                          const ReduceOptions& options = {});
+  // Returns once every peer of the group has called it (a collective without data; uses options.tag).
+  Result<ReduceInfo> barrier(const ReduceOptions& options = {});
+  Result<ReduceHandle> barrierAsync(const ReduceOptions& options = {});
   // Makes this peer's shared state equal to the group's elected one (docs/shared_state.md): every
   // peer of the group calls it; out-of-date peers fetch only the tensors that differ, from the peers
   // that hold the elected content, and verify them. Blocks until the group is done (op_timeout_ms).

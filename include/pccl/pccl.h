@@ -386,6 +386,53 @@ PCCL_API pcclResult_t pcclAllReduceAsync(const void* sendbuf, void* recvbuf, siz
                                          pcclRedOp_t op, const pcclReduceOptions_t* opts, pcclComm_t comm,
                                          pcclRequest_t* req);
 
+/* The other collectives (docs/algorithms.md §1a). They run on the same ring as pcclAllReduce with
+ * the same properties and rules: striped over the ring's connections and pipelined, agreed by every
+ * peer of the group (the same tag, count, dtype, op, root, quant and compress, else pcclMismatch on
+ * every peer naming what each called), all or nothing (on failure sendbuf is untouched and an in-place
+ * buffer holds its input again; other receive buffers are unspecified), concurrent with any other
+ * collective of another tag, ended by op_timeout_ms, every dtype; opts (NULL = defaults) gives the
+ * tag, quant and compress (quantized, every peer ends with the same bits, the owner of a block keeps
+ * the decoded value too). Ranks and blocks are those of the group's ring (PCCL_ATTR_GROUP_RANK, which
+ * can change at every topology update). Device buffers (opts->location) are the all-reduce's alone:
+ * pcclUnsupported. Each *Async form returns a request as pcclAllReduceAsync does; pcclWait,
+ * pcclWaitFor and pcclTest serve all of them. Thread-safety and errors: as pcclAllReduce, plus
+ * pcclInvalidArgument for the arguments named below.
+ *
+ * pcclBroadcast: copies count elements of the root's sendbuf into every peer's recvbuf, pipelined along
+ * the ring from the root. sendbuf == recvbuf: in place; a non-root's sendbuf is not read (may be
+ * NULL). root: a group rank (< PCCL_ATTR_GROUP_WORLD_SIZE, else pcclInvalidArgument). */
+PCCL_API pcclResult_t pcclBroadcast(const void* sendbuf, void* recvbuf, size_t count, pcclDataType_t dtype,
+                                    uint32_t root, const pcclReduceOptions_t* opts, pcclComm_t comm,
+                                    pcclReduceInfo_t* info);
+PCCL_API pcclResult_t pcclBroadcastAsync(const void* sendbuf, void* recvbuf, size_t count, pcclDataType_t dtype,
+                                         uint32_t root, const pcclReduceOptions_t* opts, pcclComm_t comm,
+                                         pcclRequest_t* req);
+
+/* pcclAllGather: every peer's sendcount elements, in group-rank order, into every peer's recvbuf
+ * (group size x sendcount elements). In place: sendbuf == recvbuf + group_rank x sendcount elements;
+ * any other overlap is pcclInvalidArgument. */
+PCCL_API pcclResult_t pcclAllGather(const void* sendbuf, void* recvbuf, size_t sendcount, pcclDataType_t dtype,
+                                    const pcclReduceOptions_t* opts, pcclComm_t comm, pcclReduceInfo_t* info);
+PCCL_API pcclResult_t pcclAllGatherAsync(const void* sendbuf, void* recvbuf, size_t sendcount, pcclDataType_t dtype,
+                                         const pcclReduceOptions_t* opts, pcclComm_t comm, pcclRequest_t* req);
+
+/* pcclReduceScatter: reduces every peer's sendbuf (group size x recvcount elements) with op and leaves
+ * block group_rank of the result (recvcount elements) in recvbuf. In place: recvbuf == sendbuf +
+ * group_rank x recvcount elements; any other overlap is pcclInvalidArgument. Integer avg is exact, as
+ * in pcclAllReduce. */
+PCCL_API pcclResult_t pcclReduceScatter(const void* sendbuf, void* recvbuf, size_t recvcount, pcclDataType_t dtype,
+                                        pcclRedOp_t op, const pcclReduceOptions_t* opts, pcclComm_t comm,
+                                        pcclReduceInfo_t* info);
+PCCL_API pcclResult_t pcclReduceScatterAsync(const void* sendbuf, void* recvbuf, size_t recvcount,
+                                             pcclDataType_t dtype, pcclRedOp_t op, const pcclReduceOptions_t* opts,
+                                             pcclComm_t comm, pcclRequest_t* req);
+
+/* pcclBarrier: returns once every peer of the group has called it (a collective without data, with
+ * the tag of opts). */
+PCCL_API pcclResult_t pcclBarrier(const pcclReduceOptions_t* opts, pcclComm_t comm);
+PCCL_API pcclResult_t pcclBarrierAsync(const pcclReduceOptions_t* opts, pcclComm_t comm, pcclRequest_t* req);
+
 /* Blocks until the operation of req ends (every operation ends by its op_timeout_ms deadline), frees
  * req — also on failure — and returns the operation's result, with the codes of pcclAllReduce.
  * info may be NULL. A failure's detail is read with pcclGetLastError(comm) on the thread that waited.

@@ -3,6 +3,7 @@
 // whose completion comes back through the ReduceHandle.
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include "api/comm_impl.hpp"
@@ -15,30 +16,53 @@ using peer::PeerState;
 
 Result<ReduceHandle> Communicator::Impl::allReduceAsync(const void* send, void* recv, size_t count, DataType dtype,
                                                         RedOp op, const ReduceOptions& o) {
-  PCCL_RETURN_IF_ERROR(record(checkReduceArgs(send, recv, count, dtype, op, o)));
+  CollectiveCall c;
+  c.send = send;
+  c.recv = recv;
+  c.count = count;
+  c.dtype = dtype;
+  c.op = op;
+  c.options = o;
+  return startCollective(c);
+}
+
+Result<ReduceHandle> Communicator::Impl::startCollective(const CollectiveCall& call) {
+  PCCL_RETURN_IF_ERROR(record(checkCallOptions(call)));
+  const char* name = wire::collectiveName(call.kind);
+  const ReduceOptions& o = call.options;
   collective::ReduceRequest req;
   req.submitted = Clock::now();
+  req.kind = call.kind;
+  req.root = call.root;
   req.tag = o.tag;
-  req.count = count;
-  req.dtype = static_cast<codec::DType>(dtype);
-  req.op = static_cast<codec::RedOp>(op);
+  req.dtype = static_cast<codec::DType>(call.dtype);
+  // Only the reducing collectives have an operator: the others carry sum, so that every peer agrees.
+  const bool reduces = call.kind == wire::Collective::kAllReduce || call.kind == wire::Collective::kReduceScatter;
+  req.op = reduces ? static_cast<codec::RedOp>(call.op) : codec::RedOp::kSum;
   req.quant = static_cast<codec::Quant>(o.quant);
   req.compress = o.compress;
   req.segment_bytes = config_.segment_bytes;
   req.timeout = Millis(config_.op_timeout_ms);
-  req.output = static_cast<uint8_t*>(recv);
-  req.input = static_cast<const uint8_t*>(send);
+  req.output = static_cast<uint8_t*>(call.recv);
+  req.input = static_cast<const uint8_t*>(call.send);
+  CallLayout layout;
+  bool non_root = false;  // a broadcast's receiver: its send buffer is not read
   {
     std::lock_guard<std::mutex> lk(mu_);
     if (!fatal_.isOk()) return record(fatal_);
     if (state_ != PeerState::kMember) {
-      return record(Status::invalidUsage(
-          fmt::format("allReduce needs a connected member with a ring; this peer is {}", peer::peerStateName(state_))));
+      return record(Status::invalidUsage(fmt::format("{} needs a connected member with a ring; this peer is {}", name,
+                                                     peer::peerStateName(state_))));
     }
-    if (syncing_) return record(Status::invalidUsage("allReduce while a shared-state sync runs on this peer"));
+    if (syncing_) return record(Status::invalidUsage(fmt::format("{} while a shared-state sync runs on this peer", name)));
+    const uint32_t world = std::max<uint32_t>(topology_.group_world_size, 1);
+    auto checked = checkCallBuffers(call, topology_.group_rank, world);
+    if (!checked.isOk()) return record(checked.status());
+    layout = *checked;
+    non_root = call.kind == wire::Collective::kBroadcast && call.root != topology_.group_rank;
     if (inflight_.size() >= config_.max_concurrent_ops) {
       return record(Status::invalidUsage(fmt::format(
-          "{} all-reduces are in flight on this peer, its limit (max_concurrent_ops): wait for one first",
+          "{} collectives are in flight on this peer, its limit (max_concurrent_ops): wait for one first",
           inflight_.size())));
     }
     if (inflight_.count(o.tag) != 0) {
@@ -47,22 +71,29 @@ Result<ReduceHandle> Communicator::Impl::allReduceAsync(const void* send, void* 
     }
     inflight_.insert(o.tag);
   }
-  const size_t bytes = count * codec::dtypeSize(req.dtype);
-  if (o.location == BufferLocation::kDevice && count > 0) {
-    Status st = device_.prepare(send, recv, bytes, req);
+  req.count = layout.layout_count;
+  if (non_root) req.input = req.output;
+  if (o.location == BufferLocation::kDevice && layout.layout_count > 0) {
+    Status st = device_.prepare(call.send, call.recv, layout.output_bytes, req);
     if (!st.isOk()) {
       std::lock_guard<std::mutex> lk(mu_);
       inflight_.erase(o.tag);
       return record(st);
     }
-  } else if (send == recv && count > 0) {
-    // In place: the ring reads a saved copy of the input, so a failure can put it back.
-    req.saved = buffers_.acquire(bytes);
-    std::memcpy(req.saved.data.get(), recv, bytes);
+  } else if (layout.in_place) {
+    // The ring reads a saved copy of the input (a broadcast's non-root: of its buffer), so a failure can
+    // put it back.
+    const size_t copy = layout.input_bytes > 0 ? layout.input_bytes : layout.output_bytes;
+    req.saved = buffers_.acquire(copy);
+    std::memcpy(req.saved.data.get(), req.input, copy);
     req.input = req.saved.data.get();
+    req.restore_to = layout.restore_to;
+    req.restore_from = layout.restore_from;
+    req.restore_bytes = layout.restore_bytes;
   }
   auto state = std::make_shared<ReduceHandle::State>();
   const uint64_t tag = o.tag;
+  const size_t bytes = layout.output_bytes;
   stats_.reduceStarted(tag);
   auto done = [this, state, tag, bytes](const collective::ReduceOutcome& out) {
     {

@@ -25,6 +25,7 @@
 #include "api/comm_config.hpp"
 #include "api/comm_stats.hpp"
 #include "api/device_buffers.hpp"
+#include "api/reduce_handle.hpp"
 #include "api/shared_state.hpp"
 #include "collective/buffer_pool.hpp"
 #include "collective/collectives.hpp"
@@ -56,6 +57,8 @@ class Communicator::Impl {
   // ---- collectives (comm_collectives.cpp) --------------------------------------------------------
   Result<ReduceHandle> allReduceAsync(const void* send, void* recv, size_t count, DataType dtype, RedOp op,
                                       const ReduceOptions& o);
+  // Every collective: the checks, the in-place copy, the hand-off to the io thread.
+  Result<ReduceHandle> startCollective(const CollectiveCall& call);
   Result<SyncInfo> syncSharedState(SharedState& state, SyncStrategy strategy);
 
   // ---- attributes (communicator.cpp) -------------------------------------------------------------

@@ -128,6 +128,66 @@ Result<ReduceHandle> Communicator::allReduceAsync(const void* send, void* recv, 
                                                   const ReduceOptions& options) {
   return impl_->allReduceAsync(send, recv, count, dtype, op, options);
 }
+Result<ReduceHandle> Communicator::broadcastAsync(const void* send, void* recv, size_t count, DataType dtype,
+                                                 uint32_t root, const ReduceOptions& options) {
+  CollectiveCall c;
+  c.kind = wire::Collective::kBroadcast;
+  c.send = send;
+  c.recv = recv;
+  c.count = count;
+  c.dtype = dtype;
+  c.root = root;
+  c.options = options;
+  return impl_->startCollective(c);
+}
+Result<ReduceInfo> Communicator::broadcast(const void* send, void* recv, size_t count, DataType dtype, uint32_t root,
+                                           const ReduceOptions& options) {
+  PCCL_ASSIGN_OR_RETURN(ReduceHandle h, broadcastAsync(send, recv, count, dtype, root, options));
+  return h.wait();
+}
+Result<ReduceHandle> Communicator::allGatherAsync(const void* send, void* recv, size_t send_count, DataType dtype,
+                                                  const ReduceOptions& options) {
+  CollectiveCall c;
+  c.kind = wire::Collective::kAllGather;
+  c.send = send;
+  c.recv = recv;
+  c.count = send_count;
+  c.dtype = dtype;
+  c.options = options;
+  return impl_->startCollective(c);
+}
+Result<ReduceInfo> Communicator::allGather(const void* send, void* recv, size_t send_count, DataType dtype,
+                                           const ReduceOptions& options) {
+  PCCL_ASSIGN_OR_RETURN(ReduceHandle h, allGatherAsync(send, recv, send_count, dtype, options));
+  return h.wait();
+}
+Result<ReduceHandle> Communicator::reduceScatterAsync(const void* send, void* recv, size_t recv_count, DataType dtype,
+                                                      RedOp op, const ReduceOptions& options) {
+  CollectiveCall c;
+  c.kind = wire::Collective::kReduceScatter;
+  c.send = send;
+  c.recv = recv;
+  c.count = recv_count;
+  c.dtype = dtype;
+  c.op = op;
+  c.options = options;
+  return impl_->startCollective(c);
+}
+Result<ReduceInfo> Communicator::reduceScatter(const void* send, void* recv, size_t recv_count, DataType dtype, RedOp op,
+                                               const ReduceOptions& options) {
+  PCCL_ASSIGN_OR_RETURN(ReduceHandle h, reduceScatterAsync(send, recv, recv_count, dtype, op, options));
+  return h.wait();
+}
+Result<ReduceHandle> Communicator::barrierAsync(const ReduceOptions& options) {
+  CollectiveCall c;
+  c.kind = wire::Collective::kBarrier;
+  c.options = options;
+  return impl_->startCollective(c);
+}
+Result<ReduceInfo> Communicator::barrier(const ReduceOptions& options) {
+  PCCL_ASSIGN_OR_RETURN(ReduceHandle h, barrierAsync(options));
+  return h.wait();
+}
 Result<SyncInfo> Communicator::syncSharedState(SharedState& state, SyncStrategy strategy) {
   return impl_->syncSharedState(state, strategy);
 }

@@ -7,6 +7,7 @@
 #include <mutex>
 
 #include "pccl/communicator.hpp"
+#include "wire/data.hpp"
 
 namespace pccl {
 
@@ -18,8 +19,32 @@ struct ReduceHandle::State {
   ReduceInfo info;
 };
 
-// Types, pointers, sizes, overlap, and options this build cannot honour.
-Status checkReduceArgs(const void* send, void* recv, size_t count, DataType dtype, RedOp op, const ReduceOptions& o);
+// One collective call as the user made it. `count` is the user's: the all-reduce's and broadcast's
+// elements, an all-gather's send count, a reduce-scatter's receive count (per rank); a barrier has none.
+struct CollectiveCall {
+  wire::Collective kind = wire::Collective::kAllReduce;
+  const void* send = nullptr;
+  void* recv = nullptr;
+  size_t count = 0;
+  DataType dtype = DataType::kFloat32;
+  RedOp op = RedOp::kSum;
+  uint32_t root = 0;
+  ReduceOptions options;
+};
+
+// Types, operator and options, and what this build cannot honour.
+Status checkCallOptions(const CollectiveCall& c);
+// Where the call's input, output and in-place copy are, given our rank and the group's size.
+struct CallLayout {
+  size_t layout_count = 0;  // elements of the ring layout (OpDesc::count)
+  size_t input_bytes = 0;   // what the call reads of `send`
+  size_t output_bytes = 0;  // what it writes of `recv`
+  bool in_place = false;    // the input is (part of) the output: a saved copy is read, and restored on failure
+  uint8_t* restore_to = nullptr;  // in place: what a failure restores (restore_bytes from the copy + restore_from)
+  size_t restore_from = 0, restore_bytes = 0;
+};
+// Pointers, sizes and overlap (the in-place forms of docs/c_api.md §Collectives).
+Result<CallLayout> checkCallBuffers(const CollectiveCall& c, uint32_t rank, uint32_t world);
 
 }  // namespace pccl
 

@@ -134,6 +134,16 @@ void Collectives::submit(ReduceRequest req, Completion done) {
     return finishOp(o, Status(ring_broken_.code(), ring_broken_.message() + "; call pcclUpdateTopology"));
   }
   const size_t bytes = o.req.count * codec::dtypeSize(o.req.dtype);
+  if (o.req.kind == wire::Collective::kBroadcast && o.req.root >= std::max<uint32_t>(world_, 1)) {
+    return finishOp(o, Status::invalidUsage(fmt::format("broadcast root {} is not a rank of this group's ring of {}",
+                                                        o.req.root, std::max<uint32_t>(world_, 1))));
+  }
+  if ((o.req.kind == wire::Collective::kAllGather || o.req.kind == wire::Collective::kReduceScatter) &&
+      o.req.count % std::max<uint32_t>(world_, 1) != 0) {
+    return finishOp(o, Status::topologyChanged(fmt::format(
+        "the ring changed while the {} was being called (its layout of {} elements does not split into {} blocks)",
+        wire::collectiveName(o.req.kind), o.req.count, world_)));
+  }
   if (world_ <= 1) {  // alone in the group: the result is the input
     if (o.req.output != o.req.input && bytes > 0) {
       if (o.req.device != nullptr) {
@@ -146,9 +156,15 @@ void Collectives::submit(ReduceRequest req, Completion done) {
     return finishOp(o, Status::ok());
   }
   o.key = OpKey{epoch_, tag, next_seq_[tag]++};
-  o.desc = wire::OpDesc{o.req.count, o.req.segment_bytes, static_cast<uint8_t>(o.req.dtype),
-                        static_cast<uint8_t>(o.req.op), static_cast<uint8_t>(o.req.quant),
-                        static_cast<uint8_t>(o.req.compress), static_cast<uint8_t>(chooseAlgo(o.req))};
+  o.desc = wire::OpDesc{o.req.count,
+                        o.req.segment_bytes,
+                        static_cast<uint8_t>(o.req.dtype),
+                        static_cast<uint8_t>(o.req.op),
+                        static_cast<uint8_t>(o.req.quant),
+                        static_cast<uint8_t>(o.req.compress),
+                        static_cast<uint8_t>(chooseAlgo(o.req)),
+                        static_cast<uint8_t>(o.req.kind),
+                        o.req.root};
   const OpKey key = o.key;
   if (auto ended = history_.find(key)) {  // the others failed this call before we made it: so do we
     early_.drop(key);
@@ -192,7 +208,7 @@ void Collectives::submit(ReduceRequest req, Completion done) {
 // Gather when everything a peer can receive of the call fits both the limit and the eager bytes: the
 // choice depends on the descriptor and the group size alone, so every peer makes the same one.
 wire::Algo Collectives::chooseAlgo(const ReduceRequest& r) const {
-  if (world_ < 2 || r.count == 0) return wire::Algo::kRing;
+  if (world_ < 2 || r.count == 0 || r.kind != wire::Collective::kAllReduce) return wire::Algo::kRing;
   const uint64_t all = static_cast<uint64_t>(world_ - 1) * codec::wireBytes(r.quant, r.dtype, r.count);
   return all <= gather_bytes_ && all <= wire::kEagerBytes ? wire::Algo::kGather : wire::Algo::kRing;
 }
@@ -200,6 +216,8 @@ wire::Algo Collectives::chooseAlgo(const ReduceRequest& r) const {
 Status Collectives::startRing(Op& op) {
   const ReduceRequest& r = op.req;
   RingOpSpec spec;
+  spec.kind = r.kind;
+  spec.root = r.root;
   spec.op_id = op.key.tag;
   spec.seq = op.key.seq;
   spec.desc = op.desc;
@@ -230,6 +248,10 @@ Status Collectives::startRing(Op& op) {
   } else if (spec.coded()) {
     op.wire = pool_->acquire(wireRegionBytes(spec));
     spec.wire = op.wire.data.get();
+  }
+  if (r.kind == wire::Collective::kReduceScatter) {
+    op.scratch = pool_->acquire(r.count * codec::dtypeSize(r.dtype));
+    spec.scratch = op.scratch.data.get();
   }
   const OpKey key = op.key;
   op.ring = std::make_shared<RingAllReduce>(spec, striper_, [this, key](const Status& s) { ringFinished(key, s); });
@@ -366,7 +388,9 @@ void Collectives::endFailed(Op& op, const Status& why) {
   op.state = State::kFailing;
   history_.failed(op.key, why);
   const size_t bytes = op.req.count * codec::dtypeSize(op.req.dtype);
-  if (op.req.saved.data) std::memcpy(op.req.output, op.req.saved.data.get(), bytes);
+  if (op.req.saved.data) {
+    std::memcpy(op.req.restore_to, op.req.saved.data.get() + op.req.restore_from, op.req.restore_bytes);
+  }
   if (op.req.saved_device) {
     Status st = deviceCopy(*op.req.device, op.req.output, op.req.saved_device.data(), bytes);
     if (!st.isOk()) {
@@ -391,6 +415,7 @@ void Collectives::finishOp(Op& op, const Status& s) {
   Completion done = std::move(op.done);
   pool_->release(std::move(op.req.saved));
   pool_->release(std::move(op.wire));
+  pool_->release(std::move(op.scratch));
   pool_->release(std::move(op.staged_in));
   pool_->release(std::move(op.staged_out));
   op.req.saved_device.reset();
@@ -418,7 +443,8 @@ Status Collectives::deviceCopy(codec::gpu::Engine& e, void* dst, const void* src
 void Collectives::timedOut(const OpKey& key) {
   Op* op = find(key);
   if (op == nullptr) return;
-  Status why = Status::timeout(fmt::format("all-reduce tag {} not finished within {} ms ({})", key.tag,
+  Status why = Status::timeout(fmt::format("{} tag {} not finished within {} ms ({})",
+                                           wire::collectiveName(op->req.kind), key.tag,
                                            op->req.timeout.count(),
                                            op->data_in ? "waiting for the other peers to finish" : "running"));
   if (op->state != State::kRunning) return inDoubt(*op, why.message());

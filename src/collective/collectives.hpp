@@ -37,11 +37,14 @@
 
 namespace pccl::collective {
 
+// One collective call (the name is the all-reduce's, the first of them). Buffers as RingOpSpec says.
 struct ReduceRequest {
+  wire::Collective kind = wire::Collective::kAllReduce;
+  uint32_t root = 0;  // broadcast: the root's rank in the group's ring
   uint64_t tag = 0;
   const uint8_t* input = nullptr;  // for in-place operations: the saved copy of the user's buffer
   uint8_t* output = nullptr;
-  size_t count = 0;
+  size_t count = 0;  // elements of the ring layout (OpDesc::count); 0: a barrier
   codec::DType dtype = codec::DType::kFloat32;
   codec::RedOp op = codec::RedOp::kSum;
   codec::Quant quant = codec::Quant::kNone;
@@ -49,7 +52,10 @@ struct ReduceRequest {
   uint32_t segment_bytes = 1 << 20;
   Millis timeout{0};
   TimePoint submitted{};
-  BufferPool::Buffer saved;  // in-place: the input's copy; restored into output on failure
+  BufferPool::Buffer saved;  // in-place: the input's copy; restored on failure (below)
+  uint8_t* restore_to = nullptr;  // where `saved` goes back: restore_bytes from saved + restore_from
+  size_t restore_from = 0;
+  size_t restore_bytes = 0;
   codec::gpu::Engine* device = nullptr;  // input and output are device memory of this engine
   codec::gpu::Block saved_device;        // device in-place: the input's copy, on the GPU
 };
@@ -126,6 +132,7 @@ class Collectives : public net::DataSink {
     CommitRound commit;
     std::shared_ptr<RingOp> ring;
     BufferPool::Buffer wire;  // coded operations: the segments' wire bytes; gather: every input
+    BufferPool::Buffer scratch;  // reduce-scatter: the blocks passing through
     BufferPool::Buffer staged_in, staged_out;  // gather with device buffers: input and result in host memory
     codec::gpu::Block wire_pinned, wire_device;  // device buffers: the wire bytes, pinned and on the GPU
     asio::steady_timer timer;

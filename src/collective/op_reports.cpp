@@ -43,6 +43,8 @@ void Collectives::announce(Op& op) {
   a.epoch = op.key.epoch;
   a.segment_bytes = op.desc.segment_bytes;
   a.algo = op.desc.algo;
+  a.kind = op.desc.kind;
+  a.root = op.desc.root;
   link_->send(a, epoch_);
 }
 

@@ -43,9 +43,29 @@ size_t slotCapacity(const RingOpSpec& spec) {
   return (raw + kSlotAlign - 1) / kSlotAlign * kSlotAlign;
 }
 
+// The ring's chunks of the collective's layout. The all-reduce's chunk c is chunkOf(c) (owned by rank
+// c-1); the other collectives name blocks by their owner instead: block b is chunk b+1.
+std::vector<Span> ringChunks(const RingOpSpec& spec) {
+  std::vector<Span> out(spec.world);
+  for (uint32_t c = 0; c < spec.world; ++c) {
+    switch (spec.kind) {
+      case wire::Collective::kAllReduce:
+        out[c] = chunkOf(spec.count, spec.world, c);
+        break;
+      case wire::Collective::kBroadcast:
+        out[c] = c == (spec.root + 1) % spec.world ? Span{0, spec.count} : Span{0, 0};
+        break;
+      default:
+        out[c] = chunkOf(spec.count, spec.world, (c + spec.world - 1) % spec.world);
+        break;
+    }
+  }
+  return out;
+}
+
 size_t totalSegments(const RingOpSpec& spec) {
   size_t n = 0;
-  for (uint32_t c = 0; c < spec.world; ++c) n += segmentCount(chunkOf(spec.count, spec.world, c).count, spec.segment_elems);
+  for (const Span& c : ringChunks(spec)) n += segmentCount(c.count, spec.segment_elems);
   return n;
 }
 }  // namespace
@@ -56,15 +76,19 @@ size_t wireRegionBytes(const RingOpSpec& spec) {
 
 RingAllReduce::RingAllReduce(const RingOpSpec& spec, std::shared_ptr<Striper> successor, Finished finished)
     : RingOp(spec.op_id, spec.seq, {successor}, std::move(finished)), spec_(spec), successor_(std::move(successor)),
-      elem_(codec::dtypeSize(spec.dtype)) {
+      elem_(codec::dtypeSize(spec.dtype)), chunks_(ringChunks(spec)) {
   const uint32_t phases = phaseCount(spec_.world);
-  first_slot_.resize(phases + 1);
-  for (uint32_t p = 0; p < phases; ++p) {
+  first_phase_ = spec_.kind == wire::Collective::kAllGather || spec_.kind == wire::Collective::kBroadcast
+                     ? spec_.world - 1
+                     : 0;
+  end_phase_ = spec_.kind == wire::Collective::kReduceScatter ? spec_.world - 1 : phases;
+  first_slot_.resize(end_phase_ - first_phase_ + 1);
+  for (uint32_t p = first_phase_; p < end_phase_; ++p) {
     const size_t in = segmentsOf(recvChunk(spec_.rank, spec_.world, p));
-    first_slot_[p + 1] = first_slot_[p] + in;
+    first_slot_[p - first_phase_ + 1] = first_slot_[p - first_phase_] + in;
     send_expected_ += segmentsOf(sendChunk(spec_.rank, spec_.world, p));
   }
-  recv_expected_ = first_slot_[phases];
+  recv_expected_ = first_slot_.back();
   received_.assign(recv_expected_, 0);
   if (spec_.coded()) {
     first_seg_.resize(spec_.world + 1);
@@ -79,7 +103,48 @@ size_t RingAllReduce::segmentsOf(uint32_t chunk_index) const {
   return segmentCount(chunk(chunk_index).count, spec_.segment_elems);
 }
 
+const uint8_t* RingAllReduce::inputAt(uint32_t c, size_t at) const {
+  // An all-gather's or broadcast's input is our own block alone.
+  if (!spec_.reduces()) return spec_.input + at * elem_;
+  return spec_.input + (chunks_[c].offset + at) * elem_;
+}
+
+uint8_t* RingAllReduce::outputAt(uint32_t c, size_t at) const {
+  if (spec_.kind == wire::Collective::kReduceScatter) {
+    // Our block is the output; the others only pass through.
+    if (c == (spec_.rank + 1) % spec_.world) return spec_.output + at * elem_;
+    return spec_.scratch + (chunks_[c].offset + at) * elem_;
+  }
+  return spec_.output + (chunks_[c].offset + at) * elem_;
+}
+
+// All-gather and broadcast: our block (a broadcast's root: the whole buffer; the others: nothing) is
+// final as it is, so it goes to our output and out to the successor at once. Quantized, the owner
+// encodes it once and keeps the decoded value, like everybody else.
+void RingAllReduce::startGather() {
+  const uint32_t own = sendChunk(spec_.rank, spec_.world, first_phase_);
+  const Span c = chunk(own);
+  const bool adopt = spec_.quant != codec::Quant::kNone;
+  if (c.count > 0 && !adopt && inputAt(own, 0) != outputAt(own, 0)) {
+    std::memcpy(outputAt(own, 0), inputAt(own, 0), c.count * elem_);
+  }
+  const size_t n = segmentsOf(own);
+  for (size_t s = 0; s < n && !over(); ++s) {
+    if (spec_.coded()) {
+      const Span seg = segmentOf(c.count, spec_.segment_elems, s);
+      const uint8_t* src = adopt ? inputAt(own, seg.offset) : outputAt(own, seg.offset);
+      Status st = encodeSlot(slotIndex(own, s), src, seg.count, adopt ? outputAt(own, seg.offset) : nullptr);
+      if (!st.isOk()) return fail(st);
+    }
+    sendSegment(first_phase_, s);
+  }
+}
+
 void RingAllReduce::start() {
+  if (first_phase_ != 0) {
+    startGather();
+    return maybeFinish();
+  }
   const uint32_t first = sendChunk(spec_.rank, spec_.world, 0);
   const size_t n = segmentsOf(first);
   for (size_t s = 0; s < n && !over(); ++s) {
@@ -97,7 +162,7 @@ void RingAllReduce::start() {
     if (spec_.coded()) {
       const Span c = chunk(first);
       const Span seg = segmentOf(c.count, spec_.segment_elems, s);
-      Status st = encodeInput(slotIndex(first, s), spec_.input + (c.offset + seg.offset) * elem_, seg.count);
+      Status st = encodeInput(slotIndex(first, s), inputAt(first, seg.offset), seg.count);
       if (!st.isOk()) return fail(st);
     }
     sendSegment(0, s);
@@ -142,20 +207,21 @@ Status RingAllReduce::compressSlot(size_t index, size_t raw) {
 
 // Integer avg: our input added to the partial sums that arrived (`raw`) and passed on; the owner's
 // last hop divides once and passes on the elements.
-Status RingAllReduce::reducePartials(size_t index, const uint8_t* raw, size_t at, size_t count, bool last) {
+Status RingAllReduce::reducePartials(size_t index, const uint8_t* raw, const uint8_t* in, uint8_t* out, size_t count,
+                                     bool last, bool forward) {
   if (last) {
-    codec::finishPartials(spec_.dtype, spec_.world, raw, spec_.input + at, count, spec_.output + at);
-    return encodeSlot(index, spec_.output + at, count, nullptr);
+    codec::finishPartials(spec_.dtype, spec_.world, raw, in, count, out);
+    return forward ? encodeSlot(index, out, count, nullptr) : Status::ok();
   }
-  codec::addToPartials(spec_.dtype, spec_.world, raw, spec_.input + at, count, slot(index));
+  codec::addToPartials(spec_.dtype, spec_.world, raw, in, count, slot(index));
   return compressSlot(index, count * codec::partialSumSize(spec_.dtype, spec_.world));
 }
 
 void RingAllReduce::sendSegment(uint32_t phase, size_t segment) {
-  const Span c = chunk(sendChunk(spec_.rank, spec_.world, phase));
+  const uint32_t ci = sendChunk(spec_.rank, spec_.world, phase);
+  const Span c = chunk(ci);
   const Span s = segmentOf(c.count, spec_.segment_elems, segment);
-  const uint8_t* base = phase == 0 ? spec_.input : spec_.output;
-  const uint8_t* src = base + (c.offset + s.offset) * elem_;
+  const uint8_t* src = phase == 0 ? inputAt(ci, s.offset) : outputAt(ci, s.offset);
   uint32_t bytes = static_cast<uint32_t>(s.count * elem_);
   wire::DataHeader h = wire::dataHeader(spec_.op_id, phase, 0, s.offset);
   h.seq = spec_.seq;
@@ -189,10 +255,11 @@ void RingAllReduce::successorReady() {
 
 Result<uint8_t*> RingAllReduce::placement(const wire::DataHeader& h, uint32_t bytes) {
   if (over()) return Status::internal("frame for a finished operation");
-  if (h.phase >= phaseCount(spec_.world)) {
+  if (!inWindow(h.phase)) {
     return Status::protocol(fmt::format("op {}: phase {} out of range", spec_.op_id, h.phase));
   }
-  const Span c = chunk(recvChunk(spec_.rank, spec_.world, h.phase));
+  const uint32_t ci = recvChunk(spec_.rank, spec_.world, h.phase);
+  const Span c = chunk(ci);
   if (h.offset >= c.count || h.offset % spec_.segment_elems != 0) {
     return Status::protocol(fmt::format("op {} phase {}: bad segment offset {} (chunk of {} elements)", spec_.op_id,
                                         h.phase, h.offset, c.count));
@@ -200,10 +267,10 @@ Result<uint8_t*> RingAllReduce::placement(const wire::DataHeader& h, uint32_t by
   const size_t segment = h.offset / spec_.segment_elems;
   const Span s = segmentOf(c.count, spec_.segment_elems, segment);
   const size_t raw = phaseBytes(spec_, h.phase, s.count);
-  PCCL_RETURN_IF_ERROR(acceptSegment(h, bytes, raw, spec_.compress > 0, received_[first_slot_[h.phase] + segment],
-                                     "phase"));
-  if (spec_.coded()) return slot(slotIndex(recvChunk(spec_.rank, spec_.world, h.phase), segment));
-  return spec_.output + (c.offset + s.offset) * elem_;
+  PCCL_RETURN_IF_ERROR(acceptSegment(h, bytes, raw, spec_.compress > 0,
+                                     received_[first_slot_[h.phase - first_phase_] + segment], "phase"));
+  if (spec_.coded()) return slot(slotIndex(ci, segment));
+  return outputAt(ci, s.offset);
 }
 
 Status RingAllReduce::delivered(const wire::DataHeader& h, uint32_t bytes) {
@@ -214,19 +281,19 @@ Status RingAllReduce::delivered(const wire::DataHeader& h, uint32_t bytes) {
     return st;
   }
   const uint32_t p = h.phase;
-  const Span c = chunk(recvChunk(spec_.rank, spec_.world, p));
+  const uint32_t ci = recvChunk(spec_.rank, spec_.world, p);
+  const Span c = chunk(ci);
   const size_t segment = h.offset / spec_.segment_elems;
   const Span s = segmentOf(c.count, spec_.segment_elems, segment);
-  const size_t at = (c.offset + s.offset) * elem_;
   bytes_received_ += s.count * elem_;
   ++recv_done_;
   if (isReducePhase(spec_.world, p)) {
     // Combine the predecessor's partial result with our input; the owner's last hop finalises avg.
     const bool last = isLastReducePhase(spec_.world, p);
     const uint32_t divisor = last && spec_.op == codec::RedOp::kAvg ? spec_.world : 1;
-    codec::reduceInto(spec_.dtype, spec_.op, spec_.output + at, spec_.input + at, s.count, divisor);
-    sendSegment(p + 1, segment);
-  } else if (!isLastPhase(spec_.world, p)) {
+    codec::reduceInto(spec_.dtype, spec_.op, outputAt(ci, s.offset), inputAt(ci, s.offset), s.count, divisor);
+    if (inWindow(p + 1)) sendSegment(p + 1, segment);
+  } else if (inWindow(p + 1)) {
     sendSegment(p + 1, segment);  // all-gather: pass the finished bytes on
   }
   maybeFinish();
@@ -240,8 +307,9 @@ Status RingAllReduce::deliveredCoded(const wire::DataHeader& h, uint32_t bytes) 
   const size_t segment = h.offset / spec_.segment_elems;
   const Span s = segmentOf(c.count, spec_.segment_elems, segment);
   const size_t index = slotIndex(ci, segment);
-  const size_t at = (c.offset + s.offset) * elem_;
+  const size_t at = (c.offset + s.offset) * elem_;  // device buffers: all-reduce only
   const size_t raw_bytes = phaseBytes(spec_, p, s.count);
+  const bool forward = inWindow(p + 1);
   bytes_received_ += bytes;
   ++recv_done_;
   if (spec_.device != nullptr) {
@@ -262,7 +330,7 @@ Status RingAllReduce::deliveredCoded(const wire::DataHeader& h, uint32_t bytes) 
       step.kind = DeviceStep::kGather;
       slot_len_[index] = bytes;
       slot_flags_[index] = h.flags;
-      if (!isLastPhase(spec_.world, p)) sendSegment(p + 1, segment);
+      if (inWindow(p + 1)) sendSegment(p + 1, segment);
     }
     submitDevice(step);
     return Status::ok();
@@ -276,22 +344,27 @@ Status RingAllReduce::deliveredCoded(const wire::DataHeader& h, uint32_t bytes) 
   }
   PCCL_RETURN_IF_ERROR(codec::validateWire(spec_.quant, spec_.dtype, raw, s.count)
                            .withContext(fmt::format("op {} phase {} segment at {}", spec_.op_id, p, h.offset)));
+  const uint8_t* in = inputAt(ci, s.offset);
+  uint8_t* out = outputAt(ci, s.offset);
   if (isReducePhase(spec_.world, p) && spec_.partialSums()) {
-    PCCL_RETURN_IF_ERROR(reducePartials(index, raw, at, s.count, isLastReducePhase(spec_.world, p)));
-    sendSegment(p + 1, segment);
+    PCCL_RETURN_IF_ERROR(reducePartials(index, raw, in, out, s.count, isLastReducePhase(spec_.world, p), forward));
+    if (forward) sendSegment(p + 1, segment);
   } else if (isReducePhase(spec_.world, p)) {
     // Our input combined with the decoded partial result, in full precision; then re-encoded for the
-    // next hop. The owner's last hop finalises avg and adopts what the others will decode.
+    // next hop. The owner's last hop finalises avg and adopts what the others will decode (a
+    // reduce-scatter's owner keeps its full-precision result: nobody else receives it).
     const bool last = isLastReducePhase(spec_.world, p);
     const uint32_t divisor = last && spec_.op == codec::RedOp::kAvg ? spec_.world : 1;
-    codec::decodeReduce(spec_.quant, spec_.dtype, spec_.op, raw, s.count, spec_.input + at, spec_.output + at, divisor);
-    PCCL_RETURN_IF_ERROR(encodeSlot(index, spec_.output + at, s.count, last ? spec_.output + at : nullptr));
-    sendSegment(p + 1, segment);
+    codec::decodeReduce(spec_.quant, spec_.dtype, spec_.op, raw, s.count, in, out, divisor);
+    if (forward) {
+      PCCL_RETURN_IF_ERROR(encodeSlot(index, out, s.count, last ? out : nullptr));
+      sendSegment(p + 1, segment);
+    }
   } else {
-    codec::decode(spec_.quant, spec_.dtype, raw, s.count, spec_.output + at);
+    codec::decode(spec_.quant, spec_.dtype, raw, s.count, out);
     slot_len_[index] = bytes;  // forwarded exactly as it came
     slot_flags_[index] = h.flags;
-    if (!isLastPhase(spec_.world, p)) sendSegment(p + 1, segment);
+    if (forward) sendSegment(p + 1, segment);
   }
   maybeFinish();
   return Status::ok();

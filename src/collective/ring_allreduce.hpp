@@ -1,5 +1,11 @@
-// One all-reduce on the ring: reduce-scatter then all-gather, every chunk cut into segments that are
-// striped over the K connections to our successor and pipelined hop by hop.
+// One collective on the ring's phases: reduce-scatter then all-gather, every chunk cut into segments
+// that are striped over the K connections to our successor and pipelined hop by hop. An all-reduce
+// runs every phase; the other collectives run a window of them (docs/algorithms.md §1a):
+//   reduce-scatter  phases 0..N-2 (rank r ends with the reduction of block r, in its own output)
+//   all-gather      phases N-1..2N-3, every rank starting with its own block (its input)
+//   broadcast       phases N-1..2N-3 with one block, the root's: pipelined along the ring from the root
+// For those three the blocks are the user's: block r (owned by rank r) is the ring's chunk r+1, which
+// rank r finishes at phase N-2 and sends first at phase N-1.
 //
 //   phase 0              send our own chunk (from the input) segment by segment
 //   reduce phase p       receive a segment of chunk c straight into the output, combine it with our
@@ -47,12 +53,18 @@
 namespace pccl::collective {
 
 struct RingOpSpec {
+  wire::Collective kind = wire::Collective::kAllReduce;  // not kBarrier (no data)
+  uint32_t root = 0;   // broadcast: the root's rank
   uint64_t op_id = 0;  // the tag
   uint32_t seq = 0;    // the call's number for the tag (with the epoch, names the operation)
   wire::OpDesc desc;   // carried in every data header
+  // All-reduce: count elements each. Reduce-scatter: input count, output count / world (our block),
+  // scratch count (the blocks passing through). All-gather: input count / world (our block), output
+  // count. Broadcast: output count; input count on the root (unused elsewhere).
   const uint8_t* input = nullptr;  // never written
   uint8_t* output = nullptr;       // must not overlap input
-  size_t count = 0;
+  uint8_t* scratch = nullptr;      // reduce-scatter only
+  size_t count = 0;                // the ring layout's elements (OpDesc::count)
   codec::DType dtype = codec::DType::kFloat32;
   codec::RedOp op = codec::RedOp::kSum;
   uint32_t rank = 0;   // our index in the group's ring
@@ -66,7 +78,8 @@ struct RingOpSpec {
   uint8_t* device_wire = nullptr;             // device: wireRegionBytes(spec) bytes on the GPU
   std::function<void(std::function<void()>)> post;  // device: runs a job's completion on the io thread
   // Integer avg: the reduce-scatter carries exact partial sums (codec/partial_sum.hpp).
-  bool partialSums() const { return codec::hasPartialSums(dtype, op); }
+  bool partialSums() const { return reduces() && codec::hasPartialSums(dtype, op); }
+  bool reduces() const { return kind == wire::Collective::kAllReduce || kind == wire::Collective::kReduceScatter; }
   bool coded() const {
     return quant != codec::Quant::kNone || compress > 0 || device != nullptr || partialSums();
   }
@@ -99,8 +112,13 @@ class RingAllReduce : public RingOp {
   void stopWork() override;
 
  private:
-  Span chunk(uint32_t index) const { return chunkOf(spec_.count, spec_.world, index); }
+  Span chunk(uint32_t index) const { return chunks_[index]; }
   size_t segmentsOf(uint32_t chunk_index) const;
+  // Where element `at` (of the chunk) of chunk `c` is read from (our input) and lands (the output).
+  const uint8_t* inputAt(uint32_t c, size_t at) const;
+  uint8_t* outputAt(uint32_t c, size_t at) const;
+  bool inWindow(uint32_t phase) const { return phase >= first_phase_ && phase < end_phase_; }
+  void startGather();  // all-gather and broadcast: our block goes out first
   void sendSegment(uint32_t phase, size_t segment);
   // Coded operations.
   size_t slotIndex(uint32_t chunk_index, size_t segment) const { return first_seg_[chunk_index] + segment; }
@@ -108,7 +126,8 @@ class RingAllReduce : public RingOp {
   Status encodeSlot(size_t index, const uint8_t* src, size_t count, uint8_t* adopt_into);
   Status encodeInput(size_t index, const uint8_t* src, size_t count);
   Status compressSlot(size_t index, size_t raw);
-  Status reducePartials(size_t index, const uint8_t* raw, size_t at, size_t count, bool last);
+  Status reducePartials(size_t index, const uint8_t* raw, const uint8_t* in, uint8_t* out, size_t count, bool last,
+                        bool forward);
   Status deliveredCoded(const wire::DataHeader& h, uint32_t bytes);
   // Device buffers.
   struct DeviceStep;
@@ -129,7 +148,9 @@ class RingAllReduce : public RingOp {
   RingOpSpec spec_;
   std::shared_ptr<Striper> successor_;
   size_t elem_ = 1;
-  std::vector<size_t> first_slot_;  // per phase: index of its first segment in received_
+  uint32_t first_phase_ = 0, end_phase_ = 0;  // the phases this collective runs: [first, end)
+  std::vector<Span> chunks_;                  // the ring's chunks, in the ring layout
+  std::vector<size_t> first_slot_;  // per phase of the window: index of its first segment in received_
   std::vector<uint8_t> received_;   // one flag per (phase, segment) we receive
   size_t recv_expected_ = 0, recv_done_ = 0;
   size_t send_expected_ = 0;

@@ -19,6 +19,8 @@ void writeDesc(ByteWriter& w, const OpDesc& d) {
   w.u8(d.quant);
   w.u8(d.compress);
   w.u8(d.algo);
+  w.u8(d.kind);
+  w.u32(d.root);
 }
 
 Status readDesc(ByteReader& r, OpDesc* d) {
@@ -28,9 +30,24 @@ Status readDesc(ByteReader& r, OpDesc* d) {
   PCCL_RETURN_IF_ERROR(r.u8(&d->op));
   PCCL_RETURN_IF_ERROR(r.u8(&d->quant));
   PCCL_RETURN_IF_ERROR(r.u8(&d->compress));
-  return r.u8(&d->algo);
+  PCCL_RETURN_IF_ERROR(r.u8(&d->algo));
+  PCCL_RETURN_IF_ERROR(r.u8(&d->kind));
+  PCCL_RETURN_IF_ERROR(r.u32(&d->root));
+  if (d->kind > kMaxCollective) return Status::protocol(fmt::format("descriptor: unknown collective {}", d->kind));
+  return Status::ok();
 }
 }  // namespace
+
+const char* collectiveName(Collective c) {
+  switch (c) {
+    case Collective::kAllReduce: return "allreduce";
+    case Collective::kBroadcast: return "broadcast";
+    case Collective::kAllGather: return "allgather";
+    case Collective::kReduceScatter: return "reducescatter";
+    case Collective::kBarrier: return "barrier";
+  }
+  return "unknown";
+}
 
 std::array<uint8_t, kHeaderSize + kDataHeaderSize> encodeDataFrameHead(const DataHeader& d, uint64_t epoch,
                                                                        uint32_t payload_bytes) {

@@ -1,7 +1,7 @@
 // The ring's data frames: the 20-byte frame header (type kData) followed by a 45-byte DataHeader and
 // the payload. The receiver learns where the payload goes from the DataHeader alone, so it can read it
 // straight into its destination (docs/protocol.md §5.4).
-//   op_id u64 | phase u32 | flags u32 | offset u64 | seq u32 | OpDesc (17 bytes)
+//   op_id u64 | phase u32 | flags u32 | offset u64 | seq u32 | OpDesc (22 bytes)
 // On ring connections op_id is the operation's tag and seq its call number (together with the frame's
 // epoch they name the operation), and every frame carries the operation's descriptor, so a neighbour
 // refuses the data of a call that differs from its own before combining anything. A frame with
@@ -20,7 +20,7 @@
 
 namespace pccl::wire {
 
-inline constexpr size_t kDataHeaderSize = 45;
+inline constexpr size_t kDataHeaderSize = 50;
 inline constexpr uint32_t kMaxDataPayload = 64u << 20;  // one segment's bytes, checked before reading them
 // Payload bytes of one operation a peer may send its successor before the successor's hello for it
 // arrived (the successor keeps them until it makes the call). A gather all-reduce is chosen only when
@@ -45,7 +45,21 @@ inline constexpr uint32_t kDataLent = 32;        // payload: LendRecord (where t
 inline constexpr uint32_t kDataLinkFlags = kDataLendOffer | kDataLendAccept | kDataLent;
 inline constexpr uint32_t kDataKnownFlags = kDataCompressed | kDataRequest | kDataControl | kDataLinkFlags;
 
-// What every peer of an all-reduce must agree on besides the tag (the epoch is the frame's).
+// Which collective a call is (part of the descriptor since protocol 8). Every kind runs on the ring's
+// phases (docs/algorithms.md §1): an all-reduce all of them, a reduce-scatter the first half, an
+// all-gather the second half, a broadcast the second half with the root's block alone, a barrier none.
+enum class Collective : uint8_t {
+  kAllReduce = 0,
+  kBroadcast = 1,
+  kAllGather = 2,
+  kReduceScatter = 3,
+  kBarrier = 4,
+};
+inline constexpr uint8_t kMaxCollective = static_cast<uint8_t>(Collective::kBarrier);
+const char* collectiveName(Collective c);
+
+// What every peer of a collective must agree on besides the tag (the epoch is the frame's). `count` is
+// the elements of the whole ring layout: an all-gather's output, a reduce-scatter's input.
 struct OpDesc {
   uint64_t count = 0;
   uint32_t segment_bytes = 0;
@@ -54,9 +68,11 @@ struct OpDesc {
   uint8_t quant = 0;
   uint8_t compress = 0;
   uint8_t algo = 0;  // Algo
+  uint8_t kind = 0;  // Collective
+  uint32_t root = 0; // broadcast: the root's rank in the group's ring; 0 otherwise
   bool operator==(const OpDesc& o) const {
     return count == o.count && segment_bytes == o.segment_bytes && dtype == o.dtype && op == o.op &&
-           quant == o.quant && compress == o.compress && algo == o.algo;
+           quant == o.quant && compress == o.compress && algo == o.algo && kind == o.kind && root == o.root;
   }
   bool operator!=(const OpDesc& o) const { return !(*this == o); }
 };

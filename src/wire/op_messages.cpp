@@ -1,5 +1,7 @@
 #include "wire/op_messages.hpp"
 
+#include <fmt/format.h>
+
 namespace pccl::wire {
 
 void OpAnnounce::encode(ByteWriter& w) const {
@@ -13,6 +15,8 @@ void OpAnnounce::encode(ByteWriter& w) const {
   w.u64(epoch);
   w.u32(segment_bytes);
   w.u8(algo);
+  w.u8(kind);
+  w.u32(root);
 }
 Result<OpAnnounce> OpAnnounce::decode(ByteReader& r) {
   OpAnnounce m;
@@ -26,6 +30,9 @@ Result<OpAnnounce> OpAnnounce::decode(ByteReader& r) {
   PCCL_RETURN_IF_ERROR(r.u64(&m.epoch));
   PCCL_RETURN_IF_ERROR(r.u32(&m.segment_bytes));
   PCCL_RETURN_IF_ERROR(r.u8(&m.algo));
+  PCCL_RETURN_IF_ERROR(r.u8(&m.kind));
+  PCCL_RETURN_IF_ERROR(r.u32(&m.root));
+  if (m.kind > kMaxCollective) return Status::protocol(fmt::format("OpAnnounce: unknown collective {}", m.kind));
   return m;
 }
 

@@ -29,7 +29,9 @@ struct OpAnnounce {
   uint64_t epoch = 0;  // the ring the peer runs it on
   uint32_t segment_bytes = 0;  // the pipelining unit; every peer must cut the buffer the same way
   uint8_t algo = 0;            // wire::Algo: how the data moves
-  OpDesc desc() const { return OpDesc{count, segment_bytes, dtype, op, quant, compress, algo}; }
+  uint8_t kind = 0;            // wire::Collective (protocol 8)
+  uint32_t root = 0;           // broadcast: the root's rank in the group's ring
+  OpDesc desc() const { return OpDesc{count, segment_bytes, dtype, op, quant, compress, algo, kind, root}; }
   void encode(ByteWriter& w) const;
   static Result<OpAnnounce> decode(ByteReader& r);
 };
