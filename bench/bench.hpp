@@ -34,6 +34,7 @@ struct Options {
   std::vector<std::string> extra_json;  // --json-field KEY=VALUE: added to every JSON row (scenario scripts)
   int timeout_s = 3600;
   bool optimize = false;         // --optimize-topology: measure the links and install the best ring first
+  std::string collective = "allreduce";  // allreduce | broadcast | allgather | reducescatter
 };
 
 bool parseSize(const std::string& s, size_t* out);

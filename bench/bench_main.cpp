@@ -104,6 +104,9 @@ int main(int argc, char** argv) {
                  "pccl: K to a successor on the same host (all of a --ranks run); 0 = --connections")
       ->check(CLI::Range(0, 1024));
   app.add_option("--concurrent", o.concurrent, "pccl: M operations in flight at once")->check(CLI::Range(1, 64));
+  app.add_option("--collective", o.collective,
+                 "allreduce, broadcast (from rank 0), allgather or reducescatter; SIZE is a rank's larger buffer")
+      ->check(CLI::IsMember({"allreduce", "broadcast", "allgather", "reducescatter"}));
   app.add_option("--backend", o.backend, "pccl, gloo or both")->check(CLI::IsMember({"pccl", "gloo", "both"}));
   app.add_option("--quant", o.quant, "pccl wire format (quantized runs use float32 data in [-1, 1))")
       ->check(CLI::IsMember({"none", "fp16", "bf16", "int8"}));
@@ -145,6 +148,11 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "pccl-bench: sizes look like 4096, 4K, 64M or 1G\n");
     return 2;
   }
+  if (o.collective != "allreduce" && (o.sync || o.quant != "none" || o.compress != 0 || o.device)) {
+    std::fprintf(stderr, "pccl-bench: --collective %s runs without --sync, --quant, --compress and --device\n",
+                 o.collective.c_str());
+    return 2;
+  }
   if (o.sync && (o.backend != "pccl" || o.quant != "none" || o.device || o.in_place || o.concurrent != 1)) {
     std::fprintf(stderr, "pccl-bench: --sync runs pccl alone, without --quant, --device, --inplace or --concurrent\n");
     return 2;
@@ -169,7 +177,7 @@ int main(int argc, char** argv) {
                                    std::to_string(o.iters), "-w", std::to_string(o.warmup), "--connections",
                                    std::to_string(o.connections), "--same-host-connections",
                                    std::to_string(o.same_host_connections), "--concurrent", std::to_string(o.concurrent),
-                                   "--backend", o.backend, "--dtype", o.dtype, "--quant", o.quant, "--compress", std::to_string(o.compress), "--segment-bytes",
+                                   "--backend", o.backend, "--collective", o.collective, "--dtype", o.dtype, "--quant", o.quant, "--compress", std::to_string(o.compress), "--segment-bytes",
                                    std::to_string(o.segment_bytes), "--timeout", std::to_string(o.timeout_s)};
   if (o.in_place) pass.push_back("--inplace");
   if (o.device) pass.push_back("--device");

@@ -22,6 +22,18 @@ bool GlooBackend::allreduce(const std::string&, DataType, const void*, void*, si
   return false;
 }
 void GlooBackend::release() {}
+bool GlooBackend::broadcast(DataType, void*, size_t, std::string* error) {
+  *error = "no Gloo in this build";
+  return false;
+}
+bool GlooBackend::allgather(DataType, const void*, void*, size_t, std::string* error) {
+  *error = "no Gloo in this build";
+  return false;
+}
+bool GlooBackend::reduceScatter(DataType, void*, size_t, std::string* error) {
+  *error = "no Gloo in this build";
+  return false;
+}
 bool GlooBackend::barrier(std::string* error) {
   *error = "no Gloo in this build";
   return false;

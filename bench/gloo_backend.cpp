@@ -1,8 +1,11 @@
 #include "gloo_backend.hpp"
 
 #include <gloo/allreduce.h>
+#include <gloo/allgather.h>
 #include <gloo/allreduce_ring_chunked.h>
 #include <gloo/barrier.h>
+#include <gloo/broadcast.h>
+#include <gloo/reduce_scatter.h>
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/prefix_store.h>
@@ -71,6 +74,18 @@ void runRingChunked(Chunked* cache, DataType t, const std::shared_ptr<gloo::Cont
   cache->algo->run();
 }
 
+// Calls fn(T{}) with the C++ type of `t` (the four Gloo sums here); false for any other type.
+template <typename Fn>
+bool withType(DataType t, Fn&& fn) {
+  switch (t) {
+    case DataType::kFloat32: fn(float{}); return true;
+    case DataType::kFloat64: fn(double{}); return true;
+    case DataType::kInt32: fn(int32_t{}); return true;
+    case DataType::kInt64: fn(int64_t{}); return true;
+    default: return false;
+  }
+}
+
 template <typename T>
 void dispatch(const std::string& algorithm, Chunked* cache, DataType t, const std::shared_ptr<gloo::Context>& ctx,
               const void* send, void* recv, size_t count) {
@@ -89,6 +104,7 @@ struct GlooBackend::Impl {
   std::shared_ptr<gloo::rendezvous::Context> ring;
   std::shared_ptr<gloo::rendezvous::Context> chunked_ctx;
   Chunked chunked;
+  Chunked scatter;  // ReduceScatterHalvingDoubling, on the chunked context (the same kind of algorithm)
 };
 
 GlooBackend::GlooBackend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -143,7 +159,72 @@ bool GlooBackend::allreduce(const std::string& algorithm, DataType t, const void
   }
 }
 
-void GlooBackend::release() { impl_->chunked = Chunked{}; }
+void GlooBackend::release() {
+  impl_->chunked = Chunked{};
+  impl_->scatter = Chunked{};
+}
+
+bool GlooBackend::broadcast(DataType t, void* buf, size_t count, std::string* error) {
+  try {
+    const bool known = withType(t, [&](auto zero) {
+      using T = decltype(zero);
+      gloo::BroadcastOptions opts(impl_->ring);
+      opts.setRoot(0);
+      opts.setOutput(static_cast<T*>(buf), count);
+      opts.setTimeout(std::chrono::milliseconds(kTimeoutMs));
+      gloo::broadcast(opts);
+    });
+    if (!known) *error = "gloo: unsupported dtype";
+    return known;
+  } catch (const std::exception& e) {
+    *error = std::string("gloo broadcast: ") + e.what();
+    return false;
+  }
+}
+
+bool GlooBackend::allgather(DataType t, const void* send, void* recv, size_t per_rank, std::string* error) {
+  try {
+    const bool known = withType(t, [&](auto zero) {
+      using T = decltype(zero);
+      gloo::AllgatherOptions opts(impl_->ring);
+      opts.setInput(const_cast<T*>(static_cast<const T*>(send)), per_rank);
+      opts.setOutput(static_cast<T*>(recv), per_rank * static_cast<size_t>(impl_->ring->size));
+      opts.setTimeout(std::chrono::milliseconds(kTimeoutMs));
+      gloo::allgather(opts);
+    });
+    if (!known) *error = "gloo: unsupported dtype";
+    return known;
+  } catch (const std::exception& e) {
+    *error = std::string("gloo allgather: ") + e.what();
+    return false;
+  }
+}
+
+bool GlooBackend::reduceScatter(DataType t, void* buf, size_t per_rank, std::string* error) {
+  try {
+    const int size = impl_->chunked_ctx->size;
+    const size_t total = per_rank * static_cast<size_t>(size);
+    Chunked& cache = impl_->scatter;
+    const bool known = withType(t, [&](auto zero) {
+      using T = decltype(zero);
+      if (!cache.algo || cache.ptr != buf || cache.count != total || cache.type != t) {
+        cache.algo.reset();
+        cache.algo = std::make_unique<gloo::ReduceScatterHalvingDoubling<T>>(
+            impl_->chunked_ctx, std::vector<T*>{static_cast<T*>(buf)}, static_cast<int>(total),
+            std::vector<int>(static_cast<size_t>(size), static_cast<int>(per_rank)));
+        cache.ptr = buf;
+        cache.count = total;
+        cache.type = t;
+      }
+      cache.algo->run();
+    });
+    if (!known) *error = "gloo: unsupported dtype";
+    return known;
+  } catch (const std::exception& e) {
+    *error = std::string("gloo reducescatter: ") + e.what();
+    return false;
+  }
+}
 
 bool GlooBackend::barrier(std::string* error) {
   try {

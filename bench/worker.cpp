@@ -20,8 +20,10 @@
 #include <thread>
 
 #include "bench.hpp"
+#include "collective_kind.hpp"
 #include "device_memory.hpp"
 #include "gloo_backend.hpp"
+#include "phase_log.hpp"
 #include "pccl/communicator.hpp"
 #include "tcp_store.hpp"
 #include "worker.hpp"
@@ -46,53 +48,6 @@ struct Row {
   size_t index = 0;              // the row's place in the run (and in the JSON "results"), same on every rank
 };
 
-// PCCL_WANEM_PHASES=FILE: "ROW:BACKEND:ALGORITHM:BYTES BEGIN_NS END_NS" per timed operation, appended
-// with one write() per line (O_APPEND: the ranks' lines never interleave). BEGIN/END are this rank's
-// steady_clock (CLOCK_MONOTONIC) nanoseconds of the operation, the same instants its time is taken
-// from. A file that cannot be written costs one warning, never the run.
-class PhaseLog {
- public:
-  PhaseLog() {
-    const char* path = std::getenv("PCCL_WANEM_PHASES");
-    if (path == nullptr || *path == '\0') return;
-    path_ = path;
-    fd_ = ::open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ < 0) warn(errno);
-  }
-  ~PhaseLog() {
-    if (fd_ >= 0) ::close(fd_);
-  }
-  PhaseLog(const PhaseLog&) = delete;
-  PhaseLog& operator=(const PhaseLog&) = delete;
-
-  void mark(const Row& row, Clock::time_point begin, Clock::time_point end) {
-    if (fd_ < 0) return;
-    const auto ns = [](Clock::time_point t) {
-      return static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(t.time_since_epoch()).count());
-    };
-    char line[256];
-    const int n = std::snprintf(line, sizeof line, "%zu:%s:%s:%zu %lld %lld\n", row.index, row.backend.c_str(),
-                                row.algorithm.c_str(), row.bytes, ns(begin), ns(end));
-    if (n <= 0 || static_cast<size_t>(n) >= sizeof line) return warn(EOVERFLOW);
-    ssize_t w = -1;
-    do {
-      w = ::write(fd_, line, static_cast<size_t>(n));
-    } while (w < 0 && errno == EINTR);
-    if (w != n) warn(w < 0 ? errno : EIO);
-  }
-
- private:
-  void warn(int err) {
-    std::fprintf(stderr, "pccl-bench: cannot write phase marks to %s (PCCL_WANEM_PHASES): %s; going on without them\n",
-                 path_.c_str(), std::strerror(err));
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = -1;
-  }
-
-  std::string path_;
-  int fd_ = -1;
-};
-
 class Worker {
  public:
   explicit Worker(const Options& o) : o_(o) {}
@@ -106,6 +61,7 @@ class Worker {
   bool runSync(size_t bytes, Row* row);
   bool setUpDevice(size_t max_bytes);
   bool runGloo(const std::string& algorithm, size_t bytes, Row* row);
+  std::vector<std::string> glooAlgorithms() const;
   bool report(Row& row);
   bool lineUp();
   void progress(const Row& row, int done, double seconds);
@@ -123,6 +79,7 @@ class Worker {
   std::unique_ptr<StoreServer> store_;
   std::unique_ptr<GlooBackend> gloo_;
   DataType dtype_ = DataType::kFloat32;
+  CollectiveKind kind_ = CollectiveKind::kAllReduce;
   size_t elem_ = 4;
   int rank_ = -1, world_ = 0;
   uint32_t ring_connections_ = 0;
@@ -288,13 +245,15 @@ bool Worker::lineUp() {
 
 bool Worker::runPccl(size_t bytes, Row* row) {
   const size_t count = bytes / elem_;
+  const Layout layout = layoutOf(kind_, bytes, elem_, world_);
   for (int it = 0; it < o_.warmup + o_.iters; ++it) {
     std::string error;
+    std::vector<Placement> at;  // --collective: where each operation reads and writes (in place: copied)
     for (int j = 0; j < o_.concurrent; ++j) {
       if (gpu_ && o_.in_place && !gpu_->copy(drecv_[j], dsend_[j], bytes, PCCL_GPU_COPY_D2D, &error)) {
         return fail(error), false;
       }
-      if (!gpu_ && o_.in_place) std::memcpy(recv_[j].data(), send_[j].data(), bytes);
+      at.push_back(place(kind_, layout, elem_, rank_, o_.in_place && !gpu_, send_[j].data(), recv_[j].data()));
     }
     if (!lineUp()) return false;
     std::vector<ReduceHandle> handles;
@@ -311,25 +270,30 @@ bool Worker::runPccl(size_t bytes, Row* row) {
         src = o_.in_place ? drecv_[j] : dsend_[j];
         dst = drecv_[j];
       }
-      auto h = comm_->allReduceAsync(src, dst, count, dtype_, RedOp::kSum, ro);
+      auto h = gpu_ ? comm_->allReduceAsync(src, dst, count, dtype_, RedOp::kSum, ro)
+                    : startPccl(*comm_, kind_, at[j], layout, dtype_, ro);
       if (!h.isOk()) return fail(h.status().toString()), false;
       handles.push_back(*h);
     }
     for (auto& h : handles) {
       auto r = h.wait();
-      if (!r.isOk()) return fail("all-reduce of " + std::to_string(bytes) + " bytes: " + r.status().toString()), false;
+      if (!r.isOk()) {
+        return fail(std::string(collectiveName(kind_)) + " of " + std::to_string(bytes) + " bytes: " +
+                    r.status().toString()),
+               false;
+      }
       row->algorithm = r->gathered ? "gather" : "ring";  // the same on every iteration of a size
     }
     const auto t1 = Clock::now();
     const double dt = std::chrono::duration<double>(t1 - t0).count();
     for (int j = 0; j < o_.concurrent; ++j) {
       if (gpu_ && !gpu_->copy(recv_[j].data(), drecv_[j], bytes, PCCL_GPU_COPY_D2H, &error)) return fail(error), false;
-      check(recv_[j].data(), count, "pccl", row);
+      check(at[j].result, layout.recv_count, "pccl", row);
       if (quantized() && !checkIdentical(recv_[j].data(), bytes, row)) return false;
     }
     if (it >= o_.warmup) {
       row->times.push_back(dt);
-      phases_.mark(*row, t0, t1);
+      phases_.mark(row->index, row->backend, row->algorithm, row->bytes, t0, t1);
     }
     progress(*row, it + 1, dt);
   }
@@ -365,7 +329,7 @@ bool Worker::runSync(size_t bytes, Row* row) {
     if (stale) row->rx_bytes += r->rx_bytes;
     if (it >= o_.warmup) {
       row->times.push_back(dt);
-      phases_.mark(*row, t0, t1);
+      phases_.mark(row->index, row->backend, row->algorithm, row->bytes, t0, t1);
     }
     progress(*row, it + 1, dt);
   }
@@ -390,19 +354,45 @@ bool Worker::setUpDevice(size_t max_bytes) {
   return true;
 }
 
+std::vector<std::string> Worker::glooAlgorithms() const {
+  switch (kind_) {
+    case CollectiveKind::kAllReduce: return GlooBackend::algorithms();
+    case CollectiveKind::kBroadcast: return {"broadcast"};
+    case CollectiveKind::kAllGather: return {"allgather"};
+    case CollectiveKind::kReduceScatter: return {"halving_doubling"};
+  }
+  return {};
+}
+
 bool Worker::runGloo(const std::string& algorithm, size_t bytes, Row* row) {
   const size_t count = bytes / elem_;
+  const Layout l = layoutOf(kind_, bytes, elem_, world_);
+  uint8_t* recv = recv_[0].data();
+  const uint8_t* result = recv;  // Gloo's reduce-scatter leaves a rank's block at the start of its buffer
   std::string error;
   for (int it = 0; it < o_.warmup + o_.iters; ++it) {
+    // Gloo's broadcast and reduce-scatter work in place: the input is put there first, untimed.
+    if (kind_ == CollectiveKind::kBroadcast || kind_ == CollectiveKind::kReduceScatter) {
+      std::memcpy(recv, send_[0].data(), l.send_count * elem_);
+    }
     if (!lineUp()) return false;
     const auto t0 = Clock::now();
-    if (!gloo_->allreduce(algorithm, dtype_, send_[0].data(), recv_[0].data(), count, &error)) return fail(error), false;
+    bool ok = false;
+    switch (kind_) {
+      case CollectiveKind::kAllReduce:
+        ok = gloo_->allreduce(algorithm, dtype_, send_[0].data(), recv, count, &error);
+        break;
+      case CollectiveKind::kBroadcast: ok = gloo_->broadcast(dtype_, recv, l.per_rank, &error); break;
+      case CollectiveKind::kAllGather: ok = gloo_->allgather(dtype_, send_[0].data(), recv, l.per_rank, &error); break;
+      case CollectiveKind::kReduceScatter: ok = gloo_->reduceScatter(dtype_, recv, l.per_rank, &error); break;
+    }
+    if (!ok) return fail(error), false;
     const auto t1 = Clock::now();
     const double dt = std::chrono::duration<double>(t1 - t0).count();
-    check(recv_[0].data(), count, "gloo", row);
+    check(result, l.recv_count, "gloo", row);
     if (it >= o_.warmup) {
       row->times.push_back(dt);
-      phases_.mark(*row, t0, t1);
+      phases_.mark(row->index, row->backend, row->algorithm, row->bytes, t0, t1);
     }
     progress(*row, it + 1, dt);
   }
@@ -460,13 +450,13 @@ bool Worker::report(Row& row) {
   const double t_min = times.empty() ? 0 : times.front(), t_max = times.empty() ? 0 : times.back();
   const int ops = row.backend == "pccl" ? o_.concurrent : 1;
   const double algbw = t > 0 ? static_cast<double>(row.bytes) * ops / t / 1e9 : 0;
-  const double busbw = algbw * (world_ > 1 && !o_.sync ? 2.0 * (world_ - 1) / world_ : 1.0);
+  const double busbw = algbw * (world_ > 1 && !o_.sync ? busFactor(kind_, world_) : 1.0);
   const int conns = row.backend == "pccl" ? static_cast<int>(ring_connections_) : 1;
   std::printf("%-6s %-13s %5d %14zu %12.1f %12.3f %12.3f %10llu\n", row.backend.c_str(), row.algorithm.c_str(), conns,
               row.bytes, t * 1e6, algbw, busbw, static_cast<unsigned long long>(wrong));
   std::fflush(stdout);
-  json_ << (json_rows_++ ? ",\n  " : "\n  ") << "{\"backend\": \"" << row.backend << "\", \"algorithm\": \""
-        << row.algorithm << "\", \"ranks\": " << world_ << ", \"connections\": " << conns
+  json_ << (json_rows_++ ? ",\n  " : "\n  ") << "{\"backend\": \"" << row.backend << "\", \"collective\": \""
+        << collectiveName(kind_) << "\", \"algorithm\": \"" << row.algorithm << "\", \"ranks\": " << world_ << ", \"connections\": " << conns
         << ", \"concurrent\": " << ops << ", \"quant\": \"" << o_.quant << "\", \"dtype\": \"" << o_.dtype
         << "\", \"in_place\": " << (o_.in_place ? "true" : "false")
         << ", \"device\": " << (gpu_ && row.backend == "pccl" ? "true" : "false") << ", \"bytes\": " << row.bytes
@@ -501,6 +491,7 @@ bool Worker::report(Row& row) {
 
 int Worker::run() {
   if (!dtypeOf(o_.dtype, &dtype_)) return fail("unknown dtype " + o_.dtype), 2;
+  if (!collectiveOf(o_.collective, &kind_)) return fail("unknown collective " + o_.collective), 2;
   elem_ = elemSize(dtype_);
   quant_ = o_.quant == "int8"   ? Quant::kInt8
            : o_.quant == "fp16" ? Quant::kFp16
@@ -528,9 +519,9 @@ int Worker::run() {
   }
   if (o_.device && with_pccl && !setUpDevice(max_bytes)) return 1;
   if (rank_ == 0) {
-    std::printf("# pccl-bench: %d ranks, dtype %s, op sum, %s, pccl: %u connections (%u to a successor on this "
+    std::printf("# pccl-bench: %s, %d ranks, dtype %s, op sum, %s, pccl: %u connections (%u to a successor on this "
                 "host; rank 0 has %u), %d concurrent, segments <= %u B, quant %s, zstd %s\n",
-                world_, o_.dtype.c_str(), o_.in_place ? "in place" : "out of place", o_.connections,
+                o_.collective.c_str(), world_, o_.dtype.c_str(), o_.in_place ? "in place" : "out of place", o_.connections,
                 o_.same_host_connections != 0 ? o_.same_host_connections : o_.connections, ring_connections_,
                 o_.concurrent, o_.segment_bytes, o_.quant.c_str(),
                 o_.compress != 0 ? ("level " + std::to_string(o_.compress)).c_str() : "off");
@@ -552,14 +543,19 @@ int Worker::run() {
                 "algbw(GB/s)", "busbw(GB/s)", "wrong");
     std::fflush(stdout);
   }
-  for (size_t bytes : sizes) {
+  for (size_t row_bytes : sizes) {
+    // --collective: a size that splits into equal blocks; the expected result of this size.
+    const Layout layout = layoutOf(kind_, row_bytes, elem_, world_);
+    const size_t bytes = layout.bytes;
+    if (bytes == 0) continue;
+    if (!quantized() && !o_.sync) fillExpectedFor(kind_, dtype_, expected_.data(), layout, world_, rank_);
     if (with_pccl) {
       Row row{"pccl", o_.sync ? "sync" : "ring", bytes, {}, 0};  // runPccl says "gather" when it took that path
       row.index = rows_run_++;
       if (!(o_.sync ? runSync(bytes, &row) : runPccl(bytes, &row)) || !report(row)) return 1;
     }
     if (with_gloo) {
-      for (const auto& algo : GlooBackend::algorithms()) {
+      for (const auto& algo : glooAlgorithms()) {
         Row row{"gloo", algo, bytes, {}, 0};
         row.index = rows_run_++;
         if (!runGloo(algo, bytes, &row) || !report(row)) return 1;

@@ -220,7 +220,9 @@ typedef struct {
  * PCCL_COMM_STATS_INIT, which sets struct_size; fields may be appended in later versions. */
 typedef struct {
   uint32_t struct_size;
-  uint64_t allreduce_ops;         /* all-reduces that succeeded */
+  uint64_t allreduce_ops;         /* collectives that succeeded. The allreduce_* counters count every
+                                     collective: all-reduces, broadcasts, all-gathers, reduce-scatters
+                                     and barriers (named before the others existed) */
   uint64_t allreduce_aborts;      /* all-reduces that started and then failed on this peer (a peer lost,
                                      the topology changed, a mismatch, a timeout, the master lost): the
                                      operations a trainer has to retry. Calls refused at once (bad

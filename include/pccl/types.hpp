@@ -66,7 +66,9 @@ struct SyncInfo {
   double seconds = 0;          // wall time from the call to the result
 };
 
-// Counters of one communicator since it was created (Communicator::stats(), pcclGetStats).
+// Counters of one communicator since it was created (Communicator::stats(), pcclGetStats). The
+// allreduce_* counters count every collective (all-reduces, broadcasts, all-gathers, reduce-scatters,
+// barriers); they were named before the others existed.
 struct CommStats {
   uint64_t allreduce_ops = 0;      // all-reduces that succeeded
   uint64_t allreduce_aborts = 0;   // all-reduces that started and then failed (to be retried)

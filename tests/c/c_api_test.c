@@ -57,6 +57,42 @@ static void* reduceOnB(void* arg) {
   return NULL;
 }
 
+/* One peer's side of the other collectives (both peers run it; group ranks 0 and 1): a broadcast from
+ * rank 1 in place, an all-gather out of place, an async reduce-scatter in place, a barrier. */
+static void* collectivesOn(void* arg) {
+  pcclComm_t comm = (pcclComm_t)arg;
+  int64_t rank = -1;
+  float bcast[300], mine[100], gathered[200], rs[200];
+  pcclReduceOptions_t opts = PCCL_REDUCE_OPTIONS_INIT;
+  pcclReduceInfo_t info;
+  pcclRequest_t req = NULL;
+  int i;
+  EXPECT(pcclGetAttribute(comm, PCCL_ATTR_GROUP_RANK, &rank) == pcclSuccess);
+  for (i = 0; i < 300; ++i) bcast[i] = rank == 1 ? (float)i : -1.0f;
+  for (i = 0; i < 100; ++i) mine[i] = (float)(rank * 1000 + i);
+  for (i = 0; i < 200; ++i) rs[i] = (float)(i + rank);
+  opts.tag = 20;
+  EXPECT(pcclBroadcast(bcast, bcast, 300, pcclFloat32, 1, &opts, comm, &info) == pcclSuccess);
+  EXPECT(info.world_size == 2);
+  for (i = 0; i < 300; ++i) EXPECT(bcast[i] == (float)i);
+  opts.tag = 21;
+  EXPECT(pcclAllGather(mine, gathered, 100, pcclFloat32, &opts, comm, NULL) == pcclSuccess);
+  for (i = 0; i < 200; ++i) EXPECT(gathered[i] == (float)((i / 100) * 1000 + i % 100));
+  opts.tag = 22;
+  EXPECT(pcclReduceScatterAsync(rs, rs + rank * 100, 100, pcclFloat32, pcclSum, &opts, comm, &req) == pcclSuccess);
+  EXPECT(pcclWait(req, NULL) == pcclSuccess);
+  for (i = 0; i < 100; ++i) EXPECT(rs[rank * 100 + i] == (float)(2 * (rank * 100 + i) + 1));
+  opts.tag = 23;
+  EXPECT(pcclBarrier(&opts, comm) == pcclSuccess);
+  EXPECT(pcclBarrierAsync(NULL, comm, &req) == pcclSuccess);
+  EXPECT(pcclWait(req, NULL) == pcclSuccess);
+  /* Arguments: a root outside the group, a misplaced in-place block. */
+  EXPECT(pcclBroadcast(bcast, bcast, 300, pcclFloat32, 2, NULL, comm, NULL) == pcclInvalidArgument);
+  EXPECT(strstr(pcclGetLastError(comm), "root 2") != NULL);
+  EXPECT(pcclAllGather(gathered + 1, gathered, 100, pcclFloat32, NULL, comm, NULL) == pcclInvalidArgument);
+  return NULL;
+}
+
 /* Shared state of two tensors: weights (float32) and a step counter (int64). */
 static pcclSharedState_t twoTensors(pcclTensorInfo_t t[2], float* weights, size_t count, int64_t* step) {
   pcclSharedState_t st = PCCL_SHARED_STATE_INIT;
@@ -307,6 +343,11 @@ int main(void) {
     EXPECT(s.allreduce_ops == 2 && s.same_host_read_bytes == 12345);
   }
 
+  /* The other collectives through the C API, both peers at once. */
+  pthread_create(&thread, NULL, collectivesOn, b);
+  collectivesOn(a);
+  pthread_join(thread, NULL);
+
   /* Shared state through the C API: b fetches what differs from a. */
   {
     float w[5000];
@@ -364,7 +405,7 @@ int main(void) {
     EXPECT(pcclAllReduce(z, z, 4, pcclFloat32, pcclSum, &opts, a, NULL) == pcclSuccess);
     EXPECT(z[0] == 1 && z[3] == 4);
     EXPECT(pcclGetStats(a, &s) == pcclSuccess);
-    EXPECT(s.allreduce_ops == 3 && s.allreduce_aborts == 1 && s.allreduce_retries == 1);
+    EXPECT(s.allreduce_ops == 8 && s.allreduce_aborts == 1 && s.allreduce_retries == 1); /* 3 + 5 other collectives */
     if (!(s.sync_ops == 1 && s.sync_aborts == 0 && s.topology_updates == 4 && s.epoch == 4))
       fprintf(stderr, "sync %lu/%lu updates %lu epoch %lu\n", (unsigned long)s.sync_ops, (unsigned long)s.sync_aborts,
               (unsigned long)s.topology_updates, (unsigned long)s.epoch);

@@ -46,6 +46,13 @@ int main(int argc, char** argv) {
   });
   const auto head = wire::encodeDataFrameHead(wire::dataHeader(7, 1, wire::kDataCompressed, 4096), 1, 0);
   ok = write(dir + "/frames/data", std::vector<uint8_t>(head.begin(), head.end())) && ok;
+  // A broadcast's data header (protocol 8: the descriptor names the collective and its root).
+  wire::DataHeader bcast = wire::dataHeader(7, 2, 0, 4096);
+  bcast.desc.kind = static_cast<uint8_t>(wire::Collective::kBroadcast);
+  bcast.desc.root = 2;
+  bcast.desc.count = 1u << 20;
+  const auto bhead = wire::encodeDataFrameHead(bcast, 1, 0);
+  ok = write(dir + "/frames/data-broadcast", std::vector<uint8_t>(bhead.begin(), bhead.end())) && ok;
 
   std::vector<float> values(300);
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 17) * 0.25f - 2.0f;
