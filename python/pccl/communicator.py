@@ -5,7 +5,7 @@ import ctypes
 import threading
 
 from . import _common
-from ._buffers import host_buffer, reduce_buffers
+from ._buffers import as_buffer, host_buffer, reduce_buffers
 from ._lib import (Attribute, BufferLocation, SyncStrategy, TensorInfo, comm_config_init, comm_stats_init,
                    reduce_options_init, shared_state_init)
 from ._lib import Link, ReduceInfo as _CReduceInfo
@@ -378,6 +378,100 @@ class Communicator(_common.OwnedHandle):
     def _forget(self, request):
         with self._requests_lock:
             self._requests.discard(request)
+
+    # ---- broadcast, all-gather, reduce-scatter, barrier ------------------------------------------------
+    # Each runs on the same ring as the all-reduce, with its properties and rules (docs/algorithms.md
+    # §1a): every peer of the group calls it with the same tag, counts, dtype, (op, root), quant and
+    # compress, else MismatchError everywhere; all or nothing (on failure send is untouched and an
+    # in-place buffer holds its input again); ranks are group ranks (``group_rank``), which change when
+    # the ring is rebuilt. Host memory only (a CUDA tensor: UnsupportedError; stage it through the CPU).
+
+    def _blocking(self, fn, args, opts):
+        info = _CReduceInfo()
+        with self._guard as h:
+            check(fn(*args, ctypes.byref(opts), h, ctypes.byref(info)), h)
+        return _reduce_info(info)
+
+    def _started(self, fn, args, opts, keep, recv_owner):
+        with self._guard as h:
+            req = ctypes.c_void_p()
+            with self._requests_lock:  # registered before close() can look for it
+                check(fn(*args, ctypes.byref(opts), h, ctypes.byref(req)), h)
+                request = Request(self, req.value, keep, int(opts.tag), recv_owner)
+                self._requests.add(request)
+        return request
+
+    def _broadcast_args(self, buf, root, recv, tag, quant, compress):
+        sbuf, rbuf = reduce_buffers(buf, recv)
+        opts = self._options(tag, quant, compress, sbuf.location)
+        root = _common.int_in(root, 0, 2 ** 32 - 1, "root")
+        _sync_device(sbuf)
+        return (sbuf.ptr or None, rbuf.ptr or None, sbuf.count, int(sbuf.dtype), root), opts, (sbuf, rbuf), rbuf
+
+    def broadcast(self, buf, root, recv=None, tag=0, quant=None, compress=0):
+        """Copies the root's `buf` (``group_rank == root``) into every peer's `buf` (in place), or into
+        `recv` when given; a non-root's `buf` is then not read. Pipelined along the ring from the root.
+        Returns a :class:`ReduceInfo`. quant: every peer (the root too) ends with the same decoded
+        values. Raises as :meth:`all_reduce`, and InvalidArgumentError for a root outside the group."""
+        args, opts, _, _ = self._broadcast_args(buf, root, recv, tag, quant, compress)
+        return self._blocking(self._lib.pcclBroadcast, args, opts)
+
+    def broadcast_async(self, buf, root, recv=None, tag=0, quant=None, compress=0):
+        """:meth:`broadcast` as a :class:`Request` (the buffers belong to pccl until it is waited on)."""
+        args, opts, keep, rbuf = self._broadcast_args(buf, root, recv, tag, quant, compress)
+        return self._started(self._lib.pcclBroadcastAsync, args, opts, keep, rbuf.owner)
+
+    def _blocks_args(self, send, recv, gather, tag, quant, compress):
+        sbuf = as_buffer(send, "send", writable=False)
+        rbuf = as_buffer(recv, "recv", writable=True)
+        if sbuf.dtype != rbuf.dtype:
+            raise InvalidArgumentError(detail="send is %s but recv is %s: they must have the same dtype"
+                                       % (sbuf.dtype.name.lower(), rbuf.dtype.name.lower()))
+        world = max(self.group_world_size, 1)
+        small, large, names = (sbuf, rbuf, ("send", "recv")) if gather else (rbuf, sbuf, ("recv", "send"))
+        if large.count != small.count * world:
+            raise InvalidArgumentError(detail="%s has %d elements but %s has %d: it must have group size (%d) x %d"
+                                       % (names[1], large.count, names[0], small.count, world, small.count))
+        opts = self._options(tag, quant, compress, sbuf.location)
+        return (sbuf.ptr or None, rbuf.ptr or None, small.count, int(sbuf.dtype)), opts, (sbuf, rbuf), rbuf
+
+    def all_gather(self, send, recv, tag=0, quant=None, compress=0):
+        """Every peer's `send`, in group-rank order, into every peer's `recv` (group size x send's
+        elements). In place: `send` is this rank's block of `recv` (``recv[group_rank * n:(group_rank + 1)
+        * n]`` of a 1-d recv). Returns a :class:`ReduceInfo`. Raises as :meth:`all_reduce`."""
+        args, opts, _, _ = self._blocks_args(send, recv, True, tag, quant, compress)
+        return self._blocking(self._lib.pcclAllGather, args, opts)
+
+    def all_gather_async(self, send, recv, tag=0, quant=None, compress=0):
+        """:meth:`all_gather` as a :class:`Request`."""
+        args, opts, keep, rbuf = self._blocks_args(send, recv, True, tag, quant, compress)
+        return self._started(self._lib.pcclAllGatherAsync, args, opts, keep, rbuf.owner)
+
+    def reduce_scatter(self, send, recv, op="sum", tag=0, quant=None, compress=0):
+        """Reduces every peer's `send` (group size x recv's elements) with `op` and leaves block
+        ``group_rank`` of the result in `recv`. In place: `recv` is this rank's block of `send`. Returns a
+        :class:`ReduceInfo`. Raises as :meth:`all_reduce`."""
+        args, opts, _, _ = self._blocks_args(send, recv, False, tag, quant, compress)
+        return self._blocking(self._lib.pcclReduceScatter, args[:4] + (int(_common.red_op(op)),), opts)
+
+    def reduce_scatter_async(self, send, recv, op="sum", tag=0, quant=None, compress=0):
+        """:meth:`reduce_scatter` as a :class:`Request`."""
+        args, opts, keep, rbuf = self._blocks_args(send, recv, False, tag, quant, compress)
+        return self._started(self._lib.pcclReduceScatterAsync, args[:4] + (int(_common.red_op(op)),), opts, keep,
+                             rbuf.owner)
+
+    def barrier(self, tag=0):
+        """Returns once every peer of the group has called it (a collective without data). Returns a
+        :class:`ReduceInfo`. Raises as :meth:`all_reduce`."""
+        opts = self._options(tag, None, 0, BufferLocation.HOST)
+        with self._guard as h:
+            check(self._lib.pcclBarrier(ctypes.byref(opts), h), h)
+        return ReduceInfo(0, 0, max(self.group_world_size, 1), 0.0)
+
+    def barrier_async(self, tag=0):
+        """:meth:`barrier` as a :class:`Request`."""
+        return self._started(lambda o, h, r: self._lib.pcclBarrierAsync(o, h, r), (),
+                             self._options(tag, None, 0, BufferLocation.HOST), (), None)
 
     def sync_shared_state(self, state, revision=None, strategy="enforce_popular", compress=None):
         """Makes this peer's shared state equal to the group's (docs/shared_state.md) and returns a
