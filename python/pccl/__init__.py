@@ -66,6 +66,16 @@ def library_path():
     return _lib.library_path()
 
 
+def __getattr__(name):
+    """``pccl.diloco`` (DiLoCo for torch models) is imported on first use: it needs torch, which
+    ``import pccl`` never imports."""
+    if name == "diloco":
+        import importlib  # noqa: PLC0415
+
+        return importlib.import_module(".diloco", __name__)
+    raise AttributeError("module 'pccl' has no attribute %r" % (name,))
+
+
 __all__ = [
     "Attribute", "AuthFailedError", "BufferLocation", "CommStats", "Communicator", "DataType", "InternalError",
     "InvalidArgumentError", "InvalidUsageError", "KickedError", "LibraryNotFoundError", "Master",

@@ -1,0 +1,429 @@
+"""pccl.diloco: DiLoCo (Douillard et al., 2023) over a pccl Communicator, for torch models.
+
+Wraps a model and its inner optimizer. Every ``inner_steps`` inner steps it averages the replicas'
+pseudo-gradients (outer parameters - current parameters) with one all-reduce, takes the outer step
+(torch.optim.SGD with Nesterov momentum over a flat copy of the parameters) and loads the result into
+the model. Peer loss is retried and joiners are admitted inside :meth:`DiLoCo.step`, and a late joiner
+or a replacement receives the group's outer state through the shared-state sync, so the training loop
+changes by a few lines::
+
+    comm = pccl.Communicator(master_address); comm.connect()
+    diloco = pccl.diloco.DiLoCo(model, inner_opt, comm, inner_steps=50, outer_lr=0.7, outer_momentum=0.9)
+    for x, y in data:
+        loss_fn(model(x), y).backward()
+        diloco.step()              # inner_opt.step(), and every 50th call the outer step
+        inner_opt.zero_grad()
+    diloco.flush()                 # overlapped mode: apply the last all-reduce; replicas are identical
+
+``overlap="delayed"`` or ``"eager"`` runs each outer all-reduce in the background during the next
+round's inner steps. Failure behaviour, counters and the semantics of joins: docs/python.md, "DiLoCo".
+Needs torch (python3-torch); ``import pccl`` alone never imports it.
+"""
+
+import dataclasses
+import time
+
+import torch
+
+from . import _diloco_outer
+from .communicator import Communicator
+from .errors import InvalidArgumentError, InvalidUsageError, PcclError
+
+OVERLAP_MODES = ("delayed", "eager")
+QUANT_MODES = (None, "fp16", "bf16", "int8")
+
+
+@dataclasses.dataclass(frozen=True)
+class DiLoCoStats:
+    """Counters of one :class:`DiLoCo` since it was created.
+
+    outer_steps: outer steps applied to the outer parameters (the group's counter: a late joiner
+    receives it); inner_steps: inner optimizer steps of this replica; rounds: outer all-reduces this
+    replica contributed to (started, in overlapped mode); allreduce_retries: outer all-reduce attempts
+    that failed with a retryable error and were retried; topology_updates / syncs: update_topology()
+    and sync_shared_state() calls that succeeded; state_adoptions: syncs that replaced this replica's
+    outer state (a joiner's first); world_size: peers in the last outer all-reduce; tx_bytes /
+    rx_bytes: the communicator's byte counters (all-reduces and syncs) since this object was created;
+    inner_time_s: wall time outside DiLoCo's outer work (the loop's forward, backward, inner steps and
+    anything else it does); outer_time_s: wall time in it (pseudo-gradient, all-reduce, outer step,
+    joins, syncs); wait_time_s: the part of outer_time_s blocked in pccl calls."""
+
+    outer_steps: int
+    inner_steps: int
+    rounds: int
+    allreduce_retries: int
+    topology_updates: int
+    syncs: int
+    state_adoptions: int
+    world_size: int
+    tx_bytes: int
+    rx_bytes: int
+    inner_time_s: float
+    outer_time_s: float
+    wait_time_s: float
+
+    @property
+    def inner_share(self):
+        """inner_time_s / (inner_time_s + outer_time_s): the share of wall time spent training."""
+        total = self.inner_time_s + self.outer_time_s
+        return self.inner_time_s / total if total > 0 else 0.0
+
+    def as_dict(self):
+        """The counters as a plain dict (with inner_share)."""
+        d = dataclasses.asdict(self)
+        d["inner_share"] = self.inner_share
+        return d
+
+
+def _check_args(model, inner_optimizer, comm, inner_steps, outer_lr, outer_momentum, quant, overlap, tag,
+                max_retries):
+    def bad(text):
+        return InvalidArgumentError(detail=text)
+
+    if not isinstance(model, torch.nn.Module):
+        raise bad("model must be a torch.nn.Module, got %s" % type(model).__name__)
+    params = [p for p in model.parameters()]
+    if not params:
+        raise bad("the model has no parameters")
+    if not isinstance(inner_optimizer, torch.optim.Optimizer):
+        raise bad("inner_optimizer must be a torch.optim.Optimizer, got %s" % type(inner_optimizer).__name__)
+    known = {id(p) for p in params}
+    for group in inner_optimizer.param_groups:
+        for p in group["params"]:
+            if id(p) not in known:
+                raise bad("inner_optimizer holds a tensor that is not a parameter of the model (shape %s)"
+                          % (tuple(p.shape),))
+    if not isinstance(comm, Communicator):
+        raise bad("comm must be a pccl.Communicator, got %s" % type(comm).__name__)
+    if isinstance(inner_steps, bool) or not isinstance(inner_steps, int) or inner_steps < 1:
+        raise bad("inner_steps must be an int >= 1, got %r" % (inner_steps,))
+    if isinstance(outer_lr, bool) or not isinstance(outer_lr, (int, float)) or not outer_lr > 0:
+        raise bad("outer_lr must be a number > 0, got %r" % (outer_lr,))
+    if (isinstance(outer_momentum, bool) or not isinstance(outer_momentum, (int, float))
+            or not 0 <= outer_momentum < 1):
+        raise bad("outer_momentum must be a number in [0, 1), got %r" % (outer_momentum,))
+    if quant == "none":
+        quant = None
+    if quant not in QUANT_MODES:
+        raise bad("quant must be None, 'fp16', 'bf16' or 'int8', got %r" % (quant,))
+    if overlap is True:
+        raise bad("overlap=True is ambiguous: pass overlap='delayed' or overlap='eager' (False: blocking)")
+    if overlap in (False, None, "none"):
+        overlap = None
+    elif overlap not in OVERLAP_MODES:
+        raise bad("overlap must be False, 'delayed' or 'eager', got %r" % (overlap,))
+    if isinstance(tag, bool) or not isinstance(tag, int) or not 0 <= tag < 2 ** 64:
+        raise bad("tag must be an int in 0..2**64-1, got %r" % (tag,))
+    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
+        raise bad("max_retries must be an int >= 0, got %r" % (max_retries,))
+    return params, quant, overlap
+
+
+class DiLoCo:
+    """DiLoCo over ``comm`` for ``model`` trained by ``inner_optimizer`` (docs/python.md, "DiLoCo").
+
+    Arguments:
+        model: a torch.nn.Module; every parameter (floating point, any device) is averaged. Buffers
+            (e.g. BatchNorm statistics) stay local.
+        inner_optimizer: a torch.optim.Optimizer over (some of) the model's parameters; :meth:`step`
+            calls its step(). Its state is local to the replica and never shared.
+        comm: a pccl.Communicator, connected or not (then the constructor connects it). DiLoCo owns its
+            membership from now on: do not call update_topology() or sync_shared_state() on it yourself,
+            nor all-reduce with ``tag``.
+        inner_steps: H, inner steps per outer step.
+        outer_lr, outer_momentum: the outer optimizer, torch.optim.SGD(lr, momentum, nesterov=True)
+            (plain SGD when outer_momentum is 0; outer_lr=1, outer_momentum=0 is model averaging).
+        quant: wire format of the outer all-reduce: None (float32), "fp16", "bf16" or "int8".
+        overlap: False (blocking, the default), "delayed" (the round's all-reduce runs during the next
+            round's inner steps and is applied one round late) or "eager" (as delayed, but each replica
+            starts the next round from the outer step taken with its own pseudo-gradient; the average
+            corrects it one round later).
+        tag: the all-reduce tag DiLoCo uses (default 0).
+        max_retries: how often one operation (an all-reduce, a vote, a sync) is retried after a
+            retryable failure before the last error is raised (default 10).
+
+    The constructor joins (if needed) and syncs the shared state: a late joiner or a replacement leaves
+    it holding the group's outer parameters, outer momentum and outer step counter, loaded into its
+    model. Call it right after connect(), on every replica, before anything slow (the members wait for
+    a joiner in that sync).
+
+    Raises InvalidArgumentError for bad arguments, and what :meth:`step` raises.
+    """
+
+    def __init__(self, model, inner_optimizer, comm, inner_steps, outer_lr=0.7, outer_momentum=0.9, quant=None,
+                 overlap=False, tag=0, max_retries=10):
+        params, quant, overlap = _check_args(model, inner_optimizer, comm, inner_steps, outer_lr, outer_momentum,
+                                             quant, overlap, tag, max_retries)
+        self.model, self.inner_optimizer, self.comm = model, inner_optimizer, comm
+        self.inner_steps, self.outer_lr, self.outer_momentum = inner_steps, float(outer_lr), float(outer_momentum)
+        self.quant, self.overlap, self.tag, self.max_retries = quant, overlap, tag, max_retries
+        self._outer = _diloco_outer.OuterState(params, self.outer_lr, self.outer_momentum, overlap == "eager")
+        self._buffers = [self._outer.new_buffer()] + ([self._outer.new_buffer()] if overlap else [])
+        self._pending = None  # overlapped mode: (Request, buffer) of the last round's all-reduce
+        self._round_steps = 0
+        self._broken = None
+        self._counts = dict(inner_steps=0, rounds=0, allreduce_retries=0, topology_updates=0, syncs=0,
+                            state_adoptions=0, world_size=0)
+        self._times = dict(inner=0.0, outer=0.0, wait=0.0)
+        self._mark = time.monotonic()
+        base = comm.stats()
+        self._bytes0 = (base.tx_bytes, base.rx_bytes)
+        with self._outer_work():
+            if comm.world_size == 0:
+                self._connect()
+            self._sync()
+            self._outer.write_model(self._outer.theta)  # every replica starts from the group's theta
+            self._counts["world_size"] = comm.group_world_size
+
+    # ---- the public interface --------------------------------------------------------------------------
+
+    def step(self, closure=None):
+        """One inner step: ``inner_optimizer.step(closure)``; every ``inner_steps``-th call also the outer
+        step, which (blocking mode) averages the pseudo-gradients, applies the outer optimizer and loads
+        the outer parameters into the model; admits peers waiting to join at that boundary; retries
+        the all-reduce after update_topology() when a peer is lost. Returns what the inner step returned.
+
+        Raises the non-retryable pccl errors: MasterUnreachableError and KickedError (the communicator
+        is dead), MismatchError (replicas call differently: another inner_steps, quant, or model size),
+        InvalidArgumentError from a sync (this replica's model differs from the group's), and the last
+        retryable error when max_retries retries of one operation all failed. After any of these the
+        object is unusable (InvalidUsageError), the model holds this replica's local parameters."""
+        self._check_usable()
+        result = self.inner_optimizer.step() if closure is None else self.inner_optimizer.step(closure)
+        self._counts["inner_steps"] += 1
+        self._round_steps += 1
+        if self._round_steps >= self.inner_steps:
+            with self._outer_work():
+                self._outer_round()
+        return result
+
+    def flush(self):
+        """Ends the round structure: in overlapped mode waits for (retrying as in :meth:`step`) and applies
+        the outer all-reduce still in flight; in every mode loads the outer parameters into the model,
+        so that every replica holds bit-identical parameters (inner steps taken since the last outer
+        step are dropped). A collective: every replica calls it at the same point, e.g. at the end of
+        training. The object stays usable."""
+        self._check_usable()
+        with self._outer_work():
+            if self._pending is not None:
+                self._finish_pending()
+            self._outer.reset_start()
+            self._outer.write_model(self._outer.theta)
+            self._round_steps = 0
+
+    def wait_for_world(self, world_size, timeout_s=60.0):
+        """Admits joiners (update_topology() and a sync whenever the master reports waiting peers) until
+        at least ``world_size`` peers are in the group, asking the master every 10 ms; every member
+        calls it. For the start of a run, so that the first round is trained by every replica. Raises
+        PcclTimeoutError when the deadline passes, InvalidArgumentError for a bad world_size."""
+        from .errors import PcclTimeoutError  # noqa: PLC0415
+
+        if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
+            raise InvalidArgumentError(detail="world_size must be an int >= 1, got %r" % (world_size,))
+        self._check_usable()
+        if self._pending is not None:
+            raise InvalidUsageError(detail="wait_for_world() with an outer all-reduce in flight: call flush() first")
+        deadline = time.monotonic() + timeout_s
+        with self._outer_work():
+            while self.comm.group_world_size < world_size:
+                if time.monotonic() > deadline:
+                    raise PcclTimeoutError(detail="only %d of %d peers joined within %.1f s"
+                                           % (self.comm.group_world_size, world_size, timeout_s))
+                if not self._admit_if_pending():
+                    time.sleep(0.01)  # no pccl call blocks until a peer is pending: ask again shortly
+            self._counts["world_size"] = self.comm.group_world_size
+
+    @property
+    def outer_step(self):
+        """Outer steps applied to the outer parameters so far: the group's counter (shared state)."""
+        return self._outer.step
+
+    @property
+    def inner_step(self):
+        """Inner steps taken in the current round (0 right after an outer step)."""
+        return self._round_steps
+
+    @property
+    def outer_parameters(self):
+        """The outer parameters as one flat CPU tensor (float32, or float64 for a float64 model), in
+        model.parameters() order: bit-identical on every replica after each outer step. Do not write it."""
+        return self._outer.theta
+
+    @property
+    def outer_momentum_buffer(self):
+        """The outer optimizer's momentum, flat like outer_parameters (shared state too)."""
+        return self._outer.momentum
+
+    def stats(self):
+        """A :class:`DiLoCoStats` of the counters so far. Never blocks."""
+        s = self.comm.stats()
+        c, t = self._counts, self._times
+        inner = t["inner"] + (0.0 if self._broken else max(0.0, time.monotonic() - self._mark))
+        return DiLoCoStats(outer_steps=self._outer.step, inner_steps=c["inner_steps"], rounds=c["rounds"],
+                           allreduce_retries=c["allreduce_retries"], topology_updates=c["topology_updates"],
+                           syncs=c["syncs"], state_adoptions=c["state_adoptions"], world_size=c["world_size"],
+                           tx_bytes=s.tx_bytes - self._bytes0[0], rx_bytes=s.rx_bytes - self._bytes0[1],
+                           inner_time_s=inner, outer_time_s=t["outer"], wait_time_s=t["wait"])
+
+    def __repr__(self):
+        return "<pccl.diloco.DiLoCo H=%d overlap=%s quant=%s outer_step=%d>" % (
+            self.inner_steps, self.overlap or "off", self.quant or "none", self._outer.step)
+
+    # ---- one outer round ---------------------------------------------------------------------------
+
+    def _outer_round(self):
+        self._round_steps = 0
+        pg = self._buffers[0]
+        if self._pending is not None and self._pending[1] is pg:
+            pg = self._buffers[1]
+        self._outer.pseudo_gradient(pg)
+        if self._pending is not None:
+            self._finish_pending()  # the last round's average: applied one round late
+        self._counts["rounds"] += 1
+        if self.overlap is None:
+            self._reduce(pg)
+            self._outer.apply(pg)
+            self._outer.write_model(self._outer.theta)
+            self._admit_if_pending()
+            return
+        if self._timed(self.comm.are_peers_pending):
+            # A join (or a departure) while overlapping: this round is averaged at once, so that nothing
+            # is in flight when the ring changes and a joiner starts from the same outer state as everyone.
+            epoch = self.comm.epoch
+            self._reduce(pg)
+            self._outer.apply(pg)
+            if self.comm.epoch == epoch:  # the retry path has not already re-formed the ring
+                self._update_topology()
+                self._sync()
+            self._outer.reset_start()
+            self._outer.write_model(self._outer.theta)
+            return
+        if self.overlap == "eager":
+            self._outer.predict(pg)  # read before the all-reduce owns pg
+            self._outer.write_model(self._outer.preview)
+        else:
+            self._outer.write_model(self._outer.theta)
+        request = self.comm.all_reduce_async(pg, op="avg", tag=self.tag, quant=self.quant)
+        self._pending = (request, pg)
+
+    def _finish_pending(self):
+        request, buf = self._pending
+        self._pending = None
+        try:
+            info = self._timed(request.wait)
+            self._counts["world_size"] = info.world_size
+        except PcclError as e:
+            if not e.retryable:
+                raise
+            self._counts["allreduce_retries"] += 1  # buf holds its input again: every replica retries it
+            self._recover()
+            self._reduce(buf)
+        self._outer.apply(buf)
+
+    # ---- pccl calls with the abort/retry loop ------------------------------------------------------------
+
+    def _reduce(self, buf):
+        """Blocking all-reduce (avg) of buf in place; on a retryable failure: update_topology(), sync, retry."""
+        for attempt in range(self.max_retries + 1):
+            try:
+                info = self._timed(lambda: self.comm.all_reduce(buf, op="avg", tag=self.tag, quant=self.quant))
+                self._counts["world_size"] = info.world_size
+                return info
+            except PcclError as e:
+                if not e.retryable or attempt == self.max_retries:
+                    raise
+                self._counts["allreduce_retries"] += 1
+                self._recover()
+        raise AssertionError("unreachable")
+
+    def _recover(self):
+        """After a retryable failure: a new ring, then the sync every member makes after an epoch change
+        (a joiner admitted by this vote is syncing right now)."""
+        self._update_topology()
+        self._sync()
+
+    def _update_topology(self):
+        for attempt in range(self.max_retries + 1):
+            try:
+                self._timed(self.comm.update_topology)
+                self._counts["topology_updates"] += 1
+                return
+            except PcclError as e:
+                if not e.retryable or attempt == self.max_retries:
+                    raise
+
+    def _admit_if_pending(self):
+        if not self._timed(self.comm.are_peers_pending):
+            return False
+        self._update_topology()
+        self._sync()
+        return True
+
+    def _sync(self):
+        """sync_shared_state of the outer state; on a retryable failure: update_topology(), sync again."""
+        state = self._outer.shared
+        for attempt in range(self.max_retries + 1):
+            try:
+                info = self._timed(lambda: self.comm.sync_shared_state(state, revision=self._outer.step))
+                break
+            except PcclError as e:
+                if not e.retryable or attempt == self.max_retries:
+                    raise
+                self._update_topology()
+        self._counts["syncs"] += 1
+        if info.keys_received > 0:
+            # This replica was behind (a joiner): adopt the group's state. The inner optimizer's state
+            # belonged to other weights: it restarts, as a joiner's would.
+            self._counts["state_adoptions"] += 1
+            self._outer.reset_start()
+            self._outer.write_model(self._outer.theta)
+            self.inner_optimizer.state.clear()
+        return info
+
+    def _connect(self):
+        try:
+            self._timed(self.comm.connect)
+        except PcclError as e:
+            if not e.retryable:
+                raise
+            self._update_topology()  # admitted, but the ring build failed: the members vote again
+
+    # ---- bookkeeping -------------------------------------------------------------------------------------
+
+    def _timed(self, fn):
+        start = time.monotonic()
+        try:
+            return fn()
+        finally:
+            self._times["wait"] += time.monotonic() - start
+
+    def _outer_work(self):
+        return _OuterWork(self)
+
+    def _check_usable(self):
+        if self._broken is not None:
+            raise InvalidUsageError(detail="this DiLoCo failed earlier (%s: %s); create a new Communicator and "
+                                    "DiLoCo to rejoin" % (type(self._broken).__name__, self._broken))
+
+
+class _OuterWork:
+    """Times a stretch of outer work, and marks the DiLoCo unusable when it raises."""
+
+    def __init__(self, diloco):
+        self.d = diloco
+
+    def __enter__(self):
+        now = time.monotonic()
+        self.d._times["inner"] += max(0.0, now - self.d._mark)
+        self.start = now
+
+    def __exit__(self, kind, value, tb):
+        now = time.monotonic()
+        self.d._times["outer"] += now - self.start
+        self.d._mark = now
+        if value is not None:  # the round stopped half-way: this object cannot go on
+            self.d._broken = value
+        return False
+
+
+__all__ = ["DiLoCo", "DiLoCoStats", "OVERLAP_MODES", "QUANT_MODES"]
