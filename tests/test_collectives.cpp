@@ -408,3 +408,34 @@ TEST_CASE("collectives: bad arguments are refused before anything is sent", "[co
   CHECK(code(alone->barrier()) == Code::kInvalidUsage);
   CHECK(code(alone->allGather(a.data(), b.data(), 100, DataType::kFloat32)) == Code::kInvalidUsage);
 }
+
+TEST_CASE("collectives: a broadcast and a barrier nobody else joins end with Timeout, buffers intact", "[collectives]") {
+  CommConfig cfg = smallSegments();
+  cfg.op_timeout_ms = 500;
+  LocalCluster cluster = startCluster(2, cfg);
+  REQUIRE(cluster.peers.size() == 2);
+  Communicator& lone = *cluster.peers[0];
+  const uint32_t other = 1 - lone.topology().group_rank;
+  std::vector<float> a(3000, 7.0f);
+  auto r = lone.broadcast(a.data(), a.data(), a.size(), DataType::kFloat32, other);
+  CHECK(r.status().code() == Code::kTimeout);
+  CHECK(a == std::vector<float>(3000, 7.0f));
+  ReduceOptions o;
+  o.tag = 1;
+  CHECK(lone.barrier(o).status().code() == Code::kTimeout);
+  // Both peers can still work together afterwards (tags 2 and 3: the others failed on their first call).
+  std::vector<Status> st(2);
+  cluster.onEach([&](size_t p) {
+    Communicator& c = *cluster.peers[p];
+    ReduceOptions t;
+    t.tag = 2;
+    st[p] = c.barrier(t).status();
+    if (!st[p].isOk()) return;
+    std::vector<float> x(10, static_cast<float>(c.topology().group_rank)), y(20, -1.0f);
+    t.tag = 3;
+    st[p] = c.allGather(x.data(), y.data(), 10, DataType::kFloat32, t).status();
+    if (st[p].isOk() && (y[0] != 0.0f || y[19] != 1.0f)) st[p] = Status::internal("wrong all-gather");
+  });
+  CHECK(st[0].isOk());
+  CHECK(st[1].isOk());
+}
