@@ -12,7 +12,7 @@ from .errors import InvalidArgumentError
 from .types import SharedState
 
 # The shared-state names (docs/python.md "DiLoCo"): every replica of a run registers the same three.
-THETA, MOMENTUM, STEP = "diloco.outer_params", "diloco.outer_momentum", "diloco.outer_step"
+THETA, MOMENTUM, STEP, ROUND = "diloco.outer_params", "diloco.outer_momentum", "diloco.outer_step", "diloco.round"
 
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -40,7 +40,8 @@ class OuterState:
         self.theta = torch.empty(self.count, dtype=self.dtype)
         self.read_model(self.theta)
         self.momentum = torch.zeros(self.count, dtype=self.dtype)
-        self.step_t = torch.zeros(1, dtype=torch.int64)
+        self.step_t = torch.zeros(1, dtype=torch.int64)  # outer steps applied to theta
+        self.round_t = torch.zeros(1, dtype=torch.int64)  # outer all-reduces the group has issued
         self._momentum_factor = momentum
         self._opt = self._sgd(self.theta, self.momentum, lr, momentum)
         # Eager mode: the model starts each round from a preview, the outer step taken with this
@@ -48,7 +49,8 @@ class OuterState:
         self.preview = self.theta.clone() if eager else None
         self._preview_momentum = torch.zeros_like(self.momentum) if eager else None
         self._preview_opt = self._sgd(self.preview, self._preview_momentum, lr, momentum) if eager else None
-        self.shared = SharedState({THETA: self.theta, MOMENTUM: self.momentum, STEP: self.step_t}, revision=0)
+        self.shared = SharedState({THETA: self.theta, MOMENTUM: self.momentum, STEP: self.step_t,
+                                   ROUND: self.round_t}, revision=0)
 
     @staticmethod
     def _sgd(param, momentum_buffer, lr, momentum):
@@ -63,6 +65,11 @@ class OuterState:
     def step(self):
         """Outer steps applied to theta (the shared counter)."""
         return int(self.step_t[0])
+
+    @property
+    def round(self):
+        """Outer all-reduces issued (blocking: done; overlapped: started), the group's round counter."""
+        return int(self.round_t[0])
 
     @property
     def start(self):
@@ -105,7 +112,6 @@ class OuterState:
         """One outer step on theta with the averaged pseudo-gradient; the counter advances."""
         self._step_sgd(self._opt, self.theta, self.momentum, average)
         self.step_t += 1
-        self.shared.revision = self.step
 
     def predict(self, local):
         """Eager mode: preview := the outer step theta would take if `local` were the round's average."""

@@ -38,8 +38,8 @@ class DiLoCoStats:
     """Counters of one :class:`DiLoCo` since it was created.
 
     outer_steps: outer steps applied to the outer parameters (the group's counter: a late joiner
-    receives it); inner_steps: inner optimizer steps of this replica; rounds: outer all-reduces this
-    replica contributed to (started, in overlapped mode); allreduce_retries: outer all-reduce attempts
+    receives it); inner_steps: inner optimizer steps of this replica; rounds: outer all-reduces the group
+    has issued (:attr:`DiLoCo.round`, shared too); allreduce_retries: outer all-reduce attempts
     that failed with a retryable error and were retried; topology_updates / syncs: update_topology()
     and sync_shared_state() calls that succeeded; state_adoptions: syncs that replaced this replica's
     outer state (a joiner's first); world_size: peers in the last outer all-reduce; tx_bytes /
@@ -162,7 +162,7 @@ class DiLoCo:
         self._pending = None  # overlapped mode: (Request, buffer) of the last round's all-reduce
         self._round_steps = 0
         self._broken = None
-        self._counts = dict(inner_steps=0, rounds=0, allreduce_retries=0, topology_updates=0, syncs=0,
+        self._counts = dict(inner_steps=0, allreduce_retries=0, topology_updates=0, syncs=0,
                             state_adoptions=0, world_size=0)
         self._times = dict(inner=0.0, outer=0.0, wait=0.0)
         self._mark = time.monotonic()
@@ -239,6 +239,13 @@ class DiLoCo:
         return self._outer.step
 
     @property
+    def round(self):
+        """Outer all-reduces the group has issued (in blocking mode equal to outer_step; overlapped, one
+        more while a round is in flight): the same on every replica at every boundary, a joiner's
+        included, so ``while diloco.round < rounds:`` ends every replica's loop at the same boundary."""
+        return self._outer.round
+
+    @property
     def inner_step(self):
         """Inner steps taken in the current round (0 right after an outer step)."""
         return self._round_steps
@@ -259,7 +266,7 @@ class DiLoCo:
         s = self.comm.stats()
         c, t = self._counts, self._times
         inner = t["inner"] + (0.0 if self._broken else max(0.0, time.monotonic() - self._mark))
-        return DiLoCoStats(outer_steps=self._outer.step, inner_steps=c["inner_steps"], rounds=c["rounds"],
+        return DiLoCoStats(outer_steps=self._outer.step, inner_steps=c["inner_steps"], rounds=self._outer.round,
                            allreduce_retries=c["allreduce_retries"], topology_updates=c["topology_updates"],
                            syncs=c["syncs"], state_adoptions=c["state_adoptions"], world_size=c["world_size"],
                            tx_bytes=s.tx_bytes - self._bytes0[0], rx_bytes=s.rx_bytes - self._bytes0[1],
@@ -278,35 +285,50 @@ class DiLoCo:
             pg = self._buffers[1]
         self._outer.pseudo_gradient(pg)
         if self._pending is not None:
-            self._finish_pending()  # the last round's average: applied one round late
-        self._counts["rounds"] += 1
+            self._finish_pending(fold_into=pg)  # the last round's average, applied one round late
         if self.overlap is None:
             self._reduce(pg)
+            self._issued()
             self._outer.apply(pg)
             self._outer.write_model(self._outer.theta)
             self._admit_if_pending()
             return
         if self._timed(self.comm.are_peers_pending):
-            # A join (or a departure) while overlapping: this round is averaged at once, so that nothing
-            # is in flight when the ring changes and a joiner starts from the same outer state as everyone.
+            # A join or a departure while overlapping: this round is averaged at once, so that nothing is
+            # in flight when the ring changes and a joiner starts from the outer state everyone holds.
             epoch = self.comm.epoch
-            self._reduce(pg)
-            self._outer.apply(pg)
-            if self.comm.epoch == epoch:  # the retry path has not already re-formed the ring
-                self._update_topology()
-                self._sync()
-            self._outer.reset_start()
-            self._outer.write_model(self._outer.theta)
-            return
+            try:
+                self._all_reduce(pg)
+            except PcclError as e:
+                if not e.retryable:
+                    raise
+                self._counts["allreduce_retries"] += 1
+                self._recover()  # the ring changed with nothing in flight: go on as in any round
+            else:
+                self._issued()
+                self._outer.apply(pg)
+                if self.comm.epoch == epoch:
+                    self._update_topology()
+                    self._sync()
+                self._outer.reset_start()
+                self._outer.write_model(self._outer.theta)
+                return
         if self.overlap == "eager":
             self._outer.predict(pg)  # read before the all-reduce owns pg
             self._outer.write_model(self._outer.preview)
         else:
             self._outer.write_model(self._outer.theta)
         request = self.comm.all_reduce_async(pg, op="avg", tag=self.tag, quant=self.quant)
+        self._issued()
         self._pending = (request, pg)
 
-    def _finish_pending(self):
+    def _issued(self):
+        self._outer.round_t += 1
+
+    def _finish_pending(self, fold_into=None):
+        """Waits for the round in flight and applies its average. When it failed (retryably): a new ring
+        and a sync, then its pseudo-gradient is added to fold_into (the next round's: both rounds are
+        averaged together), or, without fold_into (flush), all-reduced again at once."""
         request, buf = self._pending
         self._pending = None
         try:
@@ -315,20 +337,26 @@ class DiLoCo:
         except PcclError as e:
             if not e.retryable:
                 raise
-            self._counts["allreduce_retries"] += 1  # buf holds its input again: every replica retries it
+            self._counts["allreduce_retries"] += 1  # buf holds its input again
             self._recover()
+            if fold_into is not None:
+                fold_into.add_(buf)
+                return
             self._reduce(buf)
         self._outer.apply(buf)
 
     # ---- pccl calls with the abort/retry loop ------------------------------------------------------------
 
+    def _all_reduce(self, buf):
+        info = self._timed(lambda: self.comm.all_reduce(buf, op="avg", tag=self.tag, quant=self.quant))
+        self._counts["world_size"] = info.world_size
+        return info
+
     def _reduce(self, buf):
         """Blocking all-reduce (avg) of buf in place; on a retryable failure: update_topology(), sync, retry."""
         for attempt in range(self.max_retries + 1):
             try:
-                info = self._timed(lambda: self.comm.all_reduce(buf, op="avg", tag=self.tag, quant=self.quant))
-                self._counts["world_size"] = info.world_size
-                return info
+                return self._all_reduce(buf)
             except PcclError as e:
                 if not e.retryable or attempt == self.max_retries:
                     raise
@@ -363,8 +391,11 @@ class DiLoCo:
         """sync_shared_state of the outer state; on a retryable failure: update_topology(), sync again."""
         state = self._outer.shared
         for attempt in range(self.max_retries + 1):
+            # A replica that has synced before offers rounds + 1, a new one 0: the group's state wins over
+            # a joiner's whatever its content, and replicas that start together elect the most common one.
+            revision = self._outer.round + 1 if self._counts["syncs"] else 0
             try:
-                info = self._timed(lambda: self.comm.sync_shared_state(state, revision=self._outer.step))
+                info = self._timed(lambda: self.comm.sync_shared_state(state, revision=revision))
                 break
             except PcclError as e:
                 if not e.retryable or attempt == self.max_retries:

@@ -120,9 +120,10 @@ class Cluster:
 
 class PeerProcess:
     """A child process (python -u script args...) whose stdout lines are queued by a reader thread and
-    whose stderr goes to a temporary file (shown when a test fails)."""
+    whose stderr goes to a temporary file (shown when a test fails). stdin=subprocess.PIPE lets a test
+    write to the child (proc.stdin)."""
 
-    def __init__(self, name, script, args, env=None):
+    def __init__(self, name, script, args, env=None, stdin=None):
         self.name = name
         self.lines = queue.Queue()
         self.stderr = tempfile.TemporaryFile(mode="w+")
@@ -130,7 +131,7 @@ class PeerProcess:
         full_env = dict(os.environ)
         full_env.update(env or {})
         self.proc = subprocess.Popen([sys.executable, "-u", script] + list(args), stdout=subprocess.PIPE,
-                                     stderr=self.stderr, text=True, env=full_env)
+                                     stderr=self.stderr, stdin=stdin, text=True, env=full_env)
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
