@@ -6,7 +6,9 @@ module is already in sys.modules, so ``import pccl`` works without either instal
 """
 
 import ctypes
+import os
 import sys
+import threading
 
 from ._lib import BufferLocation, DataType, DTYPE_SIZES
 from .errors import InvalidArgumentError
@@ -34,9 +36,11 @@ SUPPORTED = "int8, uint8, int16, uint16, int32, uint32, int64, uint64, float16, 
 class Buffer:
     """One contiguous buffer: ``ptr`` (int address), ``count`` (elements), ``dtype`` (DataType),
     ``location`` (BufferLocation), ``device`` (torch device string or None), ``nbytes``, ``owner`` (the
-    object it came from, kept alive with this Buffer) and ``keep`` (ctypes objects that pin it)."""
+    object it came from, kept alive with this Buffer), ``keep`` (what pins the memory: ctypes objects,
+    a torch tensor's storage) and ``written`` (pccl writes into it)."""
 
-    __slots__ = ("ptr", "count", "dtype", "location", "device", "owner", "keep", "kind")
+    __slots__ = ("ptr", "count", "dtype", "location", "device", "owner", "keep", "kind", "written",
+                 "storage_ptr", "storage_nbytes")
 
     def __init__(self, ptr, count, dtype, location, device, owner, keep, kind):
         self.ptr = ptr
@@ -47,6 +51,8 @@ class Buffer:
         self.owner = owner
         self.keep = keep
         self.kind = kind
+        self.written = False
+        self.storage_ptr = self.storage_nbytes = 0
 
     @property
     def nbytes(self):
@@ -79,6 +85,8 @@ def _from_tensor(t, what, writable):
                                    % (what, tuple(t.shape), tuple(t.stride())))
     if (hasattr(t, "is_conj") and t.is_conj()) or (hasattr(t, "is_neg") and t.is_neg()):
         raise InvalidArgumentError(detail="%s: the torch tensor has a lazy conj/neg bit; resolve it first" % what)
+    if writable:
+        _refuse_unwritable_tensor(t, what)
     device = t.device
     if device.type == "cpu":
         location = BufferLocation.HOST
@@ -89,8 +97,113 @@ def _from_tensor(t, what, writable):
                                    "backend module)" % (what, device))
     count = t.numel()
     ptr = t.data_ptr() if count else 0
-    return Buffer(ptr, count, dtype, location, str(device) if location == BufferLocation.DEVICE else None,
-                  t, None, "torch")
+    storage = t.storage() if count else None  # holds the StorageImpl: set_() cannot free the memory
+    buf = Buffer(ptr, count, dtype, location, str(device) if location == BufferLocation.DEVICE else None,
+                 t, storage, "torch")
+    if storage is not None:
+        buf.storage_ptr, buf.storage_nbytes = storage.data_ptr(), storage.nbytes()
+        if writable and location == BufferLocation.HOST:
+            reason = _readonly_host_memory(ptr, buf.nbytes)
+            if reason:
+                raise InvalidArgumentError(detail="%s: the torch tensor's memory is read-only (%s), but pccl "
+                                           "writes into it; pass a writable copy (t.clone())" % (what, reason))
+    return buf
+
+
+def _refuse_unwritable_tensor(t, what):
+    """What torch itself refuses for an in-place write."""
+    torch = sys.modules["torch"]
+    if t.requires_grad and torch.is_grad_enabled():
+        base = t._base if t._is_view() else None
+        if t.is_leaf or (base is not None and base.is_leaf and base.requires_grad):
+            raise InvalidArgumentError(
+                detail="%s: %s leaf tensor that requires grad; pccl writes into it, which torch refuses for an "
+                "in-place operation: write parameters under torch.no_grad(), or pass p.grad or p.data"
+                % (what, "a view of a" if not t.is_leaf else "a"))
+    if hasattr(t, "is_inference") and t.is_inference() and not torch.is_inference_mode_enabled():
+        raise InvalidArgumentError(detail="%s: an inference tensor outside torch.inference_mode(); torch refuses "
+                                   "in-place updates to it (pass a clone, or call inside inference_mode)" % what)
+
+
+# Writability of host memory, asked of the kernel without writing anything new: a byte of the buffer
+# is copied through a pipe onto itself (read() into a read-only page fails with EFAULT instead of a
+# SIGSEGV in pccl's io thread).
+_probe_lock = threading.Lock()
+_probe_pipe = None
+
+
+def _after_fork_in_child():
+    global _probe_lock, _probe_pipe
+    _probe_lock = threading.Lock()
+    _probe_pipe = None  # the parent's pipe would mix bytes with the parent's probes
+
+
+os.register_at_fork(after_in_child=_after_fork_in_child)
+
+
+def _page_writable(addr):
+    global _probe_pipe
+    cell = (ctypes.c_char * 1).from_address(addr)
+    with _probe_lock:
+        if _probe_pipe is None:
+            _probe_pipe = os.pipe()
+        r, w = _probe_pipe
+        os.write(w, bytes(cell))
+        try:
+            return os.readv(r, [memoryview(cell)]) == 1
+        except OSError:
+            os.read(r, 1)  # the byte is still in the pipe
+            return False
+
+
+_BYTES_HEADER = sys.getsizeof(b"") - 1  # offset of a bytes object's payload (CPython)
+
+
+def _bytes_payload(addr, nbytes):
+    """True when addr is the payload of a live Python bytes object (torch.frombuffer(b)): its header is
+    read only when it lies in the same page as addr (so it is mapped)."""
+    if addr % 4096 < _BYTES_HEADER or _BYTES_HEADER != 32 or ctypes.sizeof(ctypes.c_void_p) != 8:
+        return False
+    start = addr - _BYTES_HEADER
+    return (ctypes.c_void_p.from_address(start + 8).value == id(bytes)
+            and ctypes.c_ssize_t.from_address(start).value > 0
+            and ctypes.c_ssize_t.from_address(start + 16).value >= nbytes)
+
+
+def _readonly_host_memory(ptr, nbytes):
+    """Why host memory at ptr cannot be written, or None."""
+    if _bytes_payload(ptr, nbytes):
+        return "it is the contents of an immutable bytes object"
+    if not (_page_writable(ptr) and _page_writable(ptr + nbytes - 1)):
+        return "a read-only memory mapping"
+    return None
+
+
+def storage_problems(buffers):
+    """After an operation: what moved under the torch tensors pccl used (resize_(), set_(),
+    storage().resize_()), as messages; [] when nothing did."""
+    problems = []
+    for buf in buffers or ():
+        if buf.kind != "torch" or buf.keep is None:
+            continue
+        storage, t = buf.keep, buf.owner
+        if storage.data_ptr() != buf.storage_ptr or storage.nbytes() < buf.storage_nbytes:
+            problems.append("the storage of a torch tensor pccl used was resized or freed during the operation "
+                            "(tensor.resize_() or storage().resize_()): pccl may have read or written freed memory")
+        elif t.data_ptr() != buf.ptr:
+            problems.append("a torch tensor pccl used was given other memory during the operation (set_() or "
+                            "resize_()): the result is in the memory it had, not in the tensor")
+    return problems
+
+
+def bump_versions(buffers):
+    """Bumps the autograd version counter of every torch tensor pccl wrote into, as a torch in-place op
+    does: a tensor saved for backward then makes backward raise instead of using the new values."""
+    done = set()
+    for buf in buffers:
+        if buf.kind == "torch" and buf.written and id(buf.owner) not in done:
+            done.add(id(buf.owner))
+            buf.owner.detach().reshape(-1)[:0].zero_()  # an empty in-place op: shares the version counter
 
 
 def _from_ndarray(a, what, writable):
@@ -145,13 +258,16 @@ def as_buffer(obj, what, writable):
     if obj is None:
         raise InvalidArgumentError(detail="%s: None is not a buffer" % what)
     if _is_tensor(obj):
-        return _from_tensor(obj, what, writable)
-    if _is_ndarray(obj):
-        return _from_ndarray(obj, what, writable)
-    if isinstance(obj, (list, tuple, int, float, str, bytes)):
+        buf = _from_tensor(obj, what, writable)
+    elif _is_ndarray(obj):
+        buf = _from_ndarray(obj, what, writable)
+    elif isinstance(obj, (list, tuple, int, float, str, bytes)):
         raise InvalidArgumentError(detail="%s: expected a numpy array or a torch tensor, got %s"
                                    % (what, type(obj).__name__))
-    return _from_buffer(obj, what, writable)
+    else:
+        buf = _from_buffer(obj, what, writable)
+    buf.written = bool(writable)
+    return buf
 
 
 def reduce_buffers(send, recv):

@@ -5,6 +5,7 @@ import ctypes
 import math
 import threading
 
+from . import _lifetime
 from ._lib import Quant, RedOp, SyncStrategy
 from .errors import InvalidArgumentError, InvalidUsageError
 
@@ -121,16 +122,21 @@ def int_in(value, lo, hi, what):
 class HandleGuard:
     """Owns a C handle: counts the calls in flight on it so that close() refuses while another thread is
     inside a call (the C API would let that call finish and free the handle only as it returns, so the
-    leave would happen later than close() suggests), and refuses calls after close."""
+    leave would happen later than close() suggests), refuses calls after close, and refuses every call
+    in a child process that inherited the handle through fork() (checked before taking any lock: the
+    lock may have been held by a parent thread at the fork)."""
 
     def __init__(self, handle, kind):
         self._lock = threading.Lock()
         self._handle = handle
         self._active = 0
         self._kind = kind
+        self.origin = _lifetime.Origin(kind)
 
     def enter(self):
-        """Marks a call in flight and returns the live handle; InvalidUsageError when closed."""
+        """Marks a call in flight and returns the live handle; InvalidUsageError when closed or inherited
+        through fork()."""
+        self.origin.check()
         with self._lock:
             if self._handle is None:
                 raise InvalidUsageError(detail="the %s is closed" % self._kind)
@@ -152,9 +158,17 @@ class HandleGuard:
     def closed(self):
         return self._handle is None
 
+    @property
+    def inherited(self):
+        return self.origin.inherited
+
     def detach(self):
-        """Takes the handle away for freeing (None when already closed); InvalidUsageError while other
-        threads are inside calls on it."""
+        """Takes the handle away for freeing (None when already closed, and in a process that inherited
+        it through fork(): there it is leaked on purpose); InvalidUsageError while other threads are inside
+        calls on it."""
+        if self.origin.inherited:
+            self._handle = None  # never freed here: its threads and sockets are the parent's
+            return None
         with self._lock:
             if self._handle is None:
                 return None
@@ -164,14 +178,25 @@ class HandleGuard:
             handle, self._handle = self._handle, None
             return handle
 
+    def detach_for_finalizer(self):
+        """detach() for a finalizer: never raises, never blocks (nobody else can be inside a call on an
+        object being finalized). None when closed or inherited."""
+        if self.origin.inherited:
+            self._handle = None
+            return None
+        handle, self._handle = self._handle, None
+        return handle
+
     def peek(self):
         return self._handle
 
 
 class OwnedHandle:
     """The lifecycle Communicator and Master share: a HandleGuard in ``_guard`` (None until made), a
-    ``close()`` that frees the handle, ``closed``, ``with`` closing on exit, and a finalizer that closes
-    without ever raising."""
+    ``close()`` that frees the handle, ``closed``, ``with`` closing on exit, and a finalizer that never
+    raises, never blocks and never calls into C itself: it detaches the handle and hands
+    ``_destroy_job(handle)`` to the janitor thread (pccl._lifetime). In a process that inherited the
+    object through fork(), close() and the finalizer leave the C handle alone."""
 
     _guard = None
 
@@ -184,8 +209,17 @@ class OwnedHandle:
         self.close()
         return False
 
+    def _destroy_job(self, handle):
+        """A callable freeing `handle` (and what belongs to it) that holds no reference to self."""
+        raise NotImplementedError
+
     def __del__(self):
+        guard = self._guard
+        if guard is None:
+            return
         try:
-            self.close()
+            handle = guard.detach_for_finalizer()
+            if handle is not None:
+                _lifetime.defer(self._destroy_job(handle))
         except Exception:  # noqa: BLE001 - never raise from a finalizer (e.g. at interpreter exit)
             pass

@@ -1,18 +1,17 @@
-"""pccl.Communicator: one peer's membership in a run and its collectives, over pcclComm*; pccl.Request:
-an asynchronous all-reduce."""
+"""pccl.Communicator: one peer's membership in a run and its collectives, over pcclComm*. The
+asynchronous collectives return a pccl.Request (pccl._requests)."""
 
 import ctypes
-import threading
 
-from . import _common
-from ._buffers import as_buffer, host_buffer, reduce_buffers
+from . import _common, _lifetime
+from ._buffers import as_buffer, bump_versions, host_buffer, reduce_buffers
 from ._lib import (Attribute, BufferLocation, SyncStrategy, TensorInfo, comm_config_init, comm_stats_init,
                    reduce_options_init, shared_state_init)
 from ._lib import Link, ReduceInfo as _CReduceInfo
 from ._lib import SyncInfo as _CSyncInfo
-from ._lib import Result
-from .errors import (InvalidArgumentError, InvalidUsageError, WaitTimeoutError, check, error_class, last_error,
-                     load_library, make_error)
+from ._requests import OpTable, Request, _Op
+from ._requests import reduce_info as _reduce_info
+from .errors import InvalidArgumentError, check, load_library
 from .types import CommStats, ReduceInfo, SharedState, SyncInfo
 
 _CIPHERS = {0: "none", 1: "ChaCha20-Poly1305", 2: "AES-256-GCM"}
@@ -29,110 +28,6 @@ def _sync_device(buf):
         import torch  # noqa: PLC0415 - only reached with a torch tensor in hand
 
         torch.cuda.current_stream(buf.owner.device).synchronize()
-
-
-class Request:
-    """An all-reduce started by :meth:`Communicator.all_reduce_async`.
-
-    The request keeps the arrays/tensors passed in alive, and they belong to pccl until :meth:`wait`
-    returns: do not read, write or free them before. Every request must be waited on;
-    :meth:`Communicator.close` waits for those still outstanding, and a request that is garbage
-    collected unwaited is waited on by its finalizer (so its buffers are never freed under pccl).
-
-    Thread-safety: :meth:`wait` from any thread, one thread at a time (a wait that raised
-    WaitTimeoutError may be repeated; any other outcome frees the request); :meth:`test` from any thread
-    (it answers False while another thread is inside :meth:`wait`).
-    """
-
-    def __init__(self, comm, handle, keep, tag, recv):
-        self._comm = comm
-        self._handle = handle
-        self._keep = keep  # the Buffers (and their arrays) pccl owns until pcclWait returns
-        self._tag = tag
-        self._recv = recv
-        self._lock = threading.Lock()
-
-    @property
-    def tag(self):
-        """The tag the operation was started with."""
-        return self._tag
-
-    @property
-    def recv(self):
-        """The array or tensor that receives the result (the send buffer when in place); complete once
-        :meth:`wait` has returned. The request keeps it alive as long as the request exists."""
-        return self._recv
-
-    @property
-    def done(self):
-        """True once :meth:`wait` has returned, or raised anything but WaitTimeoutError."""
-        return self._handle is None
-
-    def test(self):
-        """True when the operation has ended (:meth:`wait` then returns at once). Never blocks.
-
-        Raises InvalidUsageError when the request was already waited on."""
-        if not self._lock.acquire(blocking=False):
-            return False  # another thread is in wait()
-        try:
-            if self._handle is None:
-                raise InvalidUsageError(detail="the request was already waited on")
-            flag = ctypes.c_int(0)
-            check(self._comm._lib.pcclTest(self._handle, ctypes.byref(flag)))
-            return bool(flag.value)
-        finally:
-            self._lock.release()
-
-    def wait(self, timeout=None):
-        """Blocks until the operation ends (at most the communicator's op_timeout_ms; the GIL is released
-        meanwhile), frees the request and returns a :class:`ReduceInfo`. The result is in recv (or the
-        in-place buffer) only now.
-
-        timeout: None (default) waits until the operation ends. Otherwise at most this many seconds
-        (int or float >= 0; 0 only looks): if the operation has not ended by then, raises
-        WaitTimeoutError and nothing else happens. The operation is not aborted, the request stays
-        valid, its buffers still belong to pccl: call wait() again (with or without a timeout) or test().
-
-        Raises WaitTimeoutError (gave up, see above), the operation's error (PeerLostError,
-        TopologyChangedError, MismatchError, PcclTimeoutError when the operation itself ran past op_timeout_ms, ...: see
-        :meth:`Communicator.all_reduce`), InvalidUsageError when already waited on, InvalidArgumentError
-        for a bad timeout."""
-        limit_ms = None if timeout is None else _common.timeout_ms(timeout)
-        with self._lock:
-            if self._handle is None:
-                raise InvalidUsageError(detail="the request was already waited on")
-            lib, comm = self._comm._lib, self._comm
-            info = _CReduceInfo()
-            if limit_ms is None:
-                r = lib.pcclWait(self._handle, ctypes.byref(info))
-            else:
-                handle = ctypes.c_void_p(self._handle)
-                r = lib.pcclWaitFor(ctypes.byref(handle), limit_ms, ctypes.byref(info))
-                if handle.value is not None:  # not freed: the wait gave up, the operation goes on
-                    detail = last_error(comm._guard.peek())
-                    raise (WaitTimeoutError if r == Result.TIMEOUT else error_class(r))(r, detail)
-            # The detail is this thread's, read before anything else calls into pccl; the communicator
-            # outlives its requests (close() waits for them).
-            detail = "" if r == Result.SUCCESS else last_error(comm._guard.peek())
-            self._handle = None
-            self._keep = None
-            comm._forget(self)
-            if r != Result.SUCCESS:
-                raise make_error(r, detail)
-            return _reduce_info(info)
-
-    def _wait_quietly(self):
-        try:
-            self.wait()
-        except Exception:  # noqa: BLE001 - used by close() and finalizers, which must not raise
-            pass
-
-    def __del__(self):
-        if getattr(self, "_handle", None) is not None:
-            self._wait_quietly()
-
-    def __repr__(self):
-        return "<pccl.Request tag=%d %s>" % (self._tag, "done" if self.done else "in flight")
 
 
 class Communicator(_common.OwnedHandle):
@@ -171,8 +66,6 @@ class Communicator(_common.OwnedHandle):
                  peer_timeout_ms=None, connect_timeout_ms=None, handshake_timeout_ms=None, op_timeout_ms=None,
                  segment_bytes=None, same_host_connections=None, max_concurrent_ops=None):
         self._guard = None
-        self._requests = set()
-        self._requests_lock = threading.RLock()  # re-entrant: a finalizer may run under it
         lib = load_library()
         cfg = comm_config_init()
         cfg.master_address = _common.address(master_address, "master_address")
@@ -192,7 +85,9 @@ class Communicator(_common.OwnedHandle):
         del secret_buf  # pccl copied everything cfg points to
         self._lib = lib
         self._master_address = cfg.master_address.decode()
+        self._ops = OpTable(lib)  # the operations whose C request is not freed yet (pccl._requests)
         self._guard = _common.HandleGuard(handle.value, "communicator")
+        _lifetime.start_janitor()  # the finalizer hands pcclCommDestroy to it
 
     # ---- membership ---------------------------------------------------------------------------------
 
@@ -220,6 +115,7 @@ class Communicator(_common.OwnedHandle):
         during the build: call it again), PcclTimeoutError (not every member voted in time),
         MasterUnreachableError, KickedError."""
         with self._guard as h:
+            self._ops.reap()  # ended operations of dropped Requests would count as in flight
             check(self._lib.pcclUpdateTopology(h), h)
 
     def optimize_topology(self):
@@ -233,6 +129,7 @@ class Communicator(_common.OwnedHandle):
         measured; nothing was installed: call it again), MismatchError (some peers called
         update_topology() instead), PcclTimeoutError."""
         with self._guard as h:
+            self._ops.reap()
             check(self._lib.pcclOptimizeTopology(h), h)
 
     def links(self):
@@ -346,17 +243,14 @@ class Communicator(_common.OwnedHandle):
         sbuf, rbuf = reduce_buffers(send, recv)
         opts = self._options(tag, quant, compress, sbuf.location)
         _sync_device(sbuf)
-        info = _CReduceInfo()
-        with self._guard as h:
-            r = self._lib.pcclAllReduce(sbuf.ptr or None, rbuf.ptr or None, sbuf.count, int(sbuf.dtype),
-                                        int(_common.red_op(op)), ctypes.byref(opts), h, ctypes.byref(info))
-            check(r, h)
-        return _reduce_info(info)
+        return self._blocking(self._lib.pcclAllReduce, (sbuf.ptr or None, rbuf.ptr or None, sbuf.count,
+                                                        int(sbuf.dtype), int(_common.red_op(op))), opts, (sbuf, rbuf))
 
     def all_reduce_async(self, send, recv=None, op="sum", tag=0, quant=None, compress=0):
         """Starts the same operation as :meth:`all_reduce` and returns a :class:`Request` at once (never
-        blocks on the network). The buffers belong to pccl until ``Request.wait()`` returns; the request
-        keeps them alive. Operations in flight together need distinct tags.
+        blocks on the network). The buffers belong to pccl until ``Request.wait()`` returns; the
+        communicator keeps them alive until then (also when the Request is dropped unwaited).
+        Operations in flight together need distinct tags.
 
         Raises, at once: InvalidArgumentError, InvalidUsageError (not connected, tag in flight,
         max_concurrent_ops reached, closed); the operation's own failures come from ``Request.wait()``.
@@ -365,19 +259,8 @@ class Communicator(_common.OwnedHandle):
         opts = self._options(tag, quant, compress, sbuf.location)
         op_value = int(_common.red_op(op))
         _sync_device(sbuf)
-        with self._guard as h:
-            req = ctypes.c_void_p()
-            with self._requests_lock:  # registered before close() can look for it
-                r = self._lib.pcclAllReduceAsync(sbuf.ptr or None, rbuf.ptr or None, sbuf.count, int(sbuf.dtype),
-                                                 op_value, ctypes.byref(opts), h, ctypes.byref(req))
-                check(r, h)
-                request = Request(self, req.value, (sbuf, rbuf), int(opts.tag), rbuf.owner)
-                self._requests.add(request)
-        return request
-
-    def _forget(self, request):
-        with self._requests_lock:
-            self._requests.discard(request)
+        return self._started(self._lib.pcclAllReduceAsync, (sbuf.ptr or None, rbuf.ptr or None, sbuf.count,
+                                                             int(sbuf.dtype), op_value), opts, (sbuf, rbuf), rbuf.owner)
 
     # ---- broadcast, all-gather, reduce-scatter, barrier ------------------------------------------------
     # Each runs on the same ring as the all-reduce, with its properties and rules (docs/algorithms.md
@@ -386,20 +269,34 @@ class Communicator(_common.OwnedHandle):
     # in-place buffer holds its input again); ranks are group ranks (``group_rank``), which change when
     # the ring is rebuilt. Host memory only (a CUDA tensor: UnsupportedError; stage it through the CPU).
 
-    def _blocking(self, fn, args, opts):
+    # The two helpers every collective goes through. ``fn`` is the C function; it is called as
+    # fn(*args, &opts, comm, &info) (blocking) or fn(*args, &opts, comm, &request) (async); ``keep`` are
+    # the Buffers (pccl._buffers) the operation reads or writes: kept alive until the C request is freed,
+    # checked afterwards (torch storage moved?), and their torch tensors' version counters bumped when
+    # written.
+
+    def _blocking(self, fn, args, opts, keep=()):
+        """Runs a blocking collective; returns its ReduceInfo or raises its error (detail read at once)."""
         info = _CReduceInfo()
-        with self._guard as h:
-            check(fn(*args, ctypes.byref(opts), h, ctypes.byref(info)), h)
+        try:
+            with self._guard as h:
+                self._ops.reap()  # after the guard's checks (closed, inherited through fork)
+                check(fn(*args, ctypes.byref(opts), h, ctypes.byref(info)), h)
+        finally:
+            bump_versions(keep)  # pccl may have written (and, on failure, restored) them
         return _reduce_info(info)
 
     def _started(self, fn, args, opts, keep, recv_owner):
+        """Starts an asynchronous collective and returns its :class:`Request` (pcclWait semantics)."""
         with self._guard as h:
+            self._ops.reap()
+            op = _Op(None, keep, h)
             req = ctypes.c_void_p()
-            with self._requests_lock:  # registered before close() can look for it
-                check(fn(*args, ctypes.byref(opts), h, ctypes.byref(req)), h)
-                request = Request(self, req.value, keep, int(opts.tag), recv_owner)
-                self._requests.add(request)
-        return request
+            check(fn(*args, ctypes.byref(opts), h, ctypes.byref(req)), h)
+            op.handle = req.value
+            self._ops.add(op)  # inside the guard: close() cannot detach before it is registered
+        bump_versions(keep)
+        return Request(self, op, int(opts.tag), recv_owner)
 
     def _broadcast_args(self, buf, root, recv, tag, quant, compress):
         sbuf, rbuf = reduce_buffers(buf, recv)
@@ -413,8 +310,8 @@ class Communicator(_common.OwnedHandle):
         `recv` when given; a non-root's `buf` is then not read. Pipelined along the ring from the root.
         Returns a :class:`ReduceInfo`. quant: every peer (the root too) ends with the same decoded
         values. Raises as :meth:`all_reduce`, and InvalidArgumentError for a root outside the group."""
-        args, opts, _, _ = self._broadcast_args(buf, root, recv, tag, quant, compress)
-        return self._blocking(self._lib.pcclBroadcast, args, opts)
+        args, opts, keep, _ = self._broadcast_args(buf, root, recv, tag, quant, compress)
+        return self._blocking(self._lib.pcclBroadcast, args, opts, keep)
 
     def broadcast_async(self, buf, root, recv=None, tag=0, quant=None, compress=0):
         """:meth:`broadcast` as a :class:`Request` (the buffers belong to pccl until it is waited on)."""
@@ -439,8 +336,8 @@ class Communicator(_common.OwnedHandle):
         """Every peer's `send`, in group-rank order, into every peer's `recv` (group size x send's
         elements). In place: `send` is this rank's block of `recv` (``recv[group_rank * n:(group_rank + 1)
         * n]`` of a 1-d recv). Returns a :class:`ReduceInfo`. Raises as :meth:`all_reduce`."""
-        args, opts, _, _ = self._blocks_args(send, recv, True, tag, quant, compress)
-        return self._blocking(self._lib.pcclAllGather, args, opts)
+        args, opts, keep, _ = self._blocks_args(send, recv, True, tag, quant, compress)
+        return self._blocking(self._lib.pcclAllGather, args, opts, keep)
 
     def all_gather_async(self, send, recv, tag=0, quant=None, compress=0):
         """:meth:`all_gather` as a :class:`Request`."""
@@ -451,8 +348,8 @@ class Communicator(_common.OwnedHandle):
         """Reduces every peer's `send` (group size x recv's elements) with `op` and leaves block
         ``group_rank`` of the result in `recv`. In place: `recv` is this rank's block of `send`. Returns a
         :class:`ReduceInfo`. Raises as :meth:`all_reduce`."""
-        args, opts, _, _ = self._blocks_args(send, recv, False, tag, quant, compress)
-        return self._blocking(self._lib.pcclReduceScatter, args[:4] + (int(_common.red_op(op)),), opts)
+        args, opts, keep, _ = self._blocks_args(send, recv, False, tag, quant, compress)
+        return self._blocking(self._lib.pcclReduceScatter, args[:4] + (int(_common.red_op(op)),), opts, keep)
 
     def reduce_scatter_async(self, send, recv, op="sum", tag=0, quant=None, compress=0):
         """:meth:`reduce_scatter` as a :class:`Request`."""
@@ -465,6 +362,7 @@ class Communicator(_common.OwnedHandle):
         :class:`ReduceInfo`. Raises as :meth:`all_reduce`."""
         opts = self._options(tag, None, 0, BufferLocation.HOST)
         with self._guard as h:
+            self._ops.reap()
             check(self._lib.pcclBarrier(ctypes.byref(opts), h), h)
         return ReduceInfo(0, 0, max(self.group_world_size, 1), 0.0)
 
@@ -525,8 +423,12 @@ class Communicator(_common.OwnedHandle):
         cstate.infos = ctypes.cast(infos, ctypes.POINTER(TensorInfo))
         cstate.compress = level
         info = _CSyncInfo()
-        with self._guard as h:
-            check(self._lib.pcclSyncSharedState(h, ctypes.byref(cstate), int(strat), ctypes.byref(info)), h)
+        try:
+            with self._guard as h:
+                self._ops.reap()
+                check(self._lib.pcclSyncSharedState(h, ctypes.byref(cstate), int(strat), ctypes.byref(info)), h)
+        finally:
+            bump_versions(buffers)
         del buffers, names, infos  # alive until here: pccl used them during the call
         target.revision = int(cstate.revision)
         return SyncInfo(int(info.tx_bytes), int(info.rx_bytes), int(info.keys_received), int(info.revision),
@@ -535,24 +437,32 @@ class Communicator(_common.OwnedHandle):
     # ---- lifetime -----------------------------------------------------------------------------------
 
     def close(self):
-        """Waits for the asynchronous all-reduces still outstanding (ignoring their errors), then leaves
-        the run gracefully when joined (tells the master, waits at most 2 s), closes every connection and
-        frees the communicator (pcclCommDestroy). Idempotent.
+        """Waits for the asynchronous operations still in flight (each ends by op_timeout_ms; a Request
+        still referenced hands out its outcome at its next wait()), then leaves the run gracefully when
+        joined (tells the master, waits at most 2 s), closes every connection and frees the communicator
+        (pcclCommDestroy). Idempotent. In a child process that inherited the communicator through fork()
+        it only marks it closed: the C handle is the parent's and is deliberately leaked.
 
         Raises InvalidUsageError while another thread is inside a call on this communicator."""
         if self._guard is None or self._guard.closed:
             return
-        while True:
-            with self._requests_lock:  # all_reduce_async registers its request under this lock
-                pending = list(self._requests)
-                if not pending:
-                    handle = self._guard.detach()
-                    break
-            for request in pending:
-                request._wait_quietly()
-                self._forget(request)
-        if handle is not None:
-            check(self._lib.pcclCommDestroy(handle))
+        handle = self._guard.detach()  # from here on no operation can start
+        if handle is None:
+            return
+        self._ops.complete_all()
+        check(self._lib.pcclCommDestroy(handle))
+
+    def _destroy_job(self, handle):
+        # The finalizer's work, on the janitor thread: nobody references the communicator, so no Request
+        # does either; destroying first ends what is in flight at once (pcclInvalidUsage), then every
+        # request is freed and its buffers released.
+        lib, ops = self._lib, self._ops.take_all()
+
+        def job():
+            lib.pcclCommDestroy(handle)
+            OpTable.finish_after_destroy(lib, ops)
+
+        return job
 
     def __enter__(self):
         return self

@@ -3,7 +3,7 @@
 import ctypes
 import math
 
-from . import _common
+from . import _common, _lifetime
 from ._lib import master_config_init, master_stats_init
 from .errors import InvalidArgumentError, check, load_library
 
@@ -67,6 +67,7 @@ class Master(_common.OwnedHandle):
         self._listen = listen_b.decode() if listen_b else "0.0.0.0:0"
         self._started = False
         self._guard = _common.HandleGuard(handle.value, "master")
+        _lifetime.start_janitor()  # the finalizer hands pcclMasterDestroy to it
 
     def start(self):
         """Binds the listen address and serves on a background thread; returns at once.
@@ -135,12 +136,17 @@ class Master(_common.OwnedHandle):
     def close(self):
         """Stops (if running) and frees the master (pcclMasterDestroy). Idempotent.
 
-        Raises InvalidUsageError while another thread is inside a call on this master."""
+        Raises InvalidUsageError while another thread is inside a call on this master. In a child process
+        that inherited the master through fork() it only marks it closed (the C handle is the parent's)."""
         if self._guard is None:
             return
         handle = self._guard.detach()
         if handle is not None:
             check(self._lib.pcclMasterDestroy(handle))
+
+    def _destroy_job(self, handle):
+        lib = self._lib
+        return lambda: lib.pcclMasterDestroy(handle)
 
     def __enter__(self):
         if not self._started:
