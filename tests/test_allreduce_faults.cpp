@@ -17,6 +17,11 @@ using namespace pccl::test;
 namespace {
 
 constexpr size_t kCount = 1 << 22;  // 16 MiB of float32: an operation takes long enough to be hit
+// Elements per rank of a `kind` operation: an all-gather's or reduce-scatter's layout is 4 x that
+// (about as much as the all-reduce's at 3 peers).
+size_t perRank(const std::string& kind) {
+  return kind == "allgather" || kind == "reducescatter" ? kCount / 4 : kCount;
+}
 constexpr uint32_t kSegment = 64 << 10;
 
 CommConfig faultConfig(uint16_t port) {
@@ -55,39 +60,40 @@ struct Progress {
 // and *right whether a success is the expected result.
 Result<ReduceInfo> runOnce(Communicator& c, const std::string& kind, std::vector<float>& buf, const ReduceOptions& opts,
                            bool* intact, bool* right) {
+  const size_t n = perRank(kind);
   const uint32_t rank = c.topology().group_rank;
   const uint32_t world = std::max<uint32_t>(c.topology().group_world_size, 1);
-  auto all = [](const float* p, size_t n, float v) { return std::all_of(p, p + n, [v](float x) { return x == v; }); };
+  auto all = [](const float* p, size_t len, float v) { return std::all_of(p, p + len, [v](float x) { return x == v; }); };
   if (kind == "broadcast") {
     const float mine = rank == 0 ? 1.0f : static_cast<float>(rank + 2);
-    buf.assign(kCount, mine);
-    auto r = c.broadcast(buf.data(), buf.data(), kCount, DataType::kFloat32, 0, opts);
-    *intact = all(buf.data(), kCount, mine);
-    *right = r.isOk() && all(buf.data(), kCount, 1.0f);
+    buf.assign(n, mine);
+    auto r = c.broadcast(buf.data(), buf.data(), n, DataType::kFloat32, 0, opts);
+    *intact = all(buf.data(), n, mine);
+    *right = r.isOk() && all(buf.data(), n, 1.0f);
     return r;
   }
   if (kind == "allgather") {
-    buf.assign(kCount * world, 0.0f);
-    float* own = buf.data() + rank * kCount;
-    std::fill(own, own + kCount, static_cast<float>(rank + 1));
-    auto r = c.allGather(own, buf.data(), kCount, DataType::kFloat32, opts);
-    *intact = all(own, kCount, static_cast<float>(rank + 1));
+    buf.assign(n * world, 0.0f);
+    float* own = buf.data() + rank * n;
+    std::fill(own, own + n, static_cast<float>(rank + 1));
+    auto r = c.allGather(own, buf.data(), n, DataType::kFloat32, opts);
+    *intact = all(own, n, static_cast<float>(rank + 1));
     *right = r.isOk();
-    for (uint32_t b = 0; b < world && *right; ++b) *right = all(buf.data() + b * kCount, kCount, b + 1.0f);
+    for (uint32_t b = 0; b < world && *right; ++b) *right = all(buf.data() + b * n, n, b + 1.0f);
     return r;
   }
   if (kind == "reducescatter") {
-    buf.assign(kCount * world, 1.0f);
-    float* own = buf.data() + rank * kCount;
-    auto r = c.reduceScatter(buf.data(), own, kCount, DataType::kFloat32, RedOp::kSum, opts);
+    buf.assign(n * world, 1.0f);
+    float* own = buf.data() + rank * n;
+    auto r = c.reduceScatter(buf.data(), own, n, DataType::kFloat32, RedOp::kSum, opts);
     *intact = all(buf.data(), buf.size(), 1.0f);
-    *right = r.isOk() && all(own, kCount, static_cast<float>(r->world_size));
+    *right = r.isOk() && all(own, n, static_cast<float>(r->world_size));
     return r;
   }
-  buf.assign(kCount, 1.0f);
-  auto r = c.allReduce(buf.data(), buf.data(), kCount, DataType::kFloat32, RedOp::kSum, opts);
-  *intact = all(buf.data(), kCount, 1.0f);
-  *right = r.isOk() && all(buf.data(), kCount, static_cast<float>(r->world_size));
+  buf.assign(n, 1.0f);
+  auto r = c.allReduce(buf.data(), buf.data(), n, DataType::kFloat32, RedOp::kSum, opts);
+  *intact = all(buf.data(), n, 1.0f);
+  *right = r.isOk() && all(buf.data(), n, static_cast<float>(r->world_size));
   return r;
 }
 
@@ -130,8 +136,7 @@ Scene sceneWithVictim(const std::string& kind = "allreduce") {
   REQUIRE(s.survivors[0]->connect().isOk());
   auto second = std::async(std::launch::async, [&] { return s.survivors[1]->connect(); });
   std::vector<std::string> args = memberArgs(s.master->port(), "victim");
-  for (const char* a : {"--allreduce", "4194304", "--segment-bytes", "65536", "--collective"}) args.push_back(a);
-  args.push_back(kind);
+  args.insert(args.end(), {"--allreduce", std::to_string(perRank(kind)), "--segment-bytes", "65536", "--collective", kind});
   s.victim = std::make_unique<ChildProcess>(args, std::vector<std::string>{"PCCL_LOG_LEVEL=error"});
   REQUIRE(s.master->waitFor([](const MasterStats& st) { return st.pending == 2; }, 5000));
   REQUIRE(s.survivors[0]->updateTopology().isOk());
