@@ -1,4 +1,4 @@
-// Communicator::Impl, collectives: the checks and bookkeeping of allReduceAsync and syncSharedState
+// Communicator::Impl, collectives: the checks and bookkeeping of every collective and of syncSharedState
 // on the calling thread, and the hand-off of an all-reduce to the io thread (collective::Collectives),
 // whose completion comes back through the ReduceHandle.
 #include <fmt/format.h>
@@ -13,18 +13,6 @@
 namespace pccl {
 
 using peer::PeerState;
-
-Result<ReduceHandle> Communicator::Impl::allReduceAsync(const void* send, void* recv, size_t count, DataType dtype,
-                                                        RedOp op, const ReduceOptions& o) {
-  CollectiveCall c;
-  c.send = send;
-  c.recv = recv;
-  c.count = count;
-  c.dtype = dtype;
-  c.op = op;
-  c.options = o;
-  return startCollective(c);
-}
 
 Result<ReduceHandle> Communicator::Impl::startCollective(const CollectiveCall& call) {
   PCCL_RETURN_IF_ERROR(record(checkCallOptions(call)));

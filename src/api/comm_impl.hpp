@@ -6,7 +6,7 @@
 //   communicator.cpp     the public facade, creation, the io thread and destruction, attributes
 //   comm_membership.cpp  connect / updateTopology / arePeersPending / leave, and the io thread's side
 //                        of the master session (join, topology builds, loss of the master)
-//   comm_collectives.cpp allReduceAsync and syncSharedState: checks, bookkeeping, hand-off to the io thread
+//   comm_collectives.cpp startCollective and syncSharedState: checks, bookkeeping, hand-off to the io thread
 #ifndef PCCL_API_COMM_IMPL_HPP_
 #define PCCL_API_COMM_IMPL_HPP_
 
@@ -55,8 +55,6 @@ class Communicator::Impl {
   Status leave();
 
   // ---- collectives (comm_collectives.cpp) --------------------------------------------------------
-  Result<ReduceHandle> allReduceAsync(const void* send, void* recv, size_t count, DataType dtype, RedOp op,
-                                      const ReduceOptions& o);
   // Every collective: the checks, the in-place copy, the hand-off to the io thread.
   Result<ReduceHandle> startCollective(const CollectiveCall& call);
   Result<SyncInfo> syncSharedState(SharedState& state, SyncStrategy strategy);

@@ -126,75 +126,54 @@ std::string Communicator::lastError() const { return impl_->lastError(); }
 Status Communicator::leave() { return impl_->leave(); }
 Result<ReduceHandle> Communicator::allReduceAsync(const void* send, void* recv, size_t count, DataType dtype, RedOp op,
                                                   const ReduceOptions& options) {
-  return impl_->allReduceAsync(send, recv, count, dtype, op, options);
+  return impl_->startCollective(collectiveCall(wire::Collective::kAllReduce, send, recv, count, dtype, op, 0, options));
 }
 Result<ReduceHandle> Communicator::broadcastAsync(const void* send, void* recv, size_t count, DataType dtype,
                                                  uint32_t root, const ReduceOptions& options) {
-  CollectiveCall c;
-  c.kind = wire::Collective::kBroadcast;
-  c.send = send;
-  c.recv = recv;
-  c.count = count;
-  c.dtype = dtype;
-  c.root = root;
-  c.options = options;
-  return impl_->startCollective(c);
-}
-Result<ReduceInfo> Communicator::broadcast(const void* send, void* recv, size_t count, DataType dtype, uint32_t root,
-                                           const ReduceOptions& options) {
-  PCCL_ASSIGN_OR_RETURN(ReduceHandle h, broadcastAsync(send, recv, count, dtype, root, options));
-  return h.wait();
+  return impl_->startCollective(
+      collectiveCall(wire::Collective::kBroadcast, send, recv, count, dtype, RedOp::kSum, root, options));
 }
 Result<ReduceHandle> Communicator::allGatherAsync(const void* send, void* recv, size_t send_count, DataType dtype,
                                                   const ReduceOptions& options) {
-  CollectiveCall c;
-  c.kind = wire::Collective::kAllGather;
-  c.send = send;
-  c.recv = recv;
-  c.count = send_count;
-  c.dtype = dtype;
-  c.options = options;
-  return impl_->startCollective(c);
-}
-Result<ReduceInfo> Communicator::allGather(const void* send, void* recv, size_t send_count, DataType dtype,
-                                           const ReduceOptions& options) {
-  PCCL_ASSIGN_OR_RETURN(ReduceHandle h, allGatherAsync(send, recv, send_count, dtype, options));
-  return h.wait();
+  return impl_->startCollective(
+      collectiveCall(wire::Collective::kAllGather, send, recv, send_count, dtype, RedOp::kSum, 0, options));
 }
 Result<ReduceHandle> Communicator::reduceScatterAsync(const void* send, void* recv, size_t recv_count, DataType dtype,
                                                       RedOp op, const ReduceOptions& options) {
-  CollectiveCall c;
-  c.kind = wire::Collective::kReduceScatter;
-  c.send = send;
-  c.recv = recv;
-  c.count = recv_count;
-  c.dtype = dtype;
-  c.op = op;
-  c.options = options;
-  return impl_->startCollective(c);
+  return impl_->startCollective(
+      collectiveCall(wire::Collective::kReduceScatter, send, recv, recv_count, dtype, op, 0, options));
+}
+Result<ReduceHandle> Communicator::barrierAsync(const ReduceOptions& options) {
+  return impl_->startCollective(
+      collectiveCall(wire::Collective::kBarrier, nullptr, nullptr, 0, DataType::kFloat32, RedOp::kSum, 0, options));
+}
+
+// The blocking forms: the asynchronous one, waited for.
+namespace {
+Result<ReduceInfo> waited(Result<ReduceHandle> started) {
+  if (!started.isOk()) return started.status();
+  return started->wait();
+}
+}  // namespace
+Result<ReduceInfo> Communicator::allReduce(const void* send, void* recv, size_t count, DataType dtype, RedOp op,
+                                           const ReduceOptions& options) {
+  return waited(allReduceAsync(send, recv, count, dtype, op, options));
+}
+Result<ReduceInfo> Communicator::broadcast(const void* send, void* recv, size_t count, DataType dtype, uint32_t root,
+                                           const ReduceOptions& options) {
+  return waited(broadcastAsync(send, recv, count, dtype, root, options));
+}
+Result<ReduceInfo> Communicator::allGather(const void* send, void* recv, size_t send_count, DataType dtype,
+                                           const ReduceOptions& options) {
+  return waited(allGatherAsync(send, recv, send_count, dtype, options));
 }
 Result<ReduceInfo> Communicator::reduceScatter(const void* send, void* recv, size_t recv_count, DataType dtype, RedOp op,
                                                const ReduceOptions& options) {
-  PCCL_ASSIGN_OR_RETURN(ReduceHandle h, reduceScatterAsync(send, recv, recv_count, dtype, op, options));
-  return h.wait();
+  return waited(reduceScatterAsync(send, recv, recv_count, dtype, op, options));
 }
-Result<ReduceHandle> Communicator::barrierAsync(const ReduceOptions& options) {
-  CollectiveCall c;
-  c.kind = wire::Collective::kBarrier;
-  c.options = options;
-  return impl_->startCollective(c);
-}
-Result<ReduceInfo> Communicator::barrier(const ReduceOptions& options) {
-  PCCL_ASSIGN_OR_RETURN(ReduceHandle h, barrierAsync(options));
-  return h.wait();
-}
+Result<ReduceInfo> Communicator::barrier(const ReduceOptions& options) { return waited(barrierAsync(options)); }
 Result<SyncInfo> Communicator::syncSharedState(SharedState& state, SyncStrategy strategy) {
   return impl_->syncSharedState(state, strategy);
-}
-Result<ReduceInfo> Communicator::allReduce(const void* send, void* recv, size_t count, DataType dtype, RedOp op,
-                                           const ReduceOptions& options) {
-  PCCL_ASSIGN_OR_RETURN(ReduceHandle h, impl_->allReduceAsync(send, recv, count, dtype, op, options));
-  return h.wait();
 }
 
 }  // namespace pccl

@@ -32,6 +32,20 @@ struct CollectiveCall {
   ReduceOptions options;
 };
 
+inline CollectiveCall collectiveCall(wire::Collective kind, const void* send, void* recv, size_t count, DataType dtype,
+                                     RedOp op, uint32_t root, const ReduceOptions& options) {
+  CollectiveCall c;
+  c.kind = kind;
+  c.send = send;
+  c.recv = recv;
+  c.count = count;
+  c.dtype = dtype;
+  c.op = op;
+  c.root = root;
+  c.options = options;
+  return c;
+}
+
 // Types, operator and options, and what this build cannot honour.
 Status checkCallOptions(const CollectiveCall& c);
 // Where the call's input, output and in-place copy are, given our rank and the group's size.
