@@ -13,14 +13,16 @@ usage: bench/run_all.sh [--part all|loopback|validation|wan] [OUT_DIR]
     loopback-4ranks-sizes.json, loopback-4ranks-256M-K{1,4,16,64}.json, loopback-4ranks-256M-inplace.json,
     loopback-{2,4}ranks-4K.json, loopback-{2,4,8}ranks.json (bench/loopback.sh), loopback-{2,4}ranks-both.json,
     loopback-4ranks-repeated.json (8 runs, field "repetition"), loopback-4ranks-sync.json,
-    encrypt-loopback-2ranks-{plain,aes,chacha}.json, observability-loopback-2ranks.json
+    encrypt-loopback-2ranks-{plain,aes,chacha}.json, observability-loopback-2ranks.json,
+    loopback-4ranks-{broadcast,allgather,reducescatter}.json (--collective, with Gloo's)
   wan (root: pccl-wanem; every row -n 3 -w 1):
     wanem-validation.md (bench/wanem_validate.sh),
     {europe,transatlantic,mixed}-K{1,4,16,64}.json: pccl alone with K connections,
     europe-K4-and-gloo.json, transatlantic-K16-and-gloo.json, mixed-K64-and-gloo.json: pccl at the
       scenario's default K, then Gloo's ring and ring_chunked, in the same run,
     {europe,transatlantic}-quant-{none,fp16,bf16,int8}-zstd{0,1}.json (bench/quant_wan.sh),
-    transatlantic-sync.json (--sync), encrypt-europe-{plain,aes,chacha}.json
+    transatlantic-sync.json (--sync), encrypt-europe-{plain,aes,chacha}.json,
+    transatlantic-{broadcast,allgather,reducescatter}-and-gloo.json (--collective, 64 MiB, with Gloo's)
   then tables.md (bench/tables.py OUT_DIR) and the plots (bench/plot.sh OUT_DIR). Not here: the CPU and
   GPU kernel files (codec-cpu.json, gpu-h100.json, device-*.json, host-h100-*.json; docs/benchmarks.md).
   --part loopback|validation|wan: that part only (wan: the scenarios, without the validation), then
@@ -143,6 +145,11 @@ loopback() {
   }
   step observability-loopback-2ranks env PCCL_LOG_LEVEL=error "$BENCH" --ranks 2 -b 4K -e 128M -f 32 -n 5 -w 2 \
     --backend both --json "$OUT/observability-loopback-2ranks.json"
+  local c
+  for c in broadcast allgather reducescatter; do
+    step "loopback-4ranks-$c" "$BENCH" --ranks 4 --collective "$c" -b 1M -e 64M -f 4 -n 5 -w 1 --backend both \
+      --json "$OUT/loopback-4ranks-$c.json"
+  done
 }
 
 validate() { bash bench/wanem_validate.sh | tee "$OUT/wanem-validation.md"; }
@@ -167,6 +174,11 @@ wan() {
   step encrypt-europe-aes bash bench/europe.sh --backend pccl --encrypt -n 3 -w 1 --json "$OUT/encrypt-europe-aes.json"
   step encrypt-europe-chacha env PCCL_CIPHER=chacha20poly1305 bash bench/europe.sh --backend pccl --encrypt -n 3 -w 1 \
     --json "$OUT/encrypt-europe-chacha.json"
+  local c
+  for c in broadcast allgather reducescatter; do
+    step "transatlantic-$c-and-gloo" bash bench/transatlantic.sh --backend both --collective "$c" -b 64M -e 64M \
+      -n 3 -w 1 --json "$OUT/transatlantic-$c-and-gloo.json"
+  done
 }
 default_k() {
   case $1 in
