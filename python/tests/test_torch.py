@@ -2,7 +2,9 @@
 gradient averaging of a model, shared state of parameters, and the tensor argument checks. Skipped
 when torch is not importable (the test command installs python3-torch)."""
 
+import contextlib
 import unittest
+import warnings
 
 import _support
 import pccl
@@ -157,6 +159,124 @@ class TorchTest(unittest.TestCase):
         for recv in self.cluster.run(body):
             self.assertTrue(np.all(recv == 3.0))
 
+
+@unittest.skipIf(torch is None, "torch is not importable (apt-get install python3-torch)")
+class TorchSafetyTest(unittest.TestCase):
+    """What a torch in-place op would do: the version counter is bumped (backward then raises), what
+    torch refuses to write is refused (nothing written), and a Request holds the tensors' storage."""
+
+    @classmethod
+    def setUpClass(cls):
+        torch.set_num_threads(1)
+        cls.cluster = _support.Cluster(N_PEERS)
+
+    @classmethod
+    def tearDownClass(cls):
+        cls.cluster.close()
+
+    def test_backward_raises_after_pccl_wrote_a_saved_tensor(self):
+        def body(i, comm):
+            w = torch.ones(8, requires_grad=True)
+            y = w.sigmoid()  # saves its output for backward
+            version = y._version
+            comm.all_reduce(y.detach() if i else y, tag=30)  # a non-leaf: torch allows in-place on it
+            self.assertGreater(y._version, version)
+            with self.assertRaisesRegex(RuntimeError, "modified by an inplace operation"):
+                y.sum().backward()
+            p = torch.ones(4, requires_grad=True)
+            q = p.sigmoid()
+            request = comm.all_reduce_async(q, tag=31)
+            with self.assertRaisesRegex(RuntimeError, "modified by an inplace operation"):
+                q.sum().backward()  # bumped when the operation started
+            request.wait()
+            return True
+
+        self.assertEqual(self.cluster.run(body), [True, True])
+
+    def test_refused_tensors_are_not_written(self):
+        import mmap
+        import tempfile
+
+        import numpy as np
+
+        c = self.cluster.comms[0]
+        leaf = torch.ones(4, requires_grad=True)
+        blob = bytes(range(16))
+        with tempfile.TemporaryFile() as f:
+            f.write(bytes(4096))
+            f.flush()
+            mapped = mmap.mmap(f.fileno(), 4096, access=mmap.ACCESS_READ)
+            with warnings_ignored():
+                cases = [
+                    (leaf, "leaf tensor that requires grad"),
+                    (leaf[1:], "view of a leaf"),
+                    (torch.frombuffer(blob, dtype=torch.float32), "bytes object"),
+                    (torch.from_numpy(np.frombuffer(blob, np.float32)), "bytes object"),
+                    (torch.frombuffer(mapped, dtype=torch.float32), "read-only memory mapping"),
+                ]
+                with torch.inference_mode():
+                    inference = torch.ones(3)
+                cases.append((inference, "inference tensor"))
+            for t, words in cases:
+                before = t.detach().clone()
+                for call in (lambda: c.all_reduce(t), lambda: c.all_reduce_async(t, tag=32),
+                             lambda: c.all_reduce(torch.ones(t.numel()), t),
+                             lambda: c.broadcast(t, 0), lambda: c.sync_shared_state({"t": t})):
+                    with self.assertRaises(pccl.InvalidArgumentError) as cm:
+                        call()
+                    self.assertIsInstance(cm.exception, ValueError)
+                    self.assertIn(words, cm.exception.detail)
+                self.assertTrue(torch.equal(t.detach(), before))
+            del cases, t
+            mapped.close()
+
+    def test_allowed_where_torch_allows_it(self):
+        def body(i, comm):
+            w = torch.ones(4, requires_grad=True)
+            with torch.no_grad():
+                comm.all_reduce(w, tag=33)  # a parameter under no_grad, as an optimizer step
+            with warnings_ignored():
+                send = torch.frombuffer(bytes(16), dtype=torch.float32) + 1  # read-only send is fine out of place
+                ro = torch.frombuffer(bytes(16), dtype=torch.float32)
+            out = torch.empty(4)
+            comm.all_reduce(ro, out, tag=34)
+            comm.all_reduce(send, out, tag=35)
+            with torch.inference_mode():
+                t = torch.ones(2)
+                comm.all_reduce(t, tag=36)
+            return w.detach(), out, t
+
+        for w, out, t in self.cluster.run(body):
+            self.assertTrue(torch.all(w == 2) and torch.all(out == 2) and torch.all(t == 2))
+
+    def test_storage_held_and_checked_during_a_request(self):
+        first, other = self.cluster.comms
+        # set_(): the storage stays alive (the request holds it), pccl writes there, wait() says so.
+        x = torch.ones(1000)
+        old = torch.empty(0).set_(x.storage())
+        request = first.all_reduce_async(x, tag=37)
+        x.set_(torch.zeros(10))
+        other.all_reduce(torch.ones(1000), tag=37)
+        with self.assertRaises(pccl.InvalidUsageError) as cm:
+            request.wait()
+        self.assertIn("other memory", cm.exception.detail)
+        self.assertTrue(torch.all(old == 2))
+        # A send tensor (only read) whose storage is resized or freed meanwhile: detected at wait().
+        for mutate in (lambda t: t.resize_(100000), lambda t: t.storage().resize_(0)):
+            send, recv = torch.ones(64), torch.empty(64)
+            request = first.all_reduce_async(send, recv, tag=38)
+            mutate(send)
+            other.all_reduce(torch.ones(64), tag=38)
+            with self.assertRaises(pccl.InvalidUsageError) as cm:
+                request.wait()
+            self.assertIn("resized or freed", cm.exception.detail)
+
+
+@contextlib.contextmanager
+def warnings_ignored():
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # torch warns about tensors over non-writable buffers
+        yield
 
 if __name__ == "__main__":
     unittest.main(verbosity=2)
