@@ -208,10 +208,12 @@ def scenario_ddp():
     dist.init_process_group("pccl", timeout=TIMEOUT)
     gloo = dist.new_group(backend="gloo", timeout=TIMEOUT)
     losses = {}
-    for name, group in (("pccl", None), ("gloo", gloo)):
+    for name, group in (("pccl", None), ("gloo", gloo), ("hook", None)):
         torch.manual_seed(0)
         model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 4))
         ddp = torch.nn.parallel.DistributedDataParallel(model, process_group=group, bucket_cap_mb=0.001)
+        if name == "hook":
+            ddp.register_comm_hook(None, pccl.torch.allreduce_avg_hook)
         opt = torch.optim.SGD(ddp.parameters(), lr=0.1, momentum=0.9)
         g = torch.Generator().manual_seed(100 + RANK)  # each rank its own data
         losses[name] = []
@@ -228,6 +230,9 @@ def scenario_ddp():
     for a, b in zip(losses["pccl"], losses["gloo"]):
         assert abs(a - b) <= 1e-6 * max(1.0, abs(b)), (losses["pccl"], losses["gloo"])
     assert torch.allclose(losses["pccl_params"], losses["gloo_params"], rtol=1e-5, atol=1e-6)
+    for a, b in zip(losses["hook"], losses["gloo"]):  # pccl's AVG: the mean rounded once, not sum of x/3
+        assert abs(a - b) <= 1e-5 * max(1.0, abs(b)), (losses["hook"], losses["gloo"])
+    assert torch.allclose(losses["hook_params"], losses["gloo_params"], rtol=1e-4, atol=1e-5)
     say("OK ddp")
 
 
