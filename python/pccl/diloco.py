@@ -112,8 +112,8 @@ def _check_args(model, inner_optimizer, comm, inner_steps, outer_lr, outer_momen
         overlap = None
     elif overlap not in OVERLAP_MODES:
         raise bad("overlap must be False, 'delayed' or 'eager', got %r" % (overlap,))
-    if isinstance(tag, bool) or not isinstance(tag, int) or not 0 <= tag < 2 ** 64:
-        raise bad("tag must be an int in 0..2**64-1, got %r" % (tag,))
+    if isinstance(tag, bool) or not isinstance(tag, int) or not 0 <= tag < 2 ** 64 - 1:
+        raise bad("tag must be an int in 0..2**64-2 (DiLoCo uses tag and tag + 1), got %r" % (tag,))
     if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
         raise bad("max_retries must be an int >= 0, got %r" % (max_retries,))
     return params, quant, overlap
@@ -129,7 +129,7 @@ class DiLoCo:
             calls its step(). Its state is local to the replica and never shared.
         comm: a pccl.Communicator, connected or not (then the constructor connects it). DiLoCo owns its
             membership from now on: do not call update_topology() or sync_shared_state() on it yourself,
-            nor all-reduce with ``tag``.
+            nor all-reduce with ``tag`` or ``tag + 1``.
         inner_steps: H, inner steps per outer step.
         outer_lr, outer_momentum: the outer optimizer, torch.optim.SGD(lr, momentum, nesterov=True)
             (plain SGD when outer_momentum is 0; outer_lr=1, outer_momentum=0 is model averaging).
@@ -138,7 +138,7 @@ class DiLoCo:
             round's inner steps and is applied one round late) or "eager" (as delayed, but each replica
             starts the next round from the outer step taken with its own pseudo-gradient; the average
             corrects it one round later).
-        tag: the all-reduce tag DiLoCo uses (default 0).
+        tag: the all-reduce tags DiLoCo uses are tag and (overlapped mode) tag + 1 (default 0).
         max_retries: how often one operation (an all-reduce, a vote, a sync) is retried after a
             retryable failure before the last error is raised (default 10).
 
@@ -284,8 +284,6 @@ class DiLoCo:
         if self._pending is not None and self._pending[1] is pg:
             pg = self._buffers[1]
         self._outer.pseudo_gradient(pg)
-        if self._pending is not None:
-            self._finish_pending(fold_into=pg)  # the last round's average, applied one round late
         if self.overlap is None:
             self._reduce(pg)
             self._issued()
@@ -293,9 +291,12 @@ class DiLoCo:
             self._outer.write_model(self._outer.theta)
             self._admit_if_pending()
             return
-        if self._timed(self.comm.are_peers_pending):
-            # A join or a departure while overlapping: this round is averaged at once, so that nothing is
-            # in flight when the ring changes and a joiner starts from the outer state everyone holds.
+        # Overlapped: the last round's average, applied one round late. It carries the replicas' agreed
+        # answer to "are peers pending?" (asked at the last boundary), so that all of them decide alike.
+        admit = self._finish_pending(fold_into=pg) if self._pending is not None else False
+        if admit:
+            # A join or a departure: this round is averaged at once, so that nothing is in flight when
+            # the ring changes and a joiner starts from the outer state every member holds.
             epoch = self.comm.epoch
             try:
                 self._all_reduce(pg)
@@ -318,32 +319,47 @@ class DiLoCo:
             self._outer.write_model(self._outer.preview)
         else:
             self._outer.write_model(self._outer.theta)
+        flag = torch.tensor([1.0 if self._timed(self.comm.are_peers_pending) else 0.0])
         request = self.comm.all_reduce_async(pg, op="avg", tag=self.tag, quant=self.quant)
+        try:
+            flag_request = self.comm.all_reduce_async(flag, op="max", tag=self.tag + 1)
+        except BaseException:
+            request._wait_quietly()
+            raise
         self._issued()
-        self._pending = (request, pg)
+        self._pending = (request, pg, flag_request, flag)
 
     def _issued(self):
         self._outer.round_t += 1
 
     def _finish_pending(self, fold_into=None):
-        """Waits for the round in flight and applies its average. When it failed (retryably): a new ring
-        and a sync, then its pseudo-gradient is added to fold_into (the next round's: both rounds are
-        averaged together), or, without fold_into (flush), all-reduced again at once."""
-        request, buf = self._pending
+        """Waits for the round in flight and applies its average; returns True when some replica saw
+        peers pending at that round's boundary. When it failed (retryably): a new ring and a sync (which
+        admit the pending peers), then its pseudo-gradient is added to fold_into (the next round's: both
+        rounds are averaged together), or, without fold_into (flush), all-reduced again at once."""
+        request, buf, flag_request, flag = self._pending
         self._pending = None
-        try:
-            info = self._timed(request.wait)
-            self._counts["world_size"] = info.world_size
-        except PcclError as e:
-            if not e.retryable:
-                raise
+        failure = None
+        for req in (request, flag_request):  # both are waited on before anything else is called
+            try:
+                info = self._timed(req.wait)
+                if req is request:
+                    self._counts["world_size"] = info.world_size
+            except PcclError as e:
+                failure = failure or e
+        if failure is not None:
+            if not failure.retryable:
+                raise failure
             self._counts["allreduce_retries"] += 1  # buf holds its input again
             self._recover()
             if fold_into is not None:
                 fold_into.add_(buf)
-                return
+                return False
             self._reduce(buf)
+            self._outer.apply(buf)
+            return False
         self._outer.apply(buf)
+        return bool(flag[0] > 0)
 
     # ---- pccl calls with the abort/retry loop ------------------------------------------------------------
 
