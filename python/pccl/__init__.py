@@ -4,10 +4,11 @@ A thin ctypes layer over the C API (include/pccl/pccl.h); no compiled extension.
 (libpccl.so) is loaded on first use, looked up in this order:
 
 1. the environment variable ``PCCL_LIBRARY`` (a path);
-2. a ``libpccl.so*`` of the installed tree this package sits in (``<prefix>/lib*/`` and
+2. a ``libpccl.so*`` in this package's directory (``pip install .`` puts it there);
+3. a ``libpccl.so*`` of the installed tree this package sits in (``<prefix>/lib*/`` and
    ``<prefix>/lib/<multiarch>/`` for a package in ``<prefix>/lib/python3/dist-packages/pccl``);
-3. ``ctypes.util.find_library("pccl")``;
-4. ``libpccl.so.0.1`` through the dynamic loader's search path.
+4. ``ctypes.util.find_library("pccl")``;
+5. ``libpccl.so.0.1`` through the dynamic loader's search path.
 
 When none loads, the first use raises :class:`LibraryNotFoundError` (a PcclError and an OSError) saying
 how to set PCCL_LIBRARY; ``import pccl`` itself never fails for that reason. numpy and torch are

@@ -418,12 +418,20 @@ def _installed_candidates():
     return sorted(set(found), key=rank)
 
 
+def _package_candidates():
+    """libpccl.so* inside the package directory: where ``pip install .`` puts the library it built."""
+    pkg = os.path.dirname(os.path.abspath(__file__))
+    found = glob.glob(os.path.join(pkg, "libpccl.so*"))
+    return sorted(found, key=lambda p: (os.path.basename(p) != DEFAULT_SONAME, p))
+
+
 def _candidates():
     """(description, path-or-name) pairs in lookup order; PCCL_LIBRARY alone when it is set."""
     env = os.environ.get("PCCL_LIBRARY")
     if env:
         return [("PCCL_LIBRARY", env)]
-    out = [("installed tree", p) for p in _installed_candidates()]
+    out = [("next to the package", p) for p in _package_candidates()]
+    out += [("installed tree", p) for p in _installed_candidates()]
     name = ctypes.util.find_library("pccl")
     if name:
         out.append(("ctypes.util.find_library('pccl')", name))
