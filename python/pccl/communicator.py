@@ -17,10 +17,6 @@ from .types import CommStats, ReduceInfo, SharedState, SyncInfo
 _CIPHERS = {0: "none", 1: "ChaCha20-Poly1305", 2: "AES-256-GCM"}
 
 
-def _reduce_info(c):
-    return ReduceInfo(int(c.tx_bytes), int(c.rx_bytes), int(c.world_size), float(c.time_s))
-
-
 def _sync_device(buf):
     """pccl works on its own GPU stream: what wrote a CUDA tensor on torch's current stream must have
     finished before the call (docs/concurrency.md rule 8)."""

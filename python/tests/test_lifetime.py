@@ -191,6 +191,14 @@ class DroppedRequests(unittest.TestCase):
             cluster.close()
 
 
+def _inherited_calls(master, comm, request):
+    return [("all_reduce", lambda: comm.all_reduce(np.ones(4, np.float32), tag=11)),
+            ("all_reduce_async", lambda: comm.all_reduce_async(np.ones(4, np.float32), tag=12)),
+            ("world_size", lambda: comm.world_size), ("stats", comm.stats), ("update_topology", comm.update_topology),
+            ("Request.wait", request.wait), ("Request.test", request.test), ("Master.stats", master.stats),
+            ("Master.port", lambda: master.port)]
+
+
 class Fork(unittest.TestCase):
     def test_child_cannot_use_inherited_objects_and_parent_goes_on(self):
         cluster = _support.Cluster(2)
@@ -231,14 +239,7 @@ class Fork(unittest.TestCase):
     @staticmethod
     def _in_child(master, comm, request):
         problems = []
-        calls = {
-            "all_reduce": lambda: comm.all_reduce(np.ones(4, np.float32), tag=11),
-            "all_reduce_async": lambda: comm.all_reduce_async(np.ones(4, np.float32), tag=12),
-            "world_size": lambda: comm.world_size, "stats": comm.stats, "update_topology": comm.update_topology,
-            "Request.wait": request.wait, "Request.test": request.test, "Master.stats": master.stats,
-            "Master.port": lambda: master.port,
-        }
-        for name, call in calls.items():
+        for name, call in _inherited_calls(master, comm, request):
             try:
                 call()
                 problems.append("%s: no exception" % name)
@@ -249,8 +250,8 @@ class Fork(unittest.TestCase):
                 problems.append("%s: %r" % (name, e))
         comm.close()  # leaves the parent's handle alone
         master.close()
-        del comm, master, request, calls
-        gc.collect()
+        del comm, master, request, call
+        gc.collect()  # the finalizers: nothing either
         atexit._run_exitfuncs()  # what exiting runs (the janitor's drain)
         return "ok" if not problems else "\n".join(problems)
 

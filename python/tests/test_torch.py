@@ -227,7 +227,7 @@ class TorchSafetyTest(unittest.TestCase):
                     self.assertIsInstance(cm.exception, ValueError)
                     self.assertIn(words, cm.exception.detail)
                 self.assertTrue(torch.equal(t.detach(), before))
-            del cases, t
+            cases = t = None  # the tensors over the mapping go first
             mapped.close()
 
     def test_allowed_where_torch_allows_it(self):
