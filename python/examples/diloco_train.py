@@ -95,9 +95,19 @@ def diloco_worker(args, torch):
     task = Task(torch, args.index)
     model = make_model(torch, 1000 + args.index if args.late else 0)
     inner = torch.optim.AdamW(model.parameters(), lr=args.inner_lr)
-    comm = pccl.Communicator(args.master, listen_address="127.0.0.1:0", heartbeat_interval_ms=500,
+    comm = pccl.Communicator(args.master, listen_address=args.listen, heartbeat_interval_ms=500,
                              peer_timeout_ms=5000, connect_timeout_ms=120000, op_timeout_ms=120000)
     try:
+        if args.role == "wanem":  # rank 0 may still be starting the master: connect() may be retried
+            deadline = time.monotonic() + 60
+            while True:
+                try:
+                    comm.connect()
+                    break
+                except pccl.MasterUnreachableError:
+                    if time.monotonic() > deadline:
+                        raise
+                    time.sleep(0.2)
         diloco = pccl.diloco.DiLoCo(model, inner, comm, inner_steps=args.H, outer_lr=outer_lr,
                                     outer_momentum=outer_momentum, quant=quant, overlap=overlap)
         if not args.late:
@@ -117,10 +127,11 @@ def diloco_worker(args, torch):
 
         def log(kind):
             s = diloco.stats()
-            print("%s round=%d outer=%d eval=%.5f local=%.5f tx=%d rx=%d world=%d theta=%s inner_steps=%d t=%.3f" % (
-                kind, diloco.round, diloco.outer_step, outer_loss(), task.evaluate(model), s.tx_bytes, s.rx_bytes,
-                comm.group_world_size, digest(torch, diloco.outer_parameters), s.inner_steps,
-                time.monotonic() - start), flush=True)
+            print("%s round=%d outer=%d eval=%.5f local=%.5f tx=%d rx=%d world=%d theta=%s inner_steps=%d t=%.3f "
+                  "inner_s=%.3f outer_s=%.3f" % (
+                      kind, diloco.round, diloco.outer_step, outer_loss(), task.evaluate(model), s.tx_bytes,
+                      s.rx_bytes, comm.group_world_size, digest(torch, diloco.outer_parameters), s.inner_steps,
+                      time.monotonic() - start, s.inner_time_s, s.outer_time_s), flush=True)
 
         log("start")
         last = diloco.round
@@ -165,6 +176,19 @@ def ddp_worker(args, torch):
         return 0
     finally:
         dist.destroy_process_group()
+
+
+def wanem_rank(args, torch):
+    """One rank under pccl-wanem (docs/wanem.md): rank 0 also runs the master, on its emulated address."""
+    rank, addrs = int(os.environ["PCCL_WANEM_RANK"]), os.environ["PCCL_WANEM_ADDRS"].split(",")
+    args.index, args.workers = rank, len(addrs)
+    args.master, args.listen = "%s:29500" % addrs[0], "%s:0" % os.environ["PCCL_WANEM_ADDR"]
+    master = pccl.Master(listen=args.master, heartbeat_interval_ms=1000, peer_timeout_ms=30000).start() if rank == 0 else None
+    try:
+        return diloco_worker(args, torch)
+    finally:
+        if master is not None:
+            master.close()
 
 
 # ---- launcher ------------------------------------------------------------------------------------------
@@ -245,6 +269,14 @@ def run_diloco(args, variant):
 
 def summarize_diloco(args, variant, workers, replacement):
     logs = {c.name: c.records() for c in workers + ([replacement] if replacement else [])}
+    late = None
+    if replacement:
+        start = next((r for r in logs[replacement.name] if r["kind"] == "start"), None)
+        if start is not None and int(start["round"]) == 0:
+            # It found no group: the others had finished before it was up (a short run on a busy machine)
+            # and it trained alone. Not part of the run: left out of the comparison.
+            late = logs.pop(replacement.name)
+            print("   the replacement came too late: the others had finished", flush=True)
     if args.logs:
         os.makedirs(args.logs, exist_ok=True)
         for c in workers + ([replacement] if replacement else []):
@@ -257,7 +289,7 @@ def summarize_diloco(args, variant, workers, replacement):
                 hashes.setdefault(int(r["round"]), set()).add(r["theta"])
     identical = all(len(h) == 1 for h in hashes.values())
     joined = None
-    if replacement:
+    if replacement and late is None:
         start = next((r for r in logs[replacement.name] if r["kind"] == "start"), None)
         joined = int(start["round"]) if start else None
     w0 = logs["w0"]
@@ -367,12 +399,14 @@ def main():
     parser.add_argument("--plot", default=None, help="write the plot here (.png or .svg; needs matplotlib)")
     parser.add_argument("--logs", default=None, help="write every worker's output lines to this directory")
     parser.add_argument("--timeout-s", type=float, default=300)
-    parser.add_argument("--role", choices=("diloco", "ddp"), help=argparse.SUPPRESS)
+    parser.add_argument("--role", choices=("diloco", "ddp", "wanem"),
+                        help="wanem: one DiLoCo rank of --variant under pccl-wanem (rank 0 runs the master)")
     parser.add_argument("--variant", default="blocking", help=argparse.SUPPRESS)
     parser.add_argument("--master", help=argparse.SUPPRESS)
     parser.add_argument("--index", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--late", action="store_true", help=argparse.SUPPRESS)
     parser.add_argument("--port", type=int, help=argparse.SUPPRESS)
+    parser.add_argument("--listen", default="127.0.0.1:0", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.role is None:
         return launcher(args)
@@ -381,7 +415,7 @@ def main():
     torch.set_num_threads(1)
     import pccl.diloco  # noqa: F401,PLC0415
 
-    return diloco_worker(args, torch) if args.role == "diloco" else ddp_worker(args, torch)
+    return {"diloco": diloco_worker, "ddp": ddp_worker, "wanem": wanem_rank}[args.role](args, torch)
 
 
 if __name__ == "__main__":
