@@ -183,7 +183,9 @@ def wanem_rank(args, torch):
     rank, addrs = int(os.environ["PCCL_WANEM_RANK"]), os.environ["PCCL_WANEM_ADDRS"].split(",")
     args.index, args.workers = rank, len(addrs)
     args.master, args.listen = "%s:29500" % addrs[0], "%s:0" % os.environ["PCCL_WANEM_ADDR"]
-    master = pccl.Master(listen=args.master, heartbeat_interval_ms=1000, peer_timeout_ms=30000).start() if rank == 0 else None
+    master = None
+    if rank == 0:
+        master = pccl.Master(listen=args.master, heartbeat_interval_ms=1000, peer_timeout_ms=30000).start()
     try:
         return diloco_worker(args, torch)
     finally:
@@ -321,8 +323,8 @@ def free_port():
 
 
 def run_ddp(args):
-    print("== DDP (gloo): %d processes, %d steps, gradients all-reduced every step" % (args.workers, args.rounds * args.H),
-          flush=True)
+    print("== DDP (gloo): %d processes, %d steps, gradients all-reduced every step"
+          % (args.workers, args.rounds * args.H), flush=True)
     port = free_port()
     common = ["--role", "ddp", "--port", str(port), "--workers", str(args.workers), "--rounds", str(args.rounds),
               "-H", str(args.H), "--batch", str(args.batch), "--inner-lr", str(args.inner_lr)]
@@ -342,7 +344,8 @@ def run_ddp(args):
     result = {"variant": "ddp", "final_loss": recs[-1]["eval"], "tx_bytes": int(recs[-1]["tx"]),
               "tx_bytes_note": "ring all-reduce formula 2(W-1)/W x 4 B x parameters per step (gloo does not count)",
               "wall_s": recs[-1]["t"],
-              "curve": [{"inner_steps": int(r["inner_steps"]), "loss": r["eval"], "tx_bytes": int(r["tx"])} for r in recs]}
+              "curve": [{"inner_steps": int(r["inner_steps"]), "loss": r["eval"], "tx_bytes": int(r["tx"])}
+                        for r in recs]}
     print("   final loss %.4f, rank 0 sent %d bytes (formula)" % (result["final_loss"], result["tx_bytes"]), flush=True)
     return result
 
@@ -413,8 +416,6 @@ def main():
     import torch  # noqa: PLC0415
 
     torch.set_num_threads(1)
-    import pccl.diloco  # noqa: F401,PLC0415
-
     return {"diloco": diloco_worker, "ddp": ddp_worker, "wanem": wanem_rank}[args.role](args, torch)
 
 

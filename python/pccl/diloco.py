@@ -27,7 +27,7 @@ import torch
 
 from . import _diloco_outer
 from .communicator import Communicator
-from .errors import InvalidArgumentError, InvalidUsageError, PcclError
+from .errors import InvalidArgumentError, InvalidUsageError, PcclError, PcclTimeoutError
 
 OVERLAP_MODES = ("delayed", "eager")
 QUANT_MODES = (None, "fp16", "bf16", "int8")
@@ -159,7 +159,7 @@ class DiLoCo:
         self.quant, self.overlap, self.tag, self.max_retries = quant, overlap, tag, max_retries
         self._outer = _diloco_outer.OuterState(params, self.outer_lr, self.outer_momentum, overlap == "eager")
         self._buffers = [self._outer.new_buffer()] + ([self._outer.new_buffer()] if overlap else [])
-        self._pending = None  # overlapped mode: (Request, buffer) of the last round's all-reduce
+        self._pending = None  # overlapped mode: (request, buffer, flag request, flag) of the last round
         self._round_steps = 0
         self._broken = None
         self._counts = dict(inner_steps=0, allreduce_retries=0, topology_updates=0, syncs=0,
@@ -216,8 +216,6 @@ class DiLoCo:
         at least ``world_size`` peers are in the group, asking the master every 10 ms; every member
         calls it. For the start of a run, so that the first round is trained by every replica. Raises
         PcclTimeoutError when the deadline passes, InvalidArgumentError for a bad world_size."""
-        from .errors import PcclTimeoutError  # noqa: PLC0415
-
         if isinstance(world_size, bool) or not isinstance(world_size, int) or world_size < 1:
             raise InvalidArgumentError(detail="world_size must be an int >= 1, got %r" % (world_size,))
         self._check_usable()
@@ -225,13 +223,13 @@ class DiLoCo:
             raise InvalidUsageError(detail="wait_for_world() with an outer all-reduce in flight: call flush() first")
         deadline = time.monotonic() + timeout_s
         with self._outer_work():
-            while self.comm.group_world_size < world_size:
-                if time.monotonic() > deadline:
-                    raise PcclTimeoutError(detail="only %d of %d peers joined within %.1f s"
-                                           % (self.comm.group_world_size, world_size, timeout_s))
+            while self.comm.group_world_size < world_size and time.monotonic() <= deadline:
                 if not self._admit_if_pending():
                     time.sleep(0.01)  # no pccl call blocks until a peer is pending: ask again shortly
             self._counts["world_size"] = self.comm.group_world_size
+        if self.comm.group_world_size < world_size:  # the object stays usable: call it again, or go on
+            raise PcclTimeoutError(detail="only %d of %d peers joined within %.1f s"
+                                   % (self.comm.group_world_size, world_size, timeout_s))
 
     @property
     def outer_step(self):
@@ -324,7 +322,10 @@ class DiLoCo:
         try:
             flag_request = self.comm.all_reduce_async(flag, op="max", tag=self.tag + 1)
         except BaseException:
-            request._wait_quietly()
+            try:  # the pseudo-gradient's all-reduce is waited on before the error is raised
+                request.wait()
+            except PcclError:
+                pass
             raise
         self._issued()
         self._pending = (request, pg, flag_request, flag)

@@ -53,8 +53,8 @@ def run_mode(args, comm, mode, m):
     torch.manual_seed(99 if args.late else 0)  # a joiner's own init differs: it must adopt the group's
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 1))
     inner = torch.optim.AdamW(model.parameters(), lr=0.01)
-    diloco = pccl.diloco.DiLoCo(model, inner, comm, inner_steps=args.H, outer_lr=outer_lr, outer_momentum=outer_momentum,
-                                quant=quant, overlap=overlap)
+    diloco = pccl.diloco.DiLoCo(model, inner, comm, inner_steps=args.H, outer_lr=outer_lr,
+                                outer_momentum=outer_momentum, quant=quant, overlap=overlap)
     if not args.late:
         diloco.wait_for_world(args.world, timeout_s=40)
     w_true = torch.linspace(-1, 1, 16).unsqueeze(1)
