@@ -189,7 +189,10 @@ def wanem_rank(args, torch):
     try:
         return diloco_worker(args, torch)
     finally:
-        if master is not None:
+        if master is not None:  # serve the others until they have left (their flush() may still run)
+            deadline = time.monotonic() + 60
+            while master.stats()["accepted"] > 0 and time.monotonic() < deadline:
+                time.sleep(0.1)
             master.close()
 
 
