@@ -30,10 +30,6 @@ bool GlooBackend::allgather(DataType, const void*, void*, size_t, std::string* e
   *error = "no Gloo in this build";
   return false;
 }
-bool GlooBackend::reduceScatter(DataType, void*, size_t, std::string* error) {
-  *error = "no Gloo in this build";
-  return false;
-}
 bool GlooBackend::barrier(std::string* error) {
   *error = "no Gloo in this build";
   return false;

@@ -5,7 +5,6 @@
 #include <gloo/allreduce_ring_chunked.h>
 #include <gloo/barrier.h>
 #include <gloo/broadcast.h>
-#include <gloo/reduce_scatter.h>
 #include <gloo/math.h>
 #include <gloo/rendezvous/context.h>
 #include <gloo/rendezvous/prefix_store.h>
@@ -104,7 +103,6 @@ struct GlooBackend::Impl {
   std::shared_ptr<gloo::rendezvous::Context> ring;
   std::shared_ptr<gloo::rendezvous::Context> chunked_ctx;
   Chunked chunked;
-  Chunked scatter;  // ReduceScatterHalvingDoubling, on the chunked context (the same kind of algorithm)
 };
 
 GlooBackend::GlooBackend(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
@@ -159,10 +157,7 @@ bool GlooBackend::allreduce(const std::string& algorithm, DataType t, const void
   }
 }
 
-void GlooBackend::release() {
-  impl_->chunked = Chunked{};
-  impl_->scatter = Chunked{};
-}
+void GlooBackend::release() { impl_->chunked = Chunked{}; }
 
 bool GlooBackend::broadcast(DataType t, void* buf, size_t count, std::string* error) {
   try {
@@ -196,32 +191,6 @@ bool GlooBackend::allgather(DataType t, const void* send, void* recv, size_t per
     return known;
   } catch (const std::exception& e) {
     *error = std::string("gloo allgather: ") + e.what();
-    return false;
-  }
-}
-
-bool GlooBackend::reduceScatter(DataType t, void* buf, size_t per_rank, std::string* error) {
-  try {
-    const int size = impl_->chunked_ctx->size;
-    const size_t total = per_rank * static_cast<size_t>(size);
-    Chunked& cache = impl_->scatter;
-    const bool known = withType(t, [&](auto zero) {
-      using T = decltype(zero);
-      if (!cache.algo || cache.ptr != buf || cache.count != total || cache.type != t) {
-        cache.algo.reset();
-        cache.algo = std::make_unique<gloo::ReduceScatterHalvingDoubling<T>>(
-            impl_->chunked_ctx, std::vector<T*>{static_cast<T*>(buf)}, static_cast<int>(total),
-            std::vector<int>(static_cast<size_t>(size), static_cast<int>(per_rank)));
-        cache.ptr = buf;
-        cache.count = total;
-        cache.type = t;
-      }
-      cache.algo->run();
-    });
-    if (!known) *error = "gloo: unsupported dtype";
-    return known;
-  } catch (const std::exception& e) {
-    *error = std::string("gloo reducescatter: ") + e.what();
     return false;
   }
 }

@@ -28,12 +28,9 @@ class GlooBackend {
   bool allreduce(const std::string& algorithm, DataType t, const void* send, void* recv, size_t count,
                  std::string* error);
   bool barrier(std::string* error);
-  // Gloo's broadcast (from rank 0, in place in `buf`), allgather (new API) and
-  // ReduceScatterHalvingDoubling (in place in `buf` of world x per_rank elements: rank r's block of the
-  // result ends at the start of `buf`). The reduce-scatter is built once per buffer and run many times, like ring_chunked.
+  // Gloo's broadcast (from rank 0, in place in `buf`) and allgather (new API).
   bool broadcast(DataType t, void* buf, size_t count, std::string* error);
   bool allgather(DataType t, const void* send, void* recv, size_t per_rank, std::string* error);
-  bool reduceScatter(DataType t, void* buf, size_t per_rank, std::string* error);
   // Frees what the last operations kept (AllreduceRingChunked's registered buffers and inboxes).
   void release();
 
