@@ -88,6 +88,9 @@ Result<CallLayout> checkCallBuffers(const CollectiveCall& c, uint32_t rank, uint
   const auto* s = static_cast<const uint8_t*>(c.send);
   auto* r = static_cast<uint8_t*>(c.recv);
   const size_t bytes = c.count * elem;
+  // A quantized owner keeps the decoded value of its own block (its input, in place): only then does an
+  // all-gather or a broadcast root write what it reads.
+  const bool adopts = c.options.quant != Quant::kNone;
   switch (c.kind) {
     case wire::Collective::kAllReduce:
       l = CallLayout{c.count, bytes, bytes, s == r, r, 0, bytes};
@@ -105,8 +108,8 @@ Result<CallLayout> checkCallBuffers(const CollectiveCall& c, uint32_t rank, uint
         return Status::invalidArgument(
             "send and recv overlap without being the same buffer (in place needs send == recv)");
       }
-      // In place (or a non-root, whose send is not read): recv is restored on failure.
-      l = CallLayout{c.count, root ? bytes : 0, bytes, s == r || !root, r, 0, bytes};
+      // A non-root's recv is restored on failure; a root's in-place buffer only needs it when it adopts.
+      l = CallLayout{c.count, root ? bytes : 0, bytes, root ? s == r && adopts : true, r, 0, bytes};
       return l;
     }
     case wire::Collective::kAllGather: {
@@ -119,7 +122,7 @@ Result<CallLayout> checkCallBuffers(const CollectiveCall& c, uint32_t rank, uint
             "rank x count elements, rank {})",
             rank));
       }
-      l = CallLayout{c.count * world, bytes, out, s == own, own, 0, bytes};
+      l = CallLayout{c.count * world, bytes, out, s == own && adopts, own, 0, bytes};
       return l;
     }
     case wire::Collective::kReduceScatter: {

@@ -53,7 +53,7 @@ struct CallLayout {
   size_t layout_count = 0;  // elements of the ring layout (OpDesc::count)
   size_t input_bytes = 0;   // what the call reads of `send`
   size_t output_bytes = 0;  // what it writes of `recv`
-  bool in_place = false;    // the input is (part of) the output: a saved copy is read, and restored on failure
+  bool in_place = false;    // it writes what it reads, or must undo its writes: it reads a saved copy, restored on failure
   uint8_t* restore_to = nullptr;  // in place: what a failure restores (restore_bytes from the copy + restore_from)
   size_t restore_from = 0, restore_bytes = 0;
 };
