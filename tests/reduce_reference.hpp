@@ -80,6 +80,12 @@ inline void storeFloat(DataType t, void* buf, size_t k, double v) {
   }
 }
 
+// Every dtype and every operator of the C API, for the sweeps.
+inline constexpr DataType kAllTypes[] = {DataType::kInt8,    DataType::kUint8,    DataType::kInt16,   DataType::kUint16,
+                                         DataType::kInt32,   DataType::kUint32,   DataType::kInt64,   DataType::kUint64,
+                                         DataType::kFloat16, DataType::kBfloat16, DataType::kFloat32, DataType::kFloat64};
+inline constexpr RedOp kAllOps[] = {RedOp::kSum, RedOp::kAvg, RedOp::kProd, RedOp::kMin, RedOp::kMax};
+
 // Deterministic input of `rank` for (dtype, op): small integers, floats in [-1, 1] (prod: [0.5, 1.5]).
 inline std::vector<uint8_t> makeInput(DataType t, RedOp op, size_t count, uint32_t rank, uint64_t seed) {
   std::vector<uint8_t> buf(count * sizeOf(t));

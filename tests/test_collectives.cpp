@@ -20,11 +20,6 @@ using namespace pccl::test;
 
 namespace {
 
-constexpr DataType kAllTypes[] = {DataType::kInt8,    DataType::kUint8,    DataType::kInt16,   DataType::kUint16,
-                                  DataType::kInt32,   DataType::kUint32,   DataType::kInt64,   DataType::kUint64,
-                                  DataType::kFloat16, DataType::kBfloat16, DataType::kFloat32, DataType::kFloat64};
-constexpr RedOp kAllOps[] = {RedOp::kSum, RedOp::kAvg, RedOp::kProd, RedOp::kMin, RedOp::kMax};
-
 enum class Kind { kBroadcast, kAllGather, kReduceScatter, kBarrier };
 const char* kindName(Kind k) {
   switch (k) {
@@ -34,13 +29,6 @@ const char* kindName(Kind k) {
     case Kind::kBarrier: return "barrier";
   }
   return "?";
-}
-
-CommConfig smallSegments() {
-  CommConfig c = fastCommConfig(0);
-  c.segment_bytes = 256;
-  c.op_timeout_ms = 60000;
-  return c;
 }
 
 struct Case {

@@ -61,6 +61,15 @@ inline CommConfig fastCommConfig(uint16_t master_port, const std::string& secret
   return c;
 }
 
+// Tiny segments (256 bytes), so that every operation of the sweeps is cut into many segments striped
+// over the connections; a deadline longer than any test.
+inline CommConfig smallSegments() {
+  CommConfig c = fastCommConfig(0);
+  c.segment_bytes = 256;
+  c.op_timeout_ms = 60000;
+  return c;
+}
+
 inline std::unique_ptr<Master> startMaster(const MasterConfig& config) {
   auto m = Master::create(config);
   if (!m.isOk()) return nullptr;
