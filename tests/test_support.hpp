@@ -58,6 +58,9 @@ inline CommConfig fastCommConfig(uint16_t master_port, const std::string& secret
   c.peer_timeout_ms = kTimeoutMs;
   c.connect_timeout_ms = 10000;
   c.handshake_timeout_ms = 1000;
+  // The master's loss ends these communicators at once (the behaviour the older fault tests check);
+  // test_master_failover.cpp sets it for peers that look for a master again.
+  c.master_reconnect_ms = 0;
   return c;
 }
 

@@ -154,6 +154,12 @@ JoinRequest sample(Tag<JoinRequest>) {
   m.host_connections = 3;
   m.ring_key = pattern<32>(43);
   m.client_version = "pccl 0.1.0+g1234abc";
+  m.resume_flags = JoinRequest::kResuming | JoinRequest::kRingUp;
+  m.run_id = pattern<16>(61);
+  m.term = 0x1122334455667788ull;
+  m.peer_id = pattern<16>(62);
+  m.epoch = 41;
+  m.ring = {pattern<16>(62), pattern<16>(63), pattern<16>(64)};
   return m;
 }
 JoinAccepted sample(Tag<JoinAccepted>) {
@@ -161,6 +167,18 @@ JoinAccepted sample(Tag<JoinAccepted>) {
   m.peer_id = pattern<16>(5);
   m.heartbeat_interval_ms = 250;
   m.peer_timeout_ms = 0xFEDCBA98;
+  m.run_id = pattern<16>(6);
+  m.term = 9;
+  m.epoch = 0xABCDEF;
+  m.resumed = 1;
+  return m;
+}
+RunResumed sample(Tag<RunResumed>) {
+  RunResumed m;
+  m.epoch = 12;
+  m.term = 3;
+  m.stale = 1;
+  m.detail = "peer(s) ab12 of the ring of epoch 12 did not come back";
   return m;
 }
 template <MsgType T>
@@ -592,6 +610,27 @@ TEST_CASE("wire: round trip of control-plane messages") {
     CHECK(out.host_connections == 3);
     CHECK(out.ring_key == pattern<32>(43));
     CHECK(out.client_version == "pccl 0.1.0+g1234abc");
+    CHECK(out.resuming());
+    CHECK(out.resume_flags == (JoinRequest::kResuming | JoinRequest::kRingUp));
+    CHECK(out.run_id == pattern<16>(61));
+    CHECK(out.term == 0x1122334455667788ull);
+    CHECK(out.peer_id == pattern<16>(62));
+    CHECK(out.epoch == 41);
+    CHECK(out.ring == std::vector<Uuid>{pattern<16>(62), pattern<16>(63), pattern<16>(64)});
+  }
+  SECTION("JoinRequest with unknown resume flags is rejected") {
+    JoinRequest in = sample(Tag<JoinRequest>{});
+    in.resume_flags = 0x80;
+    const std::vector<uint8_t> frame = encodeFrame(in, 0);
+    ByteReader r(frame.data() + kHeaderSize, frame.size() - kHeaderSize);
+    CHECK(JoinRequest::decode(r).status().code() == Code::kProtocolError);
+  }
+  SECTION("RunResumed") {
+    const RunResumed out = roundTrip(sample(Tag<RunResumed>{}), 14);
+    CHECK(out.epoch == 12);
+    CHECK(out.term == 3);
+    CHECK(out.stale == 1);
+    CHECK(out.detail == sample(Tag<RunResumed>{}).detail);
   }
   SECTION("JoinRequest at its string limits") {
     JoinRequest in;
@@ -612,6 +651,10 @@ TEST_CASE("wire: round trip of control-plane messages") {
     CHECK(out.peer_id == pattern<16>(5));
     CHECK(out.heartbeat_interval_ms == 250);
     CHECK(out.peer_timeout_ms == 0xFEDCBA98);
+    CHECK(out.run_id == pattern<16>(6));
+    CHECK(out.term == 9);
+    CHECK(out.epoch == 0xABCDEF);
+    CHECK(out.resumed == 1);
   }
   SECTION("empty messages") {
     forEachMessage([](auto tag) {

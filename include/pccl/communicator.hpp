@@ -20,7 +20,9 @@ struct CommAccess;  // internal (src/api/comm_impl.hpp): the tests' way to a com
 }  // namespace detail
 
 struct CommConfig {
-  std::string master_address;                // "HOST:PORT" of the master (required)
+  // "HOST:PORT" of the master (required), or a comma-separated list of the run's masters (a standby's
+  // address after the primary's, docs/concepts.md "When the master dies"): tried in turn.
+  std::string master_address;
   std::string listen_address = "0.0.0.0:0";  // where ring neighbours connect to us; port 0 = any
   std::string advertise_host;                // host others dial; empty = the address the master sees
   uint32_t peer_group = 0;                   // collectives run within a group; votes are global
@@ -45,6 +47,11 @@ struct CommConfig {
   // frame through the socket), -1: PCCL_SAME_HOST_READS, else on. Peers need not agree: a link lends
   // only when its receiver accepts, and either way the result is the same bits.
   int same_host_reads = -1;
+  // How long a peer that lost its master keeps trying to reach one (every address of master_address,
+  // in turn) before its calls fail with MasterUnreachable; meanwhile collectives go on on the ring.
+  // 0..86400000 ms, 0 = never (the master's loss ends the communicator); -1: PCCL_RECONNECT_MS, else
+  // 30000. connect() tries for as long before it reports an unreachable master.
+  int64_t master_reconnect_ms = -1;
 };
 
 using PeerId = std::array<uint8_t, 16>;

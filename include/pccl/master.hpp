@@ -3,6 +3,7 @@
 #ifndef PCCL_MASTER_HPP_
 #define PCCL_MASTER_HPP_
 
+#include <array>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -35,6 +36,18 @@ struct MasterConfig {
   // from every member of its group) and installs the best ring over the measured links.
   // -1: the environment variable PCCL_AUTO_OPTIMIZE (0 or 1), else off; 0: off; 1: on.
   int auto_optimize = -1;
+  // Surviving the master (docs/concepts.md "When the master dies"). A standby leads no run: it takes one
+  // over from the first peer that comes back to it after losing its master, and refuses newcomers until
+  // then (so that a newcomer given several master addresses finds the one that leads).
+  bool standby = false;
+  // A master taking a run back waits this long for every member of the last ring to come back before the
+  // run goes on with whoever did (at once when all are back).
+  uint32_t rebuild_window_ms = 10000;
+  // Optional file where the master keeps {run id, term} (written atomically when they change). A master
+  // restarted with it waits rebuild_window_ms for that run's members before a newcomer may start the run
+  // over, and never reuses a term. Empty: nothing is written (a restarted master learns the run from
+  // its peers alone).
+  std::string state_file;
 };
 
 // A snapshot of the run, for monitoring and tests.
@@ -55,6 +68,12 @@ struct MasterStats {
   // bytes/s; 0 when a link either ring uses was not measured.
   double predicted_bottleneck = 0;
   double join_order_bottleneck = 0;
+  // Leadership (MasterConfig::standby): 0 leads a run, 1 standby, 2 taking a run back from its peers.
+  int role = 0;
+  uint64_t term = 0;                   // the run's term under this master (0: no run yet)
+  std::array<uint8_t, 16> run_id{};    // the run it leads (zero: none)
+  uint64_t takeovers = 0;              // runs taken back from returning peers
+  uint64_t step_downs = 0;             // times it lost a run to a newer master, or all of its members
 };
 
 // Thread-safety: all methods may be called from any thread; the state lives on one internal event loop.

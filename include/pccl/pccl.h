@@ -98,7 +98,8 @@ typedef enum {
 typedef struct {
   uint32_t struct_size;            /* sizeof(pcclCommConfig_t), set by the initializer */
   uint32_t config_version;         /* PCCL_CONFIG_VERSION, set by the initializer */
-  const char* master_address;      /* "HOST:PORT" of the master; required */
+  const char* master_address;      /* "HOST:PORT" of the master, or "HOST:PORT,HOST:PORT,..." (the run's
+                                      masters, tried in turn); required */
   const char* listen_address;      /* where ring neighbours connect; NULL = "0.0.0.0:0" */
   const char* advertise_host;      /* host others dial; NULL = the address the master sees */
   uint32_t peer_group;             /* collectives run within a group; default 0 */
@@ -117,12 +118,15 @@ typedef struct {
   uint32_t same_host_connections;  /* K when the successor is on this host (same advertised host, or both
                                       loopback); 0 = connections_per_peer; default 1 */
   uint32_t max_concurrent_ops;     /* all-reduces in flight on this peer at once (1..65536); default 1024 */
+  int64_t master_reconnect_ms;     /* after losing its master, how long the peer tries the master addresses
+                                      (collectives go on meanwhile) before pcclMasterUnreachable;
+                                      0..86400000, 0 = never; -1 = PCCL_RECONNECT_MS, else 30000 */
 } pcclCommConfig_t;
 
 #define PCCL_COMM_CONFIG_INIT                                                                 \
   {                                                                                           \
     (uint32_t) sizeof(pcclCommConfig_t), PCCL_CONFIG_VERSION, NULL, NULL, NULL, 0u, 4u, 1000u, \
-        10000u, 120000u, 5000u, NULL, 0u, 0, 1800000u, 1048576u, 1u, 1024u                    \
+        10000u, 120000u, 5000u, NULL, 0u, 0, 1800000u, 1048576u, 1u, 1024u, -1                \
   }
 
 /* Per-operation options. Initialise with PCCL_REDUCE_OPTIONS_INIT. */

@@ -82,6 +82,9 @@ struct CommStats {
   uint64_t epoch = 0;              // epoch of the current ring
   double last_allreduce_seconds = 0;         // wall time of the last successful all-reduce
   double last_allreduce_bytes_per_second = 0;  // its data bytes (count x element size) / time
+  uint64_t master_losses = 0;      // times this peer lost its master and looked for one (master_reconnect_ms)
+  uint64_t master_returns = 0;     // times a master took it back and the run went on
+  uint64_t master_away_ms = 0;     // total time without a master, over the returns
 };
 
 }  // namespace pccl

@@ -110,6 +110,12 @@ Result<SyncInfo> Communicator::Impl::syncSharedState(SharedState& state, SyncStr
       return record(Status::invalidUsage(fmt::format(
           "syncSharedState needs a connected member with a ring; this peer is {}", peer::peerStateName(state_))));
     }
+    if (away_) {
+      return record(Status::topologyChanged(fmt::format(
+          "syncSharedState needs the master, which has been away for {} ms ({}); call pcclUpdateTopology (it "
+          "waits for the master) and sync again",
+          msSince(away_since_), away_why_.message())));
+    }
     if (!inflight_.empty() || syncing_) {
       return record(Status::invalidUsage(fmt::format(
           "syncSharedState while {} collective(s){} are in flight on this peer: wait for them first",

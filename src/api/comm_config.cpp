@@ -43,6 +43,47 @@ Status checkCommConfig(const CommConfig& config) {
   return Status::ok();
 }
 
+Status resolveReconnect(CommConfig& config) {
+  constexpr int64_t kMax = 86400000;
+  constexpr int64_t kDefault = 30000;
+  if (config.master_reconnect_ms < -1 || config.master_reconnect_ms > kMax) {
+    return Status::invalidArgument(fmt::format(
+        "master_reconnect_ms must be -1 (PCCL_RECONNECT_MS, else {}) or 0..{}, got {}", kDefault, kMax,
+        config.master_reconnect_ms));
+  }
+  if (config.master_reconnect_ms >= 0) return Status::ok();
+  config.master_reconnect_ms = kDefault;
+  const char* env = std::getenv("PCCL_RECONNECT_MS");
+  if (env == nullptr || *env == '\0') return Status::ok();
+  char* end = nullptr;
+  const unsigned long long v = std::strtoull(env, &end, 10);
+  if (*env == '-' || *end != '\0' || v > static_cast<unsigned long long>(kMax)) {
+    return Status::invalidArgument(fmt::format("PCCL_RECONNECT_MS='{}': milliseconds 0..{} expected", env, kMax));
+  }
+  config.master_reconnect_ms = static_cast<int64_t>(v);
+  return Status::ok();
+}
+
+Result<std::vector<net::HostPort>> parseMasterList(const std::string& text) {
+  std::vector<net::HostPort> out;
+  size_t at = 0;
+  while (at <= text.size()) {
+    size_t comma = text.find(',', at);
+    if (comma == std::string::npos) comma = text.size();
+    std::string item = text.substr(at, comma - at);
+    while (!item.empty() && item.front() == ' ') item.erase(item.begin());
+    while (!item.empty() && item.back() == ' ') item.pop_back();
+    if (item.empty()) {
+      return Status::invalidArgument(fmt::format("master_address '{}' has an empty entry (HOST:PORT[,HOST:PORT...])", text));
+    }
+    PCCL_ASSIGN_OR_RETURN(net::HostPort hp, net::parseHostPort(item, "master_address"));
+    out.push_back(std::move(hp));
+    if (out.size() > 64) return Status::invalidArgument("master_address lists more than 64 masters");
+    at = comma + 1;
+  }
+  return out;
+}
+
 Status resolveGatherBytes(CommConfig& config) {
   if (config.gather_bytes >= 0) return Status::ok();
   const char* env = std::getenv("PCCL_GATHER_BYTES");

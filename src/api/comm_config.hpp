@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "net/endpoint.hpp"
 #include "pccl/communicator.hpp"
 #include "wire/messages.hpp"
 
@@ -31,6 +32,11 @@ uint64_t gatherLimit(const CommConfig& config, bool one_host);
 // same_host_reads = -1 becomes PCCL_SAME_HOST_READS ("0" or "1") when set, else 1; InvalidArgument for
 // another value of either.
 Status resolveSameHostReads(CommConfig& config);
+
+// master_reconnect_ms = -1 becomes PCCL_RECONNECT_MS when set, else 30000; InvalidArgument for a bad value.
+Status resolveReconnect(CommConfig& config);
+// master_address: one HOST:PORT or a comma-separated list of them (spaces around entries ignored).
+Result<std::vector<net::HostPort>> parseMasterList(const std::string& text);
 
 // What a TopologyUpdate's ring means for the peer `self`.
 Topology topologyFrom(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& self, uint64_t epoch);

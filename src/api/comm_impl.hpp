@@ -5,7 +5,9 @@
 // Where each part lives:
 //   communicator.cpp     the public facade, creation, the io thread and destruction, attributes
 //   comm_membership.cpp  connect / updateTopology / arePeersPending / leave, and the io thread's side
-//                        of the master session (join, topology builds, loss of the master)
+//                        of the master session's messages (topology builds, queries)
+//   comm_session.cpp     the io thread's side of the master connection: trying the run's masters in turn,
+//                        joining, coming back to a master after losing one, giving up
 //   comm_collectives.cpp startCollective and syncSharedState: checks, bookkeeping, hand-off to the io thread
 #ifndef PCCL_API_COMM_IMPL_HPP_
 #define PCCL_API_COMM_IMPL_HPP_
@@ -43,7 +45,8 @@ namespace pccl {
 class Communicator::Impl {
  public:
   // `config.secret` is already wiped: `key` is all the communicator keeps of it.
-  Impl(CommConfig config, net::HostPort master, net::HostPort listen, std::shared_ptr<const net::AuthKey> key);
+  Impl(CommConfig config, std::vector<net::HostPort> masters, net::HostPort listen,
+       std::shared_ptr<const net::AuthKey> key);
   ~Impl();
   Status init();
 
@@ -109,22 +112,33 @@ class Communicator::Impl {
   void setState(peer::PeerState to);   // requires mu_
   void teardown();                    // abandons a connect() that timed out
 
-  // io thread: the master session.
+  // io thread: the master session (comm_session.cpp).
   void ioStartSession();
   void registerSessionHandlers();
-  void sendJoin(const Status& opened);
+  void openMaster();                      // tries masters_[master_at_]
+  void onMasterOpened(const Status& s);
+  void sendJoin();
+  void attemptFailed(const Status& s);    // this master could not take us: the next one, or give up
+  void giveUp(const Status& s);
+  void goFatal(const Status& s);          // the communicator is dead: everything fails with `s`
+  void masterAway(const Status& s);       // lost the master: collectives go on, we look for one
   Status onJoined(const wire::JoinAccepted& m);
+  Status onRunResumed(const wire::RunResumed& m);
+  void sendVote();
+  // Blocks (mu_ held through `lk`) until the master is back, the communicator failed, or `deadline`.
+  Status waitMaster(std::unique_lock<std::mutex>& lk, TimePoint deadline);
   Status onTopology(const wire::TopologyUpdate& m);
   Status onReady(const wire::TopologyReady& m);
   Status onFailed(const wire::TopologyFailed& m);
   void onLost(const Status& s);
 
   CommConfig config_;
-  net::HostPort master_addr_;
+  std::vector<net::HostPort> masters_;  // the run's masters, tried in this order
   std::shared_ptr<const net::AuthKey> key_;
   // Our ring identity: the JoinRequest carries its public half, our ring hellos are signed with it.
   std::shared_ptr<const net::SigningKey> identity_ = std::make_shared<const net::SigningKey>();
   asio::io_context io_;
+  asio::steady_timer retry_timer_{io_};  // io thread: the next attempt to reach a master
   std::thread thread_;
   std::shared_ptr<net::Listener> listener_;
   std::unique_ptr<peer::MasterLink> link_;  // io thread
@@ -152,6 +166,23 @@ class Communicator::Impl {
   std::set<uint64_t> inflight_;  // tags of collectives not yet done
   bool syncing_ = false;         // a syncSharedState() call is under way
   PeerId id_{};
+  // The run we belong to (from JoinAccepted): a master of another run, or of an older term, is refused.
+  bool has_run_ = false;
+  wire::Uuid run_id_{};
+  uint64_t term_ = 0;
+  // The master's absence (requires mu_): set when the link is lost, cleared by RunResumed.
+  bool away_ = false;
+  TimePoint away_since_{};
+  Status away_why_;
+  bool vote_optimize_ = false;  // the kind of the vote under way (sent again to a master that comes back)
+  // io thread: the current round of attempts to reach a master.
+  size_t master_at_ = 0;
+  TimePoint attempts_since_{};
+  size_t tried_ = 0, refused_ = 0;  // in this cycle over masters_
+  uint32_t cycles_ = 0;
+  bool any_master_ = false;     // every master refused us as a standby: ask one to start the run
+  bool resume_sent_ = false;    // the current link's JoinRequest was a resume
+  bool joined_link_ = false;    // the current link answered JoinAccepted
 
   StatsRecorder stats_;  // thread-safe
   mutable std::mutex err_mu_;

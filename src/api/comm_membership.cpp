@@ -14,10 +14,6 @@ namespace pccl {
 
 using peer::PeerState;
 
-namespace {
-constexpr const char* kClientVersion = "pccl " PCCL_VERSION_STRING;
-}  // namespace
-
 // ---- user-facing calls --------------------------------------------------------------------------
 
 Status Communicator::Impl::connect() {
@@ -61,15 +57,9 @@ Status Communicator::Impl::updateTopology(bool optimize) {
         syncing_ ? " and a shared-state sync" : "")));
   }
   setState(PeerState::kVoting);
+  vote_optimize_ = optimize;
   const uint64_t builds0 = builds_done_;
-  asio::post(io_, [this, optimize] {
-    if (!link_) return;
-    if (optimize) {
-      link_->send(wire::VoteOptimize{}, epoch());
-    } else {
-      link_->send(wire::VoteUpdate{}, epoch());
-    }
-  });
+  asio::post(io_, [this] { sendVote(); });  // while the master is away: once it is back
   // A link survey takes rounds of the master's probe budget: each round's plan restarts the deadline.
   const TimePoint start = Clock::now();
   auto deadline = [&] { return std::max(start, probed_at_) + Millis(config_.connect_timeout_ms); };
@@ -81,7 +71,7 @@ Status Communicator::Impl::updateTopology(bool optimize) {
   if (done) return record(last_build_);
   lk.unlock();
   asio::post(io_, [this] {
-    if (link_) link_->send(wire::WithdrawVote{}, epoch());
+    if (link_ && link_->isReady()) link_->send(wire::WithdrawVote{}, epoch());
     std::lock_guard<std::mutex> g(mu_);
     if (state_ == PeerState::kVoting) setState(PeerState::kMember);
     cv_.notify_all();
@@ -97,6 +87,7 @@ Result<std::vector<LinkInfo>> Communicator::Impl::links() {
   if (!peer::isJoined(state_)) {
     return record(Status::invalidUsage(fmt::format("not connected (state {})", peer::peerStateName(state_))));
   }
+  PCCL_RETURN_IF_ERROR(record(waitMaster(lk, deadlineAfterMs(config_.peer_timeout_ms))));
   std::vector<wire::LinkEntry> entries;
   uint32_t first = 0;
   while (true) {
@@ -150,6 +141,9 @@ Result<bool> Communicator::Impl::arePeersPending() {
   if (!peer::isJoined(state_)) {
     return record(Status::invalidUsage(fmt::format("not connected (state {})", peer::peerStateName(state_))));
   }
+  // While the master is away nobody can be admitted, and the ring goes on as it is: nothing to do at a
+  // safe point. A master that takes the run back without every member makes the run stale (true).
+  if (away_) return false;
   const uint64_t id = ++next_query_;
   waiting_.insert(id);
   asio::post(io_, [this, id] {
@@ -232,14 +226,6 @@ void Communicator::Impl::teardown() {
 
 // ---- io thread: the master session ----------------------------------------------------------------
 
-void Communicator::Impl::ioStartSession() {
-  link_ = std::make_unique<peer::MasterLink>(io_, key_, Millis(config_.handshake_timeout_ms));
-  colls_->setLink(link_.get());
-  registerSessionHandlers();
-  link_->open(
-      master_addr_, [this](const Status& s) { sendJoin(s); }, [this](const Status& s) { onLost(s); });
-}
-
 void Communicator::Impl::registerSessionHandlers() {
   wire::Dispatcher& d = link_->dispatcher();
   d.on<wire::OpAbort>([this](const wire::FrameHeader& h, const wire::OpAbort& m) {
@@ -263,6 +249,7 @@ void Communicator::Impl::registerSessionHandlers() {
     return Status::ok();
   });
   d.on<wire::JoinAccepted>([this](const wire::FrameHeader&, const wire::JoinAccepted& m) { return onJoined(m); });
+  d.on<wire::RunResumed>([this](const wire::FrameHeader&, const wire::RunResumed& m) { return onRunResumed(m); });
   d.on<wire::TopologyUpdate>([this](const wire::FrameHeader&, const wire::TopologyUpdate& m) { return onTopology(m); });
   d.on<wire::TopologyReady>([this](const wire::FrameHeader&, const wire::TopologyReady& m) { return onReady(m); });
   d.on<wire::TopologyFailed>([this](const wire::FrameHeader&, const wire::TopologyFailed& m) { return onFailed(m); });
@@ -295,40 +282,6 @@ void Communicator::Impl::registerSessionHandlers() {
     PCCL_LOG_INFO(kLog, "peer={} epoch={}: peer {} left the run{}{}", wire::shortId(id_), epoch(), wire::shortId(m.peer_id), m.detail.empty() ? "" : ": ", m.detail);
     return Status::ok();
   });
-}
-
-// The control connection is open (or could not be): ask to join.
-void Communicator::Impl::sendJoin(const Status& opened) {
-  if (!opened.isOk()) {
-    std::lock_guard<std::mutex> lk(mu_);
-    connect_error_ = opened;
-    if (state_ == PeerState::kConnecting) setState(PeerState::kIdle);
-    return;
-  }
-  wire::JoinRequest join;
-  join.p2p_port = listener_->port();
-  join.advertise_host = config_.advertise_host;
-  join.group = config_.peer_group;
-  join.connections = config_.connections_per_peer;
-  join.host_connections =
-      config_.same_host_connections != 0 ? config_.same_host_connections : config_.connections_per_peer;
-  join.ring_key = identity_->publicKey();
-  join.client_version = kClientVersion;
-  link_->send(join, 0);
-}
-
-Status Communicator::Impl::onJoined(const wire::JoinAccepted& m) {
-  Millis interval(std::min(config_.heartbeat_interval_ms, m.heartbeat_interval_ms));
-  Millis timeout(std::max<uint64_t>(config_.peer_timeout_ms, 2ull * m.heartbeat_interval_ms));
-  link_->startHeartbeats(interval, timeout);
-  std::lock_guard<std::mutex> lk(mu_);
-  if (state_ != PeerState::kConnecting) return Status::protocol("JoinAccepted while not joining");
-  id_ = m.peer_id;
-  colls_->setName("peer=" + wire::shortId(id_));
-  stats_.setPeer(wire::shortId(id_));
-  PCCL_LOG_INFO(kLog, "peer={}: joined, pending admission", wire::shortId(id_));
-  setState(PeerState::kPending);
-  return Status::ok();
 }
 
 Status Communicator::Impl::onTopology(const wire::TopologyUpdate& m) {
@@ -397,23 +350,6 @@ Status Communicator::Impl::onFailed(const wire::TopologyFailed& m) {
   ++builds_done_;
   setState(PeerState::kMember);
   return Status::ok();
-}
-
-void Communicator::Impl::onLost(const Status& s) {
-  colls_->linkLost(s);
-  pool_->reset(Status::ok());
-  prober_->cancel();
-  std::lock_guard<std::mutex> lk(mu_);
-  if (state_ == PeerState::kConnecting) {
-    connect_error_ = s;
-    setState(PeerState::kIdle);
-    return;
-  }
-  if (state_ == PeerState::kLeft || state_ == PeerState::kIdle || state_ == PeerState::kFailed) return;
-  PCCL_LOG_WARN(kLog, "peer={} epoch={}: {}", wire::shortId(id_), topology_.epoch, s.toString());
-  sync_->linkLost(s);
-  fatal_ = s;
-  setState(PeerState::kFailed);
 }
 
 }  // namespace pccl

@@ -79,6 +79,17 @@ void StatsRecorder::sameHostRead(uint64_t bytes) {
   s_.same_host_read_bytes += bytes;
 }
 
+void StatsRecorder::masterLost() {
+  std::lock_guard<std::mutex> lk(mu_);
+  ++s_.master_losses;
+}
+
+void StatsRecorder::masterBack(uint64_t away_ms) {
+  std::lock_guard<std::mutex> lk(mu_);
+  ++s_.master_returns;
+  s_.master_away_ms += away_ms;
+}
+
 CommStats StatsRecorder::stats() const {
   std::lock_guard<std::mutex> lk(mu_);
   return s_;

@@ -26,6 +26,8 @@ class StatsRecorder {
   void ringInstalled(uint64_t epoch);
   // Ring payload read from a same-host neighbour's memory (CommConfig::same_host_reads).
   void sameHostRead(uint64_t bytes);
+  void masterLost();
+  void masterBack(uint64_t away_ms);
   CommStats stats() const;
 
  private:

@@ -8,10 +8,10 @@
 
 namespace pccl {
 
-Communicator::Impl::Impl(CommConfig config, net::HostPort master, net::HostPort listen,
+Communicator::Impl::Impl(CommConfig config, std::vector<net::HostPort> masters, net::HostPort listen,
                          std::shared_ptr<const net::AuthKey> key)
     : config_(std::move(config)),
-      master_addr_(std::move(master)),
+      masters_(std::move(masters)),
       key_(std::move(key)),
       pool_(std::make_unique<peer::RingPool>(io_, key_, identity_, Millis(config_.handshake_timeout_ms),
                                              Millis(config_.connect_timeout_ms), config_.same_host_reads == 1)),
@@ -33,6 +33,7 @@ Communicator::Impl::Impl(CommConfig config, net::HostPort master, net::HostPort 
   lc.name = "peer-listener";
   listener_ = std::make_shared<net::Listener>(io_, lc);
   colls_->setReadHook([this](uint64_t bytes) { stats_.sameHostRead(bytes); });
+  colls_->setReconnects(config_.master_reconnect_ms > 0);
 }
 
 // Destruction ends every request, whatever the io thread is doing: a graceful leave first (bounded
@@ -97,15 +98,16 @@ Result<std::unique_ptr<Communicator>> Communicator::create(CommConfig config) {
   WipeOnExit wipe(config.secret);  // on every path: only the run key derived from it is kept
   PCCL_RETURN_IF_ERROR(net::initCrypto());
   if (config.master_address.empty()) return Status::invalidArgument("master_address is required (HOST:PORT)");
-  PCCL_ASSIGN_OR_RETURN(net::HostPort master, net::parseHostPort(config.master_address, "master_address"));
+  PCCL_ASSIGN_OR_RETURN(std::vector<net::HostPort> masters, parseMasterList(config.master_address));
   PCCL_ASSIGN_OR_RETURN(net::HostPort listen, net::parseHostPort(config.listen_address, "listen_address"));
   PCCL_RETURN_IF_ERROR(checkCommConfig(config));
   PCCL_RETURN_IF_ERROR(resolveCredentials(config));
   PCCL_RETURN_IF_ERROR(resolveGatherBytes(config));
   PCCL_RETURN_IF_ERROR(resolveSameHostReads(config));
+  PCCL_RETURN_IF_ERROR(resolveReconnect(config));
   auto key = std::make_shared<const net::AuthKey>(config.secret, config.encrypt);
   wipeSecret(config.secret);
-  auto impl = std::make_unique<Impl>(std::move(config), std::move(master), std::move(listen), std::move(key));
+  auto impl = std::make_unique<Impl>(std::move(config), std::move(masters), std::move(listen), std::move(key));
   PCCL_RETURN_IF_ERROR(impl->init());
   return std::unique_ptr<Communicator>(new Communicator(std::move(impl)));
 }

@@ -114,6 +114,7 @@ Result<wire::SyncAnnounce> SharedStateSync::prepare(SharedState& state, SyncStra
   compress_ = state.compress;
   plan_ = wire::SyncPlan{};
   fetch_status_ = complete_status_ = Status::ok();
+  interrupted_ = Status::ok();
   rx_bytes_ = 0;
   arrived_.clear();
   return a;
@@ -121,9 +122,10 @@ Result<wire::SyncAnnounce> SharedStateSync::prepare(SharedState& state, SyncStra
 
 Status SharedStateSync::waitFor(std::unique_lock<std::mutex>& lk, TimePoint deadline,
                                 const std::function<bool()>& ready) {
-  cv_.wait_until(lk, deadline, [&] { return ready() || !lost_.isOk(); });
+  cv_.wait_until(lk, deadline, [&] { return ready() || !lost_.isOk() || !interrupted_.isOk(); });
   if (ready()) return Status::ok();
   if (!lost_.isOk()) return lost_;
+  if (!interrupted_.isOk()) return interrupted_;
   return Status::timeout(fmt::format("shared-state sync not over within {} ms: every peer of the group must call "
                                      "pcclSyncSharedState",
                                      ctx_.timeout.count()));
@@ -375,6 +377,12 @@ void SharedStateSync::shutdown(const Status& why) {
   server_.stop(why);
   if (fetcher_) fetcher_->cancel(why);
   fetcher_.reset();
+}
+
+void SharedStateSync::interrupt(const Status& why) {
+  std::lock_guard<std::mutex> lk(mu_);
+  if (active_) interrupted_ = why;
+  cv_.notify_all();
 }
 
 void SharedStateSync::linkLost(const Status& why) {

@@ -57,6 +57,9 @@ class SharedStateSync {
   void shutdown(const Status& why);                     // stops serving and fetching
   // Any thread: the master link is gone; a waiting run() returns `why`.
   void linkLost(const Status& why);
+  // Any thread: the master was lost and the peer reconnects: a run() under way returns `why` (later
+  // runs are not affected).
+  void interrupt(const Status& why);
 
  private:
   struct Key {
@@ -108,6 +111,7 @@ class SharedStateSync {
   std::vector<Piece> arrived_;  // fetched chunks not hashed yet
   Status complete_status_;
   Status lost_;
+  Status interrupted_;  // interrupt(): fails the run under way
 };
 
 }  // namespace pccl

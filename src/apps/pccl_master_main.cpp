@@ -1,14 +1,35 @@
 // pccl-master: the control-plane daemon. CLI11 over pccl::Master; design.md §8 is the contract.
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <csignal>
+#include <ctime>
 #include <cstdio>
 #include <cstdlib>
+#include <string>
 #include <utility>
 
 #include "pccl/master.hpp"
 #include "pccl/version.h"
 #include "util/log.hpp"
 #include "util/secret.hpp"
+
+namespace {
+// One line an operator (or a supervisor) can grep: what this master is doing now.
+void printStatus(const pccl::Master& master) {
+  const pccl::MasterStats s = master.stats();
+  static const char* const kRoles[] = {"leader", "standby", "recovering"};
+  std::string run;
+  for (size_t i = 0; i < 4; ++i) run += "0123456789abcdef"[s.run_id[i] >> 4], run += "0123456789abcdef"[s.run_id[i] & 15];
+  std::printf("pccl-master status: role=%s run=%s term=%llu epoch=%llu accepted=%u pending=%u connections=%llu "
+              "collectives=%llu building=%d measuring=%d takeovers=%llu step_downs=%llu\n",
+              kRoles[s.role >= 0 && s.role <= 2 ? s.role : 0], run.c_str(), static_cast<unsigned long long>(s.term),
+              static_cast<unsigned long long>(s.epoch), s.accepted, s.pending,
+              static_cast<unsigned long long>(s.connections), static_cast<unsigned long long>(s.collectives),
+              s.building ? 1 : 0, s.measuring ? 1 : 0, static_cast<unsigned long long>(s.takeovers),
+              static_cast<unsigned long long>(s.step_downs));
+  std::fflush(stdout);
+}
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"pccl-master: membership, ring order and heartbeats for a pccl run"};
@@ -47,6 +68,19 @@ int main(int argc, char** argv) {
   app.add_flag("--auto-optimize", auto_optimize,
                "every topology update measures the links it lacks (a joiner's) and installs the best ring "
                "(default: PCCL_AUTO_OPTIMIZE=1, else off)");
+  app.add_flag("--standby", config.standby,
+               "lead no run until a member of one comes back to this master (a second master address for the "
+               "peers); newcomers are refused until then");
+  app.add_option("--state-file", config.state_file,
+                 "keep the run's id and term in this file, so that a master restarted in place waits for the "
+                 "run's members before starting a new run")->capture_default_str();
+  app.add_option("--rebuild-window-ms", config.rebuild_window_ms,
+                 "after taking a run back, wait this long for the last ring's members before going on without "
+                 "the missing ones")->capture_default_str()->check(CLI::Range(1u, 3600000u));
+  uint32_t status_interval_s = 60;
+  app.add_option("--status-interval-s", status_interval_s,
+                 "print a status line (role, run, term, epoch, members, collectives) this often, and on "
+                 "SIGUSR1; 0 = only on SIGUSR1")->capture_default_str()->check(CLI::Range(0u, 86400u));
   std::string log_level;
   app.add_option("--log-level", log_level, "error|warn|info|debug|trace (default: PCCL_LOG_LEVEL, else info)")
       ->check([](const std::string& v) {
@@ -80,6 +114,7 @@ int main(int argc, char** argv) {
   sigemptyset(&set);
   sigaddset(&set, SIGINT);
   sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &set, nullptr);
 
   auto master = pccl::Master::create(std::move(config));  // the library wipes the secret it is given
@@ -96,7 +131,12 @@ int main(int argc, char** argv) {
   std::fflush(stdout);
 
   int sig = 0;
-  sigwait(&set, &sig);
+  for (;;) {
+    timespec wait{static_cast<time_t>(status_interval_s), 0};
+    sig = sigtimedwait(&set, nullptr, status_interval_s == 0 ? nullptr : &wait);
+    if (sig == SIGINT || sig == SIGTERM) break;
+    if (sig == SIGUSR1 || (sig < 0 && errno == EAGAIN)) printStatus(**master);
+  }
   std::fprintf(stderr, "pccl-master: %s received, shutting down\n", sig == SIGINT ? "SIGINT" : "SIGTERM");
   (void)(*master)->stop();
   return 0;

@@ -1,5 +1,6 @@
 // The communicator's C API: create, join, membership, attributes, counters, destroy.
 #include <cstddef>
+#include <cstring>
 #include <memory>
 #include <string>
 #include <utility>
@@ -31,6 +32,7 @@ pccl::CommConfig commConfigFrom(const pcclCommConfig_t& config) {
   c.segment_bytes = config.segment_bytes;
   c.same_host_connections = config.same_host_connections;
   c.max_concurrent_ops = config.max_concurrent_ops;
+  c.master_reconnect_ms = config.master_reconnect_ms;
   return c;
 }
 
@@ -45,9 +47,16 @@ pcclResult_t pcclCommCreate(const pcclCommConfig_t* config, pcclComm_t* comm) {
     PCCL_CHECK_PTR(config);
     PCCL_CHECK_PTR(comm);
     *comm = nullptr;
-    pcclResult_t r = pccl::capi::checkConfigHeader(config->struct_size, sizeof(pcclCommConfig_t),
-                                                   config->config_version, "pcclCommConfig_t");
+    // A struct from a header older than master_reconnect_ms is accepted: it keeps its default.
+    const uint32_t older = static_cast<uint32_t>(offsetof(pcclCommConfig_t, master_reconnect_ms));
+    pcclResult_t r = pccl::capi::checkConfigHeader(
+        config->struct_size == older ? static_cast<uint32_t>(sizeof(pcclCommConfig_t)) : config->struct_size,
+        sizeof(pcclCommConfig_t), config->config_version, "pcclCommConfig_t");
     if (r != pcclSuccess) return r;
+    pcclCommConfig_t full{};  // only the fields an older struct has are read from it
+    std::memcpy(&full, config, config->struct_size == older ? older : sizeof(full));
+    if (config->struct_size == older) full.master_reconnect_ms = -1;
+    config = &full;
     if (config->master_address == nullptr) return fail(pcclInvalidArgument, "master_address must be set (HOST:PORT)");
     if (config->secret == nullptr && config->secret_len != 0) {
       return fail(pcclInvalidArgument, "secret is NULL but secret_len is not 0");

@@ -173,7 +173,7 @@ void Collectives::submit(ReduceRequest req, Completion done) {
   if (!ring_broken_.isOk() || successor_.empty()) {
     Status why = Status::peerLost(fmt::format("the ring's connections are down ({}); call pcclUpdateTopology",
                                               ring_broken_.isOk() ? "none" : ring_broken_.message()));
-    link_->send(wire::OpFailed{tag, key.seq, static_cast<uint16_t>(why.code()), 1, why.message()}, epoch_);
+    if (ready()) link_->send(wire::OpFailed{tag, key.seq, static_cast<uint16_t>(why.code()), 1, why.message()}, epoch_);
     history_.failed(key, why);
     return finishOp(o, why);
   }
@@ -323,7 +323,7 @@ void Collectives::applyCommit(Op& op, const CommitRound::Sends& s) {
 
 void Collectives::commitOp(Op& op) {
   history_.committed(op.key);
-  if (link_ != nullptr && op.announced) link_->send(wire::OpDone{op.key.tag, op.key.seq}, epoch_);
+  if (ready() && op.announced) link_->send(wire::OpDone{op.key.tag, op.key.seq}, epoch_);
   finishOp(op, Status::ok());
 }
 
@@ -337,6 +337,7 @@ void Collectives::inDoubt(Op& op, const std::string& why) {
   if (link_ == nullptr) {
     return endFailed(op, link_down_.isOk() ? Status::masterUnreachable("the master is gone") : link_down_);
   }
+  if (!ready()) return;  // the master is away: asked again when it is back (masterBack)
   announce(op);
   link_->send(wire::OpState{op.key.epoch, op.key.tag, op.key.seq, static_cast<uint8_t>(wire::OpPhase::kPrepared)},
               epoch_);
@@ -346,14 +347,14 @@ void Collectives::failOp(Op& op, const Status& why_seen, bool flood, bool close_
   if (op.state == State::kFailing) return;
   // A dead master takes the whole run down, and a neighbour that noticed first closes the ring: when our
   // own master connection is already closed too (its EOF waiting, unread), that is the cause to report.
-  const Status why = why_seen.code() == Code::kPeerLost && link_ != nullptr && link_->remoteClosed()
+  const Status why = why_seen.code() == Code::kPeerLost && !reconnects_ && link_ != nullptr && link_->remoteClosed()
                          ? Status::masterUnreachable(fmt::format("the connection to the master is closed (and the "
                                                                  "ring with it: {})", why_seen.message()))
                          : why_seen;
   if (op.state == State::kPrepared || op.state == State::kInDoubt) return inDoubt(op, why.message());
   op.state = State::kFailing;  // closing the ring below reports back here: do not fail twice
   history_.failed(op.key, why);
-  if (tell_master && link_ != nullptr) {
+  if (tell_master && ready()) {
     announce(op);  // the master aborts it on every member: it must know the call
     link_->send(wire::OpFailed{op.key.tag, op.key.seq, static_cast<uint16_t>(why.code()),
                                static_cast<uint8_t>(close_ring ? 1 : 0), why.message()},
@@ -498,7 +499,7 @@ void Collectives::onQuery(const wire::OpQuery& m) {
     early_.drop(key);
     phase = wire::OpPhase::kFailed;
   }
-  if (link_ != nullptr) link_->send(wire::OpState{m.epoch, m.tag, m.seq, static_cast<uint8_t>(phase)}, epoch_);
+  if (ready()) link_->send(wire::OpState{m.epoch, m.tag, m.seq, static_cast<uint8_t>(phase)}, epoch_);
 }
 
 void Collectives::onOutcome(const wire::OpOutcome& m) {
@@ -524,6 +525,21 @@ void Collectives::failAll(const Status& why) {
     }
   }
   failing_all_ = Status::ok();
+}
+
+void Collectives::masterBack() {
+  if (!ready()) return;
+  std::vector<OpKey> keys;
+  for (const auto& kv : ops_) keys.push_back(kv.first);
+  for (const OpKey& k : keys) {
+    Op* op = find(k);
+    if (op == nullptr || op->state == State::kFailing) continue;
+    op->announced = false;  // the master that heard of it is gone
+    announce(*op);
+    if (op->state == State::kInDoubt) {
+      link_->send(wire::OpState{k.epoch, k.tag, k.seq, static_cast<uint8_t>(wire::OpPhase::kPrepared)}, epoch_);
+    }
+  }
 }
 
 void Collectives::linkLost(const Status& why) {

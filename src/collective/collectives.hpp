@@ -109,6 +109,14 @@ class Collectives : public net::DataSink {
   // The link to the master is gone for good: everything in flight fails, and so does every later
   // submit (with the same reason) instead of waiting for an answer that cannot come.
   void linkLost(const Status& why);
+  // The peer reconnects to a master when it loses one (CommConfig::master_reconnect_ms > 0): operations
+  // go on on the ring meanwhile, and a ring failure is a ring failure, whatever the master's state.
+  void setReconnects(bool on) { reconnects_ = on; }
+  // A master took the run back: it hears of every operation in flight again (the old one's books are
+  // gone), and settles those in doubt.
+  void masterBack();
+  // The installed ring can carry data (none installed and alone: trivially).
+  bool ringUsable() const { return ring_broken_.isOk() && (world_ <= 1 || !successor_.empty()); }
   size_t active() const { return ops_.size(); }
 
   // net::DataSink
@@ -182,7 +190,9 @@ class Collectives : public net::DataSink {
   codec::Compressor compressor_;  // zstd contexts of this io thread
   ResetRing reset_ring_;
   uint64_t gather_bytes_ = 0;
+  bool ready() const { return link_ != nullptr && link_->isReady(); }  // reports may go to the master
   peer::MasterLink* link_ = nullptr;
+  bool reconnects_ = false;
   Status link_down_;  // why the master cannot be reached any more (OK while it can)
   std::string name_ = "peer=?";
   std::string self_ = "?";

@@ -30,7 +30,7 @@ void Collectives::announceWaiting() {
 }
 
 void Collectives::announce(Op& op) {
-  if (op.announced || link_ == nullptr) return;
+  if (op.announced || !ready()) return;
   op.announced = true;
   wire::OpAnnounce a;
   a.tag = op.key.tag;

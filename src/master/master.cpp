@@ -107,6 +107,9 @@ Result<std::unique_ptr<Master>> Master::create(MasterConfig config) {
     }
     config.auto_optimize = v == "1" ? 1 : 0;
   }
+  if (config.rebuild_window_ms == 0 || config.rebuild_window_ms > 3600000) {
+    return Status::invalidArgument(fmt::format("rebuild_window_ms must be 1..3600000, got {}", config.rebuild_window_ms));
+  }
   if (config.encrypt && config.secret.empty()) {
     return Status::invalidArgument("encrypt needs a shared secret: the connection keys derive from it");
   }

@@ -30,17 +30,38 @@ MasterServer::MasterServer(asio::io_context& io, MasterConfig config, StatsSink 
       ops_(config_.max_concurrent_ops, Millis(config_.announce_window_ms)),
       on_stats_(std::move(on_stats)) {
   wipeSecret(config_.secret);  // key_ is all the master keeps of it
+  freshBooks();
+}
+
+void MasterServer::freshBooks() {
+  membership_ = Membership();
   SurveyConfig survey;
   survey.budget_ms = config_.probe_budget_ms;
   survey.max_bytes = config_.probe_bytes;
   survey.slack_ms = config_.peer_timeout_ms + 2 * config_.handshake_timeout_ms;
   membership_.configureSurveys(survey, config_.auto_optimize == 1);
+  ops_ = OpCoordinator(config_.max_concurrent_ops, Millis(config_.announce_window_ms));
+  resolver_ = OpResolver();
+  syncs_ = SyncCoordinator();
 }
 
 MasterServer::~MasterServer() = default;
 
 Status MasterServer::open() {
   PCCL_ASSIGN_OR_RETURN(net::HostPort hp, net::parseHostPort(config_.listen_address, "listen address"));
+  std::optional<RunRecord> stored;
+  if (!config_.state_file.empty()) {
+    PCCL_ASSIGN_OR_RETURN(stored, readRunRecord(config_.state_file));
+  }
+  recovery_ = std::make_unique<RunRecovery>(config_.standby, stored, Millis(config_.rebuild_window_ms), Clock::now());
+  if (recovery_->role() == MasterRole::kRecovering) {
+    membership_.hold();
+    PCCL_LOG_INFO(kLog, "run {}: restarted (state file {}): term {}; waiting up to {} ms for its members to come back",
+                  shortId(recovery_->run().run_id), config_.state_file, recovery_->run().term, config_.rebuild_window_ms);
+  } else if (recovery_->role() == MasterRole::kStandby) {
+    PCCL_LOG_INFO(kLog, "standby: leading no run until a member of one comes back to this master");
+  }
+  PCCL_RETURN_IF_ERROR(persistRecord());
   net::ListenerConfig lc;
   lc.address = hp;
   lc.key = key_;
@@ -208,19 +229,62 @@ void MasterServer::registerHandlers(Session& s) {
 
 Status MasterServer::onJoin(Session& s, const wire::JoinRequest& m) {
   if (s.joined) return Status::protocol("second JoinRequest on one connection");
-  if (membership_.size() >= config_.max_peers) {
-    s.conn->sendErrorAndClose(
-        Status::invalidUsage(fmt::format("run is full: max_peers = {} reached", config_.max_peers)), 0);
-    return Status::ok();
-  }
   if (m.connections == 0 || m.connections > 1024) {
     return Status::protocol(fmt::format("connections_per_peer {} outside 1..1024", m.connections));
   }
   if (m.host_connections == 0 || m.host_connections > 1024) {
     return Status::protocol(fmt::format("same_host_connections {} outside 1..1024", m.host_connections));
   }
-  wire::MemberInfo info;
+  const RunRecovery::Decision d = recovery_->decide(m, membership_.size());
+  switch (d.verdict) {
+    case RunRecovery::Verdict::kRefuse:
+      PCCL_LOG_INFO(kLog, "refusing {}: {}", s.conn->peerName(), d.reason);
+      s.conn->sendErrorAndClose(Status(d.code, d.reason), membership_.epoch());
+      return Status::ok();
+    case RunRecovery::Verdict::kSupersede:
+      PCCL_LOG_WARN(kLog, "stepping down: {}", d.reason);
+      ++step_downs_;
+      resetRun(&s, Status::masterUnreachable("this master stepped down: " + d.reason));
+      [[fallthrough]];
+    case RunRecovery::Verdict::kAdopt:
+      recovery_->adopt(m, Clock::now());
+      membership_.hold();
+      ++takeovers_;
+      PCCL_LOG_INFO(kLog, "run {}: taking it back from peer {} (its epoch {}, ring of {}): term {}; waiting up to {} ms "
+                    "for the rest of that ring",
+                    shortId(m.run_id), shortId(m.peer_id), m.epoch, m.ring.size(), recovery_->run().term,
+                    config_.rebuild_window_ms);
+      (void)persistRecord();
+      [[fallthrough]];
+    case RunRecovery::Verdict::kResume:
+      return resumePeer(s, m);
+    case RunRecovery::Verdict::kJoin:
+      break;
+  }
+  if (membership_.size() >= config_.max_peers) {
+    s.conn->sendErrorAndClose(
+        Status::invalidUsage(fmt::format("run is full: max_peers = {} reached", config_.max_peers)), 0);
+    return Status::ok();
+  }
+  if (recovery_->role() == MasterRole::kStandby) {  // a newcomer that no other master took
+    recovery_->lead();
+    PCCL_LOG_INFO(kLog, "standby: no other master took {}: leading run {} (term {})", s.conn->peerName(),
+                  shortId(recovery_->run().run_id), recovery_->run().term);
+    (void)persistRecord();
+  }
+  wire::MemberInfo info = memberInfo(s, m);
   info.id = net::randomUuid();
+  s.joined = true;
+  s.id = info.id;
+  serial_by_id_[info.id] = s.serial;
+  PCCL_LOG_DEBUG(kLog, "join from {} ({})", s.conn->peerName(), m.client_version);
+  sendAccepted(s, info.id, false);
+  apply(membership_.join(info));
+  return Status::ok();
+}
+
+wire::MemberInfo MasterServer::memberInfo(const Session& s, const wire::JoinRequest& m) const {
+  wire::MemberInfo info;
   std::string seen = s.conn->peerName();
   seen = seen.substr(0, seen.rfind(':'));
   if (!seen.empty() && seen.front() == '[') seen = seen.substr(1, seen.size() - 2);
@@ -230,18 +294,97 @@ Status MasterServer::onJoin(Session& s, const wire::JoinRequest& m) {
   info.connections = m.connections;
   info.host_connections = m.host_connections;
   info.ring_key = m.ring_key;
-  s.joined = true;
-  s.id = info.id;
-  serial_by_id_[info.id] = s.serial;
-  PCCL_LOG_DEBUG(kLog, "join from {} ({})", s.conn->peerName(), m.client_version);
+  return info;
+}
 
+void MasterServer::sendAccepted(Session& s, const wire::Uuid& id, bool resumed) {
   wire::JoinAccepted acc;
-  acc.peer_id = info.id;
+  acc.peer_id = id;
   acc.heartbeat_interval_ms = config_.heartbeat_interval_ms;
   acc.peer_timeout_ms = config_.peer_timeout_ms;
+  acc.run_id = recovery_->run().run_id;
+  acc.term = recovery_->run().term;
+  acc.epoch = membership_.epoch();
+  acc.resumed = resumed ? 1 : 0;
   s.conn->send(acc, membership_.epoch());
   s.last_tx = Clock::now();
-  apply(membership_.join(info));
+}
+
+Status MasterServer::resumePeer(Session& s, const wire::JoinRequest& m) {
+  const bool recovering = recovery_->role() == MasterRole::kRecovering;
+  if (!membership_.contains(m.peer_id) && !recovering) {
+    s.conn->sendErrorAndClose(
+        Status::kicked(fmt::format("peer {} is no longer a member of run {}: it was removed while it was away from "
+                                   "this master (epoch {} now); create a new communicator and join again",
+                                   shortId(m.peer_id), shortId(m.run_id), membership_.epoch())),
+        membership_.epoch());
+    return Status::ok();
+  }
+  if (Session* old = sessionById(m.peer_id); old != nullptr && old != &s) {
+    // Its old connection is still open here (the peer gave up on it first): this one replaces it.
+    PCCL_LOG_INFO(kLog, "peer={}: came back on a new connection from {}; closing its old one", shortId(m.peer_id),
+                  s.conn->peerName());
+    old->joined = false;
+    serial_by_id_.erase(m.peer_id);
+    old->conn->close(Status::ok());
+  }
+  wire::MemberInfo info = memberInfo(s, m);
+  info.id = m.peer_id;
+  s.joined = true;
+  s.id = m.peer_id;
+  serial_by_id_[m.peer_id] = s.serial;
+  sendAccepted(s, m.peer_id, true);
+  if (!recovering) {
+    sendResumed(s);
+    return Status::ok();
+  }
+  if (!membership_.contains(m.peer_id)) apply(membership_.rejoin(info, 0));
+  recovery_->noteReturn(info, m);
+  if (recovery_->due(Clock::now())) finishRecovery();
+  return Status::ok();
+}
+
+void MasterServer::sendResumed(Session& s) {
+  wire::RunResumed r;
+  r.epoch = membership_.epoch();
+  r.term = recovery_->run().term;
+  r.stale = membership_.status().stale;
+  r.detail = membership_.staleReason();
+  s.conn->send(r, membership_.epoch());
+  s.last_tx = Clock::now();
+}
+
+void MasterServer::finishRecovery() {
+  RunRecovery::Rebuild r = recovery_->finish();
+  PCCL_LOG_INFO(kLog, "run {} (term {}): goes on at epoch {} with {} member(s){}{}", shortId(recovery_->run().run_id),
+                recovery_->run().term, r.epoch, r.ring.size(), r.stale ? "; stale: " : "", r.why);
+  Effects fx = membership_.resume(r.epoch, std::move(r.ring), r.stale ? r.why : std::string());
+  for (auto& kv : sessions_) {
+    if (kv.second->joined && membership_.isAccepted(kv.second->id)) sendResumed(*kv.second);
+  }
+  apply(fx);
+}
+
+void MasterServer::resetRun(const Session* keep, const Status& why) {
+  std::vector<std::shared_ptr<net::Connection>> conns;
+  for (auto& kv : sessions_) {
+    if (kv.second.get() == keep) continue;
+    kv.second->joined = false;  // no departure to report: the run is not ours any more
+    conns.push_back(kv.second->conn);
+  }
+  serial_by_id_.clear();
+  for (auto& c : conns) c->sendErrorAndClose(why, membership_.epoch());
+  freshBooks();
+}
+
+Status MasterServer::persistRecord() {
+  if (config_.state_file.empty() || recovery_->changes() == persisted_) return Status::ok();
+  Status st = writeRunRecord(config_.state_file, recovery_->run());
+  if (!st.isOk()) {
+    PCCL_LOG_ERROR(kLog, "{}", st.toString());
+    return st;
+  }
+  persisted_ = recovery_->changes();
   return Status::ok();
 }
 
@@ -288,7 +431,18 @@ void MasterServer::removePeer(const wire::Uuid& id, wire::LeaveReason why, const
   bool failed = false;
   apply(resolver_.peerGone(id, &failed));
   apply(syncs_.peerGone(id, detail.empty() ? "left" : detail));
+  const bool was_accepted = membership_.isAccepted(id);
   apply(membership_.remove(id, why, detail));
+  recovery_->forget(id);
+  if (membership_.size() == 0 && was_accepted && why != wire::LeaveReason::kGraceful &&
+      recovery_->role() == MasterRole::kLeader) {
+    // Every member vanished without a word: frozen or cut off, this master may have been replaced. It
+    // takes the run back if its members return, but starts nothing new unless no other master will.
+    recovery_->stepDown();
+    ++step_downs_;
+    PCCL_LOG_WARN(kLog, "run {}: every member was lost without leaving; stepping down to standby",
+                  shortId(recovery_->run().run_id));
+  }
 }
 
 uint32_t MasterServer::groupOf(const wire::Uuid& id) const {
@@ -353,6 +507,13 @@ void MasterServer::publishStats() {
   st.links_known = membership_.links().size();
   st.predicted_bottleneck = membership_.predictedBottleneck();
   st.join_order_bottleneck = membership_.joinOrderBottleneck();
+  if (recovery_) {
+    st.role = static_cast<int>(recovery_->role());
+    st.term = recovery_->run().term;
+    st.run_id = recovery_->run().run_id;
+  }
+  st.takeovers = takeovers_;
+  st.step_downs = step_downs_;
   on_stats_(st);
 }
 
@@ -378,6 +539,7 @@ void MasterServer::tick() {
   }
   if (Effects fx = ops_.tick(now); !fx.empty()) apply(fx);  // tags that diverged for announce_window_ms
   if (Effects fx = membership_.tick(); !fx.empty()) apply(fx);  // a link survey round overdue
+  if (recovery_->due(now)) finishRecovery();                       // the rebuild window closed
   for (auto& [conn, why] : to_close) {
     PCCL_LOG_INFO(kLog, "kicking {}: {}", conn->peerName(), why.message());
     // The Error tells a frozen peer why when it wakes; the linger bounds how long we wait to close.

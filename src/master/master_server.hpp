@@ -11,6 +11,7 @@
 #include "master/membership.hpp"
 #include "master/op_coordinator.hpp"
 #include "master/op_resolver.hpp"
+#include "master/run_recovery.hpp"
 #include "master/sync_coordinator.hpp"
 #include "net/connection.hpp"
 #include "net/listener.hpp"
@@ -45,6 +46,16 @@ class MasterServer {
   void onAuthenticated(net::Authenticated auth);
   void registerHandlers(Session& s);
   Status onJoin(Session& s, const wire::JoinRequest& m);
+  // A member of the run coming back (run_recovery.hpp): taken back under its id.
+  Status resumePeer(Session& s, const wire::JoinRequest& m);
+  wire::MemberInfo memberInfo(const Session& s, const wire::JoinRequest& m) const;
+  void sendAccepted(Session& s, const wire::Uuid& id, bool resumed);
+  void sendResumed(Session& s);
+  void finishRecovery();
+  // Drops every member (each gets Error(why)) and the run's books: a newer master leads the run.
+  void resetRun(const Session* keep, const Status& why);
+  void freshBooks();
+  Status persistRecord();
   void onClosed(uint64_t serial, const Status& reason);
   void forget(const Session* s, const Status& reason);  // removes a closed session's peer
   void releaseLater(std::unique_ptr<Session> s);
@@ -69,6 +80,10 @@ class MasterServer {
   OpCoordinator ops_;
   OpResolver resolver_;
   SyncCoordinator syncs_;
+  std::unique_ptr<RunRecovery> recovery_;  // made by open()
+  uint64_t persisted_ = 0;                 // recovery_->changes() last written to the state file
+  uint64_t takeovers_ = 0;
+  uint64_t step_downs_ = 0;
   std::map<uint64_t, std::unique_ptr<Session>> sessions_;  // by serial
   std::map<wire::Uuid, uint64_t> serial_by_id_;
   uint64_t next_serial_ = 1;

@@ -147,6 +147,43 @@ Effects Membership::remove(const wire::Uuid& id, wire::LeaveReason reason, const
   return fx;
 }
 
+Effects Membership::rejoin(const wire::MemberInfo& info, uint64_t position) {
+  Record rec;
+  rec.info = info;
+  rec.phase = PeerPhase::kAccepted;
+  rec.join_seq = position;
+  peers_[info.id] = rec;
+  next_seq_ = std::max(next_seq_, position + 1);
+  PCCL_LOG_INFO(kLog, "peer={} epoch={}: came back from {}:{} (group {})", shortId(info.id), epoch_, info.host,
+                info.port, info.group);
+  return {};
+}
+
+Effects Membership::resume(uint64_t epoch, std::vector<wire::MemberInfo> ring, const std::string& stale_why) {
+  Effects fx;
+  held_ = false;
+  epoch_ = std::max(epoch_, epoch);
+  ring_ = std::move(ring);
+  // The ring's members first, in its order (the next ring keeps it), then the newcomers as they came.
+  std::vector<wire::MemberInfo> later = joinOrder();
+  uint64_t seq = 0;
+  for (const auto& m : ring_) {
+    if (auto it = peers_.find(m.id); it != peers_.end()) it->second.join_seq = seq++;
+  }
+  for (const auto& m : later) {
+    if (std::none_of(ring_.begin(), ring_.end(), [&](const wire::MemberInfo& r) { return r.id == m.id; })) {
+      peers_.at(m.id).join_seq = seq++;
+    }
+  }
+  next_seq_ = seq;
+  phase_ = RunPhase::kStable;
+  stale_ = !stale_why.empty();
+  stale_reason_ = stale_ ? fmt::format("the run was taken back by a new master: {}", stale_why) : std::string();
+  clearVotes();
+  maybeStartBuild(fx);
+  return fx;
+}
+
 void Membership::markStale(const std::string& why) {
   stale_ = true;
   stale_reason_ = fmt::format("the ring of epoch {} lost {}", epoch_, why);
@@ -169,7 +206,7 @@ void Membership::clearVotes() {
 }
 
 void Membership::maybeStartBuild(Effects& fx) {
-  if (phase_ != RunPhase::kStable) return;
+  if (phase_ != RunPhase::kStable || held_) return;
   size_t accepted = 0;
   size_t updates = 0;
   size_t optimizes = 0;

@@ -52,6 +52,15 @@ class Membership {
   // Graceful leave, heartbeat timeout, broken connection. Unknown ids are ignored.
   Effects remove(const wire::Uuid& id, wire::LeaveReason reason, const std::string& detail);
 
+  // Taking a run back (run_recovery.hpp): while held, nobody is admitted and no ring is built.
+  void hold() { held_ = true; }
+  // A member of the run came back to this master: accepted at once, under its id, at `position` of the
+  // ring order (its place in the ring it held).
+  Effects rejoin(const wire::MemberInfo& info, uint64_t position);
+  // The recovery ended: the run goes on at `epoch` with `ring` (the members that came back); `stale_why`
+  // non-empty: that ring cannot be used as it is and every member must vote. Releases the hold.
+  Effects resume(uint64_t epoch, std::vector<wire::MemberInfo> ring, const std::string& stale_why);
+
   // The current ring can no longer be used (a collective was aborted mid-transfer): the next
   // arePeersPending() answers true so that every peer calls updateTopology(). `why` completes
   // "the ring of epoch E lost ...".
@@ -103,6 +112,7 @@ class Membership {
   uint64_t next_seq_ = 0;
   uint64_t epoch_ = 0;
   RunPhase phase_ = RunPhase::kStable;
+  bool held_ = false;
   bool stale_ = false;
   std::string stale_reason_;
   // Links.

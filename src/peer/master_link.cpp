@@ -12,6 +12,7 @@ MasterLink::MasterLink(asio::io_context& io, std::shared_ptr<const net::AuthKey>
     : io_(io), key_(std::move(key)), handshake_timeout_(handshake_timeout), timer_(io) {
   dispatcher_.on<wire::Heartbeat>([](const wire::FrameHeader&, const wire::Heartbeat&) { return Status::ok(); });
   dispatcher_.on<wire::Error>([this](const wire::FrameHeader&, const wire::Error& e) {
+    refused_ = true;
     lost(net::statusFromRemoteError(e, master_name_));
     return Status::ok();
   });
@@ -23,18 +24,28 @@ MasterLink::~MasterLink() {
 }
 
 void MasterLink::open(const net::HostPort& master, Callback on_open, Callback on_lost) {
+  if (conn_) conn_->close(Status::ok());
+  conn_.reset();
+  timer_.cancel();
+  closing_ = false;
+  ready_ = false;
+  refused_ = false;
+  on_left_ = nullptr;
+  const uint64_t gen = ++generation_;
   master_name_ = "master " + master.toString();
   on_lost_ = std::move(on_lost);
   auto resolver = std::make_shared<net::Tcp::resolver>(io_);
   auto socket = std::make_shared<net::Tcp::socket>(io_);
   auto alive = alive_;
+  // Whether this attempt is still the link's current one (not destroyed, not replaced by another open()).
+  auto current = [this, alive, gen] { return *alive && gen == generation_; };
   auto fail = [this, on_open](const asio::error_code& ec, const char* what) {
     on_open(Status::masterUnreachable(fmt::format("cannot {} {}: {}", what, master_name_, ec.message())));
   };
   resolver->async_resolve(
       master.host, std::to_string(master.port),
-      [this, resolver, socket, alive, on_open, fail](const asio::error_code& ec, net::Tcp::resolver::results_type res) {
-        if (!*alive) return;
+      [this, resolver, socket, current, on_open, fail](const asio::error_code& ec, net::Tcp::resolver::results_type res) {
+        if (!current()) return;
         if (ec) return fail(ec, "resolve");
         // A master behind a firewall that drops packets never answers the SYN: bound the TCP connect by
         // the handshake deadline instead of the kernel's minutes of retries.
@@ -45,10 +56,10 @@ void MasterLink::open(const net::HostPort& master, Callback on_open, Callback on
           *timed_out = true;
           socket->close();
         });
-        asio::async_connect(*socket, res, [this, socket, timer, timed_out, alive, on_open, fail](
+        asio::async_connect(*socket, res, [this, socket, timer, timed_out, current, on_open, fail](
                                               const asio::error_code& ec2, const net::Tcp::endpoint&) {
           timer->cancel();
-          if (!*alive) return;
+          if (!current()) return;
           if (*timed_out) {
             return on_open(Status::masterUnreachable(fmt::format(
                 "cannot connect to {}: no answer within {} ms (is a firewall dropping packets to its port?)",
@@ -56,8 +67,8 @@ void MasterLink::open(const net::HostPort& master, Callback on_open, Callback on
           }
           if (ec2) return fail(ec2, "connect to");
           net::ClientHandshake hs{wire::Role::kPeerToMaster, key_, handshake_timeout_, master_name_};
-          net::asyncClientHandshake(std::move(*socket), hs, [this, alive, on_open](Result<net::Link> r) {
-            if (!*alive) return;
+          net::asyncClientHandshake(std::move(*socket), hs, [this, current, on_open](Result<net::Link> r) {
+            if (!current()) return;
             if (!r.isOk()) {
               Status s = r.status();
               // A master that never answers, or drops us mid-handshake, is unreachable; auth and version
@@ -71,8 +82,8 @@ void MasterLink::open(const net::HostPort& master, Callback on_open, Callback on
             conn_->start([this](const wire::FrameHeader& h, const uint8_t* p, size_t n) {
                            return dispatcher_.dispatch(h, p, n);
                          },
-                         [this, alive](const Status& why) {
-                           if (!*alive) return;
+                         [this, current](const Status& why) {
+                           if (!current()) return;
                            if (closing_) {
                              if (on_left_) std::exchange(on_left_, nullptr)();
                              return;
@@ -106,14 +117,15 @@ void MasterLink::tick() {
   }
   Millis period = std::clamp(std::min(interval_, timeout_ / 20), Millis(5), Millis(1000));
   timer_.expires_after(period);
-  timer_.async_wait([this, alive = alive_](const asio::error_code& ec) {
-    if (!ec && *alive) tick();
+  timer_.async_wait([this, alive = alive_, gen = generation_](const asio::error_code& ec) {
+    if (!ec && *alive && gen == generation_) tick();
   });
 }
 
 void MasterLink::lost(const Status& s) {
   if (closing_) return;
   closing_ = true;
+  ready_ = false;
   timer_.cancel();
   if (conn_) conn_->close(s);
   if (on_lost_) std::exchange(on_lost_, nullptr)(s);
@@ -133,6 +145,7 @@ void MasterLink::leave(uint64_t epoch, std::function<void()> done) {
 
 void MasterLink::close() {
   closing_ = true;
+  ready_ = false;
   timer_.cancel();
   if (conn_) conn_->close(Status::ok());
 }

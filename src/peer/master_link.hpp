@@ -24,14 +24,23 @@ class MasterLink {
   wire::Dispatcher& dispatcher() { return dispatcher_; }
 
   // on_open: once, after authentication (or with the failure). on_lost: once, if an open link breaks
-  // (EOF, heartbeat timeout, an Error from the master) — not after close() or leave().
+  // (EOF, heartbeat timeout, an Error from the master) — not after close() or leave(). A link that was
+  // lost or closed may be opened again (to the same master or another): what the old connection still
+  // reports is ignored.
   void open(const net::HostPort& master, Callback on_open, Callback on_lost);
   // The master's expectations (from JoinAccepted) combined with ours.
   void startHeartbeats(Millis interval, Millis timeout);
   template <typename Msg>
   void send(const Msg& m, uint64_t epoch) {
-    if (conn_) conn_->send(m, epoch);
+    if (conn_ && !closing_) conn_->send(m, epoch);
   }
+  // Ready: the master took us in (a fresh join, or the run resumed after we came back to it). Until
+  // then only the join and heartbeats go out; the collectives' reports wait (Collectives::masterBack).
+  void setReady(bool ready) { ready_ = ready; }
+  bool isReady() const { return ready_ && conn_ && !closing_ && conn_->isOpen(); }
+  // The last loss was the master's own Error (a refusal, a kick), not a broken connection.
+  bool refused() const { return refused_; }
+  const std::string& masterName() const { return master_name_; }
   // Sends Leave and closes; `done` runs once the link is closed.
   void leave(uint64_t epoch, std::function<void()> done);
   void close();
@@ -55,6 +64,9 @@ class MasterLink {
   std::function<void()> on_left_;
   std::string master_name_;
   bool closing_ = false;
+  bool ready_ = false;
+  bool refused_ = false;
+  uint64_t generation_ = 0;  // bumped by open(): callbacks of an older connection are ignored
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

@@ -1,6 +1,7 @@
 #include "wire/control_messages.hpp"
 
 #include <arpa/inet.h>
+#include <fmt/format.h>
 
 namespace pccl::wire {
 
@@ -31,6 +32,13 @@ void JoinRequest::encode(ByteWriter& w) const {
   w.u32(host_connections);
   w.fixed(ring_key);
   w.str(client_version);
+  w.u8(resume_flags);
+  w.fixed(run_id);
+  w.u64(term);
+  w.fixed(peer_id);
+  w.u64(epoch);
+  w.u32(static_cast<uint32_t>(ring.size()));
+  for (const Uuid& id : ring) w.fixed(id);
 }
 Result<JoinRequest> JoinRequest::decode(ByteReader& r) {
   JoinRequest m;
@@ -41,6 +49,19 @@ Result<JoinRequest> JoinRequest::decode(ByteReader& r) {
   PCCL_RETURN_IF_ERROR(r.u32(&m.host_connections));
   PCCL_RETURN_IF_ERROR(r.fixed(&m.ring_key));
   PCCL_RETURN_IF_ERROR(r.str(&m.client_version, 64));
+  PCCL_RETURN_IF_ERROR(r.u8(&m.resume_flags));
+  if ((m.resume_flags & ~(JoinRequest::kResuming | JoinRequest::kRingUp | JoinRequest::kAnyMaster)) != 0) {
+    return Status::protocol(fmt::format("JoinRequest resume_flags {} has unknown bits", m.resume_flags));
+  }
+  PCCL_RETURN_IF_ERROR(r.fixed(&m.run_id));
+  PCCL_RETURN_IF_ERROR(r.u64(&m.term));
+  PCCL_RETURN_IF_ERROR(r.fixed(&m.peer_id));
+  PCCL_RETURN_IF_ERROR(r.u64(&m.epoch));
+  uint32_t n = 0;
+  PCCL_RETURN_IF_ERROR(r.count(&n, 16));
+  if (n > kMaxResumeRing) return Status::protocol(fmt::format("JoinRequest ring of {} members (max {})", n, kMaxResumeRing));
+  m.ring.resize(n);
+  for (Uuid& id : m.ring) PCCL_RETURN_IF_ERROR(r.fixed(&id));
   return m;
 }
 
@@ -48,12 +69,35 @@ void JoinAccepted::encode(ByteWriter& w) const {
   w.fixed(peer_id);
   w.u32(heartbeat_interval_ms);
   w.u32(peer_timeout_ms);
+  w.fixed(run_id);
+  w.u64(term);
+  w.u64(epoch);
+  w.u8(resumed);
 }
 Result<JoinAccepted> JoinAccepted::decode(ByteReader& r) {
   JoinAccepted m;
   PCCL_RETURN_IF_ERROR(r.fixed(&m.peer_id));
   PCCL_RETURN_IF_ERROR(r.u32(&m.heartbeat_interval_ms));
   PCCL_RETURN_IF_ERROR(r.u32(&m.peer_timeout_ms));
+  PCCL_RETURN_IF_ERROR(r.fixed(&m.run_id));
+  PCCL_RETURN_IF_ERROR(r.u64(&m.term));
+  PCCL_RETURN_IF_ERROR(r.u64(&m.epoch));
+  PCCL_RETURN_IF_ERROR(r.u8(&m.resumed));
+  return m;
+}
+
+void RunResumed::encode(ByteWriter& w) const {
+  w.u64(epoch);
+  w.u64(term);
+  w.u8(stale);
+  w.str(detail);
+}
+Result<RunResumed> RunResumed::decode(ByteReader& r) {
+  RunResumed m;
+  PCCL_RETURN_IF_ERROR(r.u64(&m.epoch));
+  PCCL_RETURN_IF_ERROR(r.u64(&m.term));
+  PCCL_RETURN_IF_ERROR(r.u8(&m.stale));
+  PCCL_RETURN_IF_ERROR(r.str(&m.detail, 4096));
   return m;
 }
 

@@ -20,17 +20,50 @@ struct JoinRequest {
   uint32_t host_connections = 0;  // K to a successor on the same host (sameHost below)
   SignKey ring_key{};          // the key this peer signs its ring hellos with (net/identity.hpp)
   std::string client_version;
+  // A peer coming back to a master (restarted, or another address of the run) after it lost its own:
+  // what it holds of the run, so the master can take it back (docs/protocol.md §8.8).
+  static constexpr uint8_t kResuming = 1;  // resume_flags: the fields below are set
+  static constexpr uint8_t kRingUp = 2;    // its ring of `epoch` is installed and usable
+  // A newcomer that every master it knows refused as a standby: a standby takes it and starts the run.
+  static constexpr uint8_t kAnyMaster = 4;
+  uint8_t resume_flags = 0;
+  Uuid run_id{};
+  uint64_t term = 0;
+  Uuid peer_id{};              // the id the run gave it
+  uint64_t epoch = 0;          // its last installed ring's epoch (0: none)
+  std::vector<Uuid> ring;      // that ring's members, in ring order (all groups)
+  bool resuming() const { return (resume_flags & kResuming) != 0; }
   void encode(ByteWriter& w) const;
   static Result<JoinRequest> decode(ByteReader& r);
 };
+inline constexpr uint32_t kMaxResumeRing = 65536;
 
 struct JoinAccepted {
   static constexpr MsgType kType = MsgType::kJoinAccepted;
   Uuid peer_id{};
   uint32_t heartbeat_interval_ms = 0;  // the master's expectations, so the peer pings often enough
   uint32_t peer_timeout_ms = 0;
+  // The run this master leads (docs/protocol.md §8.8): a peer refuses a master of another run, or of an
+  // older term than the one it knows.
+  Uuid run_id{};
+  uint64_t term = 0;
+  uint64_t epoch = 0;    // the master's current epoch
+  uint8_t resumed = 0;   // 1: the peer was taken back as the member it was (its JoinRequest's peer_id)
   void encode(ByteWriter& w) const;
   static Result<JoinAccepted> decode(ByteReader& r);
+};
+
+// Master -> every member it took back: the run goes on (docs/protocol.md §8.8). Sent when the members of
+// the last ring have all come back, or when the master's rebuild window closed. `stale` 1: a member did
+// not come back (or the ring was being rebuilt): every member must call pcclUpdateTopology; `detail` says why.
+struct RunResumed {
+  static constexpr MsgType kType = MsgType::kRunResumed;
+  uint64_t epoch = 0;
+  uint64_t term = 0;
+  uint8_t stale = 0;
+  std::string detail;
+  void encode(ByteWriter& w) const;
+  static Result<RunResumed> decode(ByteReader& r);
 };
 
 using Heartbeat = Empty<MsgType::kHeartbeat>;

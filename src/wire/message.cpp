@@ -26,6 +26,7 @@ const char* msgTypeName(uint16_t type) {
     case MsgType::kP2PFailed: return "P2PFailed";
     case MsgType::kQueryStatus: return "QueryStatus";
     case MsgType::kVoteOptimize: return "VoteOptimize";
+    case MsgType::kRunResumed: return "RunResumed";
     case MsgType::kProbePlan: return "ProbePlan";
     case MsgType::kProbeReport: return "ProbeReport";
     case MsgType::kLinkQuery: return "LinkQuery";

@@ -41,6 +41,7 @@ enum class MsgType : uint16_t {
   kP2PFailed = 28,
   kQueryStatus = 29,
   kVoteOptimize = 30,
+  kRunResumed = 31,
   // Collective bookkeeping (peer <-> master). 33 (OpStart) and 36 (OpComplete) were protocol 3's.
   kOpAnnounce = 32,
   kOpAbort = 34,

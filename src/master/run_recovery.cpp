@@ -1,0 +1,215 @@
+#include "master/run_recovery.hpp"
+
+#include <fmt/format.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+
+#include "net/auth.hpp"
+
+namespace pccl::master {
+
+using wire::shortId;
+
+namespace {
+constexpr const char* kRecordHeader = "pccl-run 1";
+
+std::string hex(const wire::Uuid& id) {
+  std::string s;
+  for (uint8_t b : id) s += fmt::format("{:02x}", b);
+  return s;
+}
+
+bool unhex(const std::string& s, wire::Uuid* id) {
+  if (s.size() != 32) return false;
+  for (size_t i = 0; i < 16; ++i) {
+    unsigned v = 0;
+    for (size_t j = 0; j < 2; ++j) {
+      const char c = s[2 * i + j];
+      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
+      if (d < 0) return false;
+      v = v * 16 + static_cast<unsigned>(d);
+    }
+    (*id)[i] = static_cast<uint8_t>(v);
+  }
+  return true;
+}
+}  // namespace
+
+Result<std::optional<RunRecord>> readRunRecord(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) {
+    if (errno == ENOENT) return std::optional<RunRecord>();
+    return Status::systemError(fmt::format("cannot read the master's state file '{}': {}", path, std::strerror(errno)));
+  }
+  std::string header, key1, id, key2;
+  RunRecord r;
+  std::getline(in, header);
+  if (header != kRecordHeader || !(in >> key1 >> id >> key2 >> r.term) || key1 != "run_id" || key2 != "term" ||
+      !unhex(id, &r.run_id)) {
+    return Status::invalidArgument(fmt::format(
+        "the master's state file '{}' is not a pccl run record (expected '{}', run_id, term lines): remove it to "
+        "start a new run",
+        path, kRecordHeader));
+  }
+  return std::optional<RunRecord>(r);
+}
+
+Status writeRunRecord(const std::string& path, const RunRecord& r) {
+  const std::string tmp = path + ".tmp";
+  const std::string text = fmt::format("{}\nrun_id {}\nterm {}\n", kRecordHeader, hex(r.run_id), r.term);
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  if (fd < 0) return Status::systemError(fmt::format("cannot write '{}': {}", tmp, std::strerror(errno)));
+  const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
+  const int err = errno;
+  ::close(fd);
+  if (!ok || ::rename(tmp.c_str(), path.c_str()) != 0) {
+    return Status::systemError(fmt::format("cannot write the master's state file '{}': {}", path,
+                                           std::strerror(ok ? errno : err)));
+  }
+  return Status::ok();
+}
+
+const char* masterRoleName(MasterRole r) {
+  switch (r) {
+    case MasterRole::kLeader: return "leader";
+    case MasterRole::kStandby: return "standby";
+    case MasterRole::kRecovering: return "recovering";
+  }
+  return "?";
+}
+
+RunRecovery::RunRecovery(bool standby, std::optional<RunRecord> stored, Millis window, TimePoint now)
+    : role_(MasterRole::kLeader), window_(window) {
+  if (stored) {
+    // Restarted in place: the run's members are probably on their way back.
+    run_ = *stored;
+    ++run_.term;
+    role_ = MasterRole::kRecovering;
+    window_end_ = now + window_;
+    ++changes_;
+  } else if (standby) {
+    role_ = MasterRole::kStandby;
+  } else {
+    run_.run_id = net::randomUuid();
+    run_.term = 1;
+    ++changes_;
+  }
+}
+
+RunRecovery::Decision RunRecovery::decide(const wire::JoinRequest& m, size_t members) const {
+  Decision d;
+  if (!m.resuming()) {
+    if (role_ == MasterRole::kStandby && (m.resume_flags & wire::JoinRequest::kAnyMaster) == 0) {
+      d.verdict = Verdict::kRefuse;
+      d.code = Code::kMasterUnreachable;
+      d.reason = "this master is a standby: it leads no run until a member of one comes back to it (try the "
+                 "run's other master addresses)";
+    }
+    return d;  // kJoin
+  }
+  if (members == 0 && role_ != MasterRole::kRecovering) {
+    d.verdict = Verdict::kAdopt;  // nothing here to keep: the run it brings is the run
+    return d;
+  }
+  if (members == 0 && run_.run_id != m.run_id) {
+    d.verdict = Verdict::kAdopt;  // waiting for a run that another one overtook
+    return d;
+  }
+  if (m.run_id != run_.run_id) {
+    d.verdict = Verdict::kRefuse;
+    d.code = Code::kMasterUnreachable;
+    d.reason = fmt::format("this master leads run {} (term {}), not run {}", shortId(run_.run_id), run_.term,
+                           shortId(m.run_id));
+    return d;
+  }
+  if (m.term > run_.term) {
+    d.verdict = Verdict::kSupersede;
+    d.reason = fmt::format("peer {} followed a newer master of run {} (term {} > this master's {})",
+                           shortId(m.peer_id), shortId(run_.run_id), m.term, run_.term);
+    return d;
+  }
+  d.verdict = Verdict::kResume;
+  return d;
+}
+
+void RunRecovery::adopt(const wire::JoinRequest& m, TimePoint now) {
+  run_.run_id = m.run_id;
+  run_.term = std::max(run_.term, m.term) + 1;
+  role_ = MasterRole::kRecovering;
+  window_end_ = now + window_;
+  epoch_ = 0;
+  expected_.clear();
+  returned_.clear();
+  ++changes_;
+}
+
+void RunRecovery::noteReturn(const wire::MemberInfo& info, const wire::JoinRequest& m) {
+  returned_[info.id] = Returned{info, m.epoch, (m.resume_flags & wire::JoinRequest::kRingUp) != 0};
+  if (m.epoch > epoch_ || (m.epoch == epoch_ && expected_.empty())) {
+    epoch_ = m.epoch;
+    expected_ = m.ring;
+  }
+}
+
+bool RunRecovery::due(TimePoint now) const {
+  if (role_ != MasterRole::kRecovering) return false;
+  if (now >= window_end_) return true;
+  if (expected_.empty()) return false;
+  return std::all_of(expected_.begin(), expected_.end(), [&](const wire::Uuid& id) { return returned_.count(id) != 0; });
+}
+
+RunRecovery::Rebuild RunRecovery::finish() {
+  Rebuild r;
+  r.epoch = epoch_;
+  std::vector<std::string> missing;
+  std::vector<std::string> other;
+  for (const wire::Uuid& id : expected_) {
+    auto it = returned_.find(id);
+    if (it == returned_.end()) {
+      missing.push_back(shortId(id));
+      continue;
+    }
+    r.ring.push_back(it->second.info);
+    if (it->second.epoch != epoch_ || !it->second.ring_up) other.push_back(shortId(id));
+  }
+  for (const auto& [id, ret] : returned_) {
+    if (std::find(expected_.begin(), expected_.end(), id) != expected_.end()) continue;
+    r.ring.push_back(ret.info);
+    other.push_back(shortId(id));
+  }
+  auto names = [](const std::vector<std::string>& v) {
+    std::string s;
+    for (const auto& n : v) s += (s.empty() ? "" : ", ") + n;
+    return s;
+  };
+  if (!missing.empty()) {
+    r.stale = true;
+    r.why = fmt::format("peer(s) {} of the ring of epoch {} did not come back to the new master within {} ms",
+                        names(missing), epoch_, window_.count());
+  }
+  if (!other.empty()) {
+    r.stale = true;
+    r.why += fmt::format("{}peer(s) {} came back without the ring of epoch {} installed", r.why.empty() ? "" : "; ",
+                         names(other), epoch_);
+  }
+  role_ = MasterRole::kLeader;
+  expected_.clear();
+  returned_.clear();
+  return r;
+}
+
+void RunRecovery::lead() {
+  if (run_.term == 0) run_.run_id = net::randomUuid();
+  ++run_.term;
+  role_ = MasterRole::kLeader;
+  ++changes_;
+}
+
+}  // namespace pccl::master

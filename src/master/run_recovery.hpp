@@ -1,0 +1,114 @@
+// Which run a master leads, and how it takes a run back from the peers that come to it after they lost
+// their master (docs/concepts.md "When the master dies", docs/protocol.md §8.8). Pure logic: no sockets,
+// time from the caller.
+//
+// A master keeps nothing the peers cannot give back: each member remembers the run's id, the term of
+// the master it followed, its own id, its last ring's epoch and members, and sends them in its
+// JoinRequest when it comes back. The one thing a master may keep on disk (MasterConfig::state_file)
+// is {run id, term}: so that a master restarted in place knows it is one and waits for the run to come
+// back before it lets a newcomer start another, and so that its terms never repeat.
+//
+// Roles:  kLeader      leads a run (possibly still empty: a fresh master starts a run with its first peer)
+//         kStandby     leads nothing: takes a run from the first peer that brings one back, and refuses
+//                      newcomers (so that a newcomer with several master addresses finds the leader)
+//         kRecovering  took a run back and waits for the rest of its last ring, at most `window`
+// Thread: MasterServer's event loop only.
+#ifndef PCCL_MASTER_RUN_RECOVERY_HPP_
+#define PCCL_MASTER_RUN_RECOVERY_HPP_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "util/clock.hpp"
+#include "wire/messages.hpp"
+
+namespace pccl::master {
+
+struct RunRecord {
+  wire::Uuid run_id{};
+  uint64_t term = 0;
+};
+
+// MasterConfig::state_file: read at start (nullopt when the file does not exist), written atomically
+// (a temporary file, fsync, rename) when the record changes.
+Result<std::optional<RunRecord>> readRunRecord(const std::string& path);
+Status writeRunRecord(const std::string& path, const RunRecord& r);
+
+enum class MasterRole : uint8_t { kLeader = 0, kStandby = 1, kRecovering = 2 };
+const char* masterRoleName(MasterRole r);
+
+class RunRecovery {
+ public:
+  // `standby`: start as a standby. `stored`: the record a previous incarnation wrote (state_file):
+  // the master waits `window` for that run's members before it lets newcomers start over.
+  RunRecovery(bool standby, std::optional<RunRecord> stored, Millis window, TimePoint now);
+
+  enum class Verdict {
+    kJoin,        // a newcomer: join as a new pending peer (the first one starts the ring)
+    kResume,      // a member coming back: take it back under its id
+    kAdopt,       // take the run this peer brings back (then kResume it); the master was empty
+    kSupersede,   // this peer followed a newer master of our run: drop our members, then adopt
+    kRefuse,      // answer Error(code, reason) and close
+  };
+  struct Decision {
+    Verdict verdict = Verdict::kJoin;
+    Code code = Code::kOk;  // kRefuse: the Error's code
+    std::string reason;
+  };
+  // `members`: how many peers the master holds now (accepted or pending).
+  Decision decide(const wire::JoinRequest& m, size_t members) const;
+
+  // Takes the run `m` brings back: a new term above both ours and the peer's; waits for the members
+  // of its ring (or, when it brings none, for `window`). The caller drops its old members first.
+  void adopt(const wire::JoinRequest& m, TimePoint now);
+  // A member of the run came back (kResume while recovering): remembered for the rebuild.
+  void noteReturn(const wire::MemberInfo& info, const wire::JoinRequest& m);
+  // A returned member was lost again before the rebuild.
+  void forget(const wire::Uuid& id) { returned_.erase(id); }
+  // kRecovering: every member of the last ring is back, or the window closed.
+  bool due(TimePoint now) const;
+
+  // The end of a recovery: the ring the run goes on with, and whether it can be used as it is.
+  struct Rebuild {
+    uint64_t epoch = 0;                   // the newest epoch any member held
+    std::vector<wire::MemberInfo> ring;   // the returned members, in that ring's order (others appended)
+    bool stale = false;                   // not everyone is back, or not everyone holds that ring
+    std::string why;                      // stale: what is missing
+  };
+  Rebuild finish();
+
+  // The master lost every member of its run without a Leave: it becomes a standby for the run.
+  void stepDown() { role_ = MasterRole::kStandby; }
+  // A standby that a newcomer with no other master chose starts the run (kLeader, a new term).
+  void lead();
+
+  MasterRole role() const { return role_; }
+  const RunRecord& run() const { return run_; }
+  // Bumped whenever the record changes (adopt, lead): the owner persists it.
+  uint64_t changes() const { return changes_; }
+  TimePoint windowEnd() const { return window_end_; }
+  size_t expectedCount() const { return expected_.size(); }
+  size_t returnedCount() const { return returned_.size(); }
+
+ private:
+  struct Returned {
+    wire::MemberInfo info;
+    uint64_t epoch = 0;
+    bool ring_up = false;
+  };
+  MasterRole role_;
+  RunRecord run_;
+  Millis window_;
+  TimePoint window_end_{};
+  uint64_t epoch_ = 0;                  // the newest epoch brought back
+  std::vector<wire::Uuid> expected_;    // that epoch's ring, in order
+  std::map<wire::Uuid, Returned> returned_;
+  uint64_t changes_ = 0;
+};
+
+}  // namespace pccl::master
+
+#endif  // PCCL_MASTER_RUN_RECOVERY_HPP_
