@@ -7,6 +7,8 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <mutex>
 #include <future>
 #include <thread>
 
@@ -55,6 +57,18 @@ struct MasterProcess {
     }
     return proc->waitForLine(needle, ms).has_value();
   }
+  // The log holds `n` lines containing `needle` (waiting up to `ms` for the rest).
+  bool loggedTimes(const std::string& needle, size_t n, int ms) {
+    size_t seen = 0;
+    for (const auto& l : proc->lines()) seen += l.find(needle) != std::string::npos ? 1 : 0;
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (seen < n) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (left.count() <= 0 || !proc->waitForLine(needle, static_cast<int>(left.count()))) return false;
+      ++seen;
+    }
+    return true;
+  }
 };
 
 CommConfig failoverConfig(const std::string& masters) {
@@ -77,7 +91,7 @@ struct Loop {
   Status fatal;
   std::vector<std::string> errors;
 
-  void run(Communicator& c, const std::atomic<uint64_t>& until) {
+  void run(Communicator& c, const std::atomic<uint64_t>& until, std::mutex& mu, std::condition_variable& cv) {
     std::vector<float> in(kCount), out(kCount);
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(120);
     while (it.load() < until.load() && std::chrono::steady_clock::now() < deadline) {
@@ -91,7 +105,11 @@ struct Loop {
             break;
           }
         }
-        it.store(i + 1);
+        {
+          std::lock_guard<std::mutex> lk(mu);
+          it.store(i + 1);
+        }
+        cv.notify_all();
         continue;
       }
       errors.push_back(r.status().toString());
@@ -113,30 +131,31 @@ struct Peers {
   std::vector<std::unique_ptr<Loop>> loops;
   std::vector<std::thread> threads;
   std::atomic<uint64_t> until{UINT64_MAX};
+  mutable std::mutex mu;  // the loops' progress, waited on by waitPast()
+  mutable std::condition_variable progressed;
 
   ~Peers() {  // a failed REQUIRE: the loops stop after their current call
     until.store(0);
     for (auto& t : threads) t.join();
   }
 
-  // `n` peers joined into one ring through `masters`.
-  static std::unique_ptr<Peers> join(size_t n, const std::string& masters) {
+  // `n` peers joined into one ring through `masters`, whose leader is `leader`.
+  static std::unique_ptr<Peers> join(size_t n, const std::string& masters, MasterProcess& leader) {
     auto p = std::make_unique<Peers>();
     for (size_t i = 0; i < n; ++i) p->comms.push_back(makeComm(failoverConfig(masters)));
-    std::vector<std::future<Status>> joins;
     REQUIRE(p->comms[0]->connect().isOk());
+    std::vector<std::future<Status>> joins;
     for (size_t i = 1; i < n; ++i) joins.push_back(std::async(std::launch::async, [&, i] { return p->comms[i]->connect(); }));
     // The first member admits the others once they are all pending.
-    for (int tries = 0; tries < 200; ++tries) {
-      auto pending = p->comms[0]->arePeersPending();
-      REQUIRE(pending.isOk());
-      if (*pending) {
-        REQUIRE(p->comms[0]->updateTopology().isOk());
-        if (p->comms[0]->topology().world_size == n) break;
-      }
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // waiting for other threads' joins
+    REQUIRE(leader.loggedTimes("pending admission", n, 20000));
+    const Status admitted = p->comms[0]->updateTopology();
+    INFO(admitted.toString());
+    REQUIRE(admitted.isOk());
+    for (auto& j : joins) {
+      const Status s = j.get();
+      INFO(s.toString());
+      REQUIRE(s.isOk());
     }
-    for (auto& j : joins) REQUIRE(j.get().isOk());
     for (auto& c : p->comms) REQUIRE(c->topology().world_size == n);
     return p;
   }
@@ -145,7 +164,7 @@ struct Peers {
     until.store(UINT64_MAX);
     for (size_t i = 0; i < comms.size(); ++i) {
       loops.push_back(std::make_unique<Loop>());
-      threads.emplace_back([this, i] { loops[i]->run(*comms[i], until); });
+      threads.emplace_back([this, i] { loops[i]->run(*comms[i], until, mu, progressed); });
     }
   }
   uint64_t slowest() const {
@@ -155,12 +174,8 @@ struct Peers {
   }
   // Blocks until every loop passed iteration `n` (or `ms` passed).
   bool waitPast(uint64_t n, int ms) const {
-    const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
-    while (slowest() < n) {
-      if (std::chrono::steady_clock::now() > deadline) return false;
-      std::this_thread::sleep_for(std::chrono::milliseconds(5));  // polls the loops' progress counters
-    }
-    return true;
+    std::unique_lock<std::mutex> lk(mu);
+    return progressed.wait_for(lk, std::chrono::milliseconds(ms), [&] { return slowest() >= n; });
   }
   // Lets every loop run `more` iterations beyond the fastest one, then joins them.
   void finish(uint64_t more) {
@@ -198,7 +213,7 @@ TEST_CASE("failover: the master SIGKILLed under 4 looping peers and restarted in
   const std::string state = dir.path + "/master.state";
   MasterProcess m = MasterProcess::start(0, {"--state-file", state, "--rebuild-window-ms", "10000"});
   REQUIRE(m.port != 0);
-  auto peers = Peers::join(4, m.address());
+  auto peers = Peers::join(4, m.address(), m);
   const uint64_t epoch = peers->comms[0]->topology().epoch;
   peers->start();
   REQUIRE(peers->waitPast(20, 30000));
@@ -240,7 +255,7 @@ TEST_CASE("failover: a standby master at a second address takes the run over whe
   MasterProcess b = MasterProcess::start(0, {"--standby", "--rebuild-window-ms", "10000"});
   REQUIRE(a.port != 0);
   REQUIRE(b.port != 0);
-  auto peers = Peers::join(3, a.address() + "," + b.address());
+  auto peers = Peers::join(3, a.address() + "," + b.address(), a);
   peers->start();
   REQUIRE(peers->waitPast(10, 30000));
   a.proc->signal(SIGKILL);
@@ -254,18 +269,8 @@ TEST_CASE("failover: a standby master at a second address takes the run over whe
   // A newcomer given both addresses skips the dead one and joins the standby's run.
   auto late = makeComm(failoverConfig(a.address() + "," + b.address()));
   auto joining = std::async(std::launch::async, [&] { return late->connect(); });
-  bool admitted = false;
-  for (int tries = 0; tries < 200 && !admitted; ++tries) {
-    auto pending = peers->comms[0]->arePeersPending();
-    REQUIRE(pending.isOk());
-    if (*pending) {
-      REQUIRE(peers->updateAll());
-      admitted = peers->comms[0]->topology().world_size == 4;
-    } else {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));  // the newcomer is still connecting
-    }
-  }
-  REQUIRE(admitted);
+  REQUIRE(b.logged("pending admission", 15000));
+  REQUIRE(peers->updateAll());
   REQUIRE(joining.get().isOk());
   CHECK(late->topology().world_size == 4);
 }
@@ -292,4 +297,104 @@ TEST_CASE("failover: with no master to come back to, peers give up after master_
   CHECK(waited < 10.0);
   CHECK(a->allReduce(x.data(), x.data(), x.size(), DataType::kFloat32, RedOp::kSum).status().code() ==
         Code::kMasterUnreachable);
+}
+
+TEST_CASE("failover: a frozen master is replaced by the standby; resumed, it steps down and newcomers skip it",
+          "[failover]") {
+  MasterProcess a = MasterProcess::start(0);
+  MasterProcess b = MasterProcess::start(0, {"--standby"});
+  REQUIRE(a.port != 0);
+  REQUIRE(b.port != 0);
+  const std::string both = a.address() + "," + b.address();
+  auto peers = Peers::join(3, both, a);
+  peers->start();
+  REQUIRE(peers->waitPast(10, 30000));
+  REQUIRE(a.proc->freeze());
+  // Past the peer timeout every peer gives up on the frozen master, finds it does not answer a new
+  // handshake either, and goes to the standby.
+  REQUIRE(b.logged("taking it back", 20000));
+  auto resumed = b.proc->waitForLine("goes on at epoch", 20000);
+  REQUIRE(resumed);
+  CHECK(resumed->find("with 3 member(s)") != std::string::npos);
+  REQUIRE(peers->waitPast(peers->slowest() + 10, 30000));
+  // Resumed, the old master finds every member gone without a Leave: it steps down (no split brain: it
+  // starts nothing while a newcomer can find another master).
+  a.proc->signal(SIGCONT);
+  REQUIRE(a.logged("stepping down to standby", 10000));
+  auto late = makeComm(failoverConfig(both));
+  auto joining = std::async(std::launch::async, [&] { return late->connect(); });
+  REQUIRE(a.logged("refusing", 10000));
+  REQUIRE(b.logged("pending admission", 10000));
+  peers->finish(5);
+  peers->checkLoops();
+  REQUIRE(peers->updateAll());
+  REQUIRE(joining.get().isOk());
+  CHECK(late->topology().world_size == 4);
+  peers->comms.push_back(std::move(late));
+  peers->start();
+  peers->finish(5);
+  peers->checkLoops();
+}
+
+TEST_CASE("failover: while the master is away a member dies and a newcomer knocks; the restarted master goes on "
+          "without the dead one and admits the newcomer",
+          "[failover]") {
+  TempDir dir;
+  REQUIRE(!dir.path.empty());
+  const std::string state = dir.path + "/master.state";
+  const std::vector<std::string> opts{"--state-file", state, "--rebuild-window-ms", "2000"};
+  MasterProcess m = MasterProcess::start(0, opts);
+  REQUIRE(m.port != 0);
+  auto peers = Peers::join(3, m.address(), m);
+  ChildProcess victim(memberArgs(m.port, "victim"), {"PCCL_LOG_LEVEL=error", "PCCL_RECONNECT_MS=20000"});
+  REQUIRE(m.loggedTimes("pending admission", 4, 10000));  // the three peers, then the victim
+  REQUIRE(peers->updateAll());  // the victim votes from its own loop
+  REQUIRE(victim.waitForLine("victim connected", 10000));
+  for (auto& c : peers->comms) REQUIRE(c->topology().world_size == 4);
+  const uint64_t epoch = peers->comms[0]->topology().epoch;
+
+  m.proc->signal(SIGKILL);
+  REQUIRE(m.proc->waitExit(5000) == 128 + SIGKILL);
+  victim.signal(SIGKILL);
+  REQUIRE(victim.waitExit(5000) == 128 + SIGKILL);
+  auto late = makeComm(failoverConfig(m.address()));
+  auto joining = std::async(std::launch::async, [&] { return late->connect(); });
+  // An all-reduce under way meets the dead member: PeerLost, input intact; the vote that repairs the ring
+  // waits for a master.
+  std::vector<std::future<Status>> retried;
+  for (auto& c : peers->comms) {
+    retried.push_back(std::async(std::launch::async, [&c] {
+      std::vector<float> in(kCount, 1.0f), out(kCount, 0.0f);
+      auto r = c->allReduce(in.data(), out.data(), kCount, DataType::kFloat32, RedOp::kSum);
+      if (r.isOk()) return Status::internal("an all-reduce with a dead member succeeded");
+      if (r.status().code() != Code::kPeerLost) return r.status();
+      for (float v : in) {
+        if (v != 1.0f) return Status::internal("the input changed");
+      }
+      return c->updateTopology();
+    }));
+  }
+  MasterProcess again = MasterProcess::start(m.port, opts);
+  REQUIRE(again.port == m.port);
+  auto resumed = again.proc->waitForLine("goes on at epoch", 15000);
+  REQUIRE(resumed);
+  CHECK(resumed->find("with 3 member(s)") != std::string::npos);
+  CHECK(resumed->find("did not come back") != std::string::npos);
+  for (auto& f : retried) CHECK(f.get().isOk());
+  for (auto& c : peers->comms) {
+    CHECK(c->topology().epoch > epoch);
+    CHECK(c->stats().master_returns == 1);
+  }
+  // The newcomer joined the restarted master meanwhile (pending): the next vote admits it, if the last
+  // one did not already.
+  for (int round = 0; round < 5 && peers->comms[0]->topology().world_size != 4; ++round) {
+    REQUIRE(again.logged("pending admission", 15000));
+    REQUIRE(peers->updateAll());
+  }
+  REQUIRE(joining.get().isOk());
+  CHECK(late->topology().world_size == 4);
+  peers->comms.push_back(std::move(late));
+  peers->start();
+  peers->finish(10);
+  peers->checkLoops();
 }

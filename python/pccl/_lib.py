@@ -145,6 +145,7 @@ class CommConfig(ctypes.Structure):
         ("segment_bytes", u32),
         ("same_host_connections", u32),
         ("max_concurrent_ops", u32),
+        ("master_reconnect_ms", ctypes.c_int64),
     ]
 
 
@@ -300,7 +301,7 @@ STRUCTS = {
 def comm_config_init():
     """PCCL_COMM_CONFIG_INIT."""
     return CommConfig(ctypes.sizeof(CommConfig), CONFIG_VERSION, None, None, None, 0, 4, 1000, 10000,
-                      120000, 5000, None, 0, 0, 1800000, 1048576, 1, 1024)
+                      120000, 5000, None, 0, 0, 1800000, 1048576, 1, 1024, -1)
 
 
 def reduce_options_init():

@@ -34,7 +34,8 @@ class Communicator(_common.OwnedHandle):
     :meth:`connect` to join. Close it with :meth:`close` (or use it as a context manager).
 
     Arguments (None keeps the C default of PCCL_COMM_CONFIG_INIT; see docs/c_api.md):
-        master_address: ``"HOST:PORT"`` (IPv6 as ``"[::1]:PORT"``) or ``(host, port)``.
+        master_address: ``"HOST:PORT"`` (IPv6 as ``"[::1]:PORT"``) or ``(host, port)``, or the run's
+            masters as ``"HOST:PORT,HOST:PORT"`` (tried in turn; docs/concepts.md "When the master dies").
         listen_address: where ring neighbours connect (default ``"0.0.0.0:0"``, any port).
         peer_group: collectives run within a group (default 0).
         connections_per_peer: K TCP connections to the ring successor (default 4).
@@ -43,7 +44,9 @@ class Communicator(_common.OwnedHandle):
             lets the environment variable PCCL_ENCRYPT decide.
         advertise_host, heartbeat_interval_ms, peer_timeout_ms, connect_timeout_ms,
         handshake_timeout_ms, op_timeout_ms, segment_bytes, same_host_connections,
-        max_concurrent_ops: the pcclCommConfig_t fields of the same names.
+        max_concurrent_ops, master_reconnect_ms: the pcclCommConfig_t fields of the same names
+        (master_reconnect_ms: how long a peer that lost its master looks for one while its ring goes on;
+        0 = never, -1 = PCCL_RECONNECT_MS else 30000).
 
     Raises InvalidArgumentError (a bad setting; ``.detail`` names it), PcclSystemError (cannot listen),
     LibraryNotFoundError.
@@ -60,7 +63,8 @@ class Communicator(_common.OwnedHandle):
     def __init__(self, master_address, listen_address="0.0.0.0:0", peer_group=0, connections_per_peer=4,
                  secret=None, encrypt=False, advertise_host=None, heartbeat_interval_ms=None,
                  peer_timeout_ms=None, connect_timeout_ms=None, handshake_timeout_ms=None, op_timeout_ms=None,
-                 segment_bytes=None, same_host_connections=None, max_concurrent_ops=None):
+                 segment_bytes=None, same_host_connections=None, max_concurrent_ops=None,
+                 master_reconnect_ms=None):
         self._guard = None
         lib = load_library()
         cfg = comm_config_init()
@@ -76,6 +80,12 @@ class Communicator(_common.OwnedHandle):
             ("connect_timeout_ms", connect_timeout_ms), ("handshake_timeout_ms", handshake_timeout_ms),
             ("op_timeout_ms", op_timeout_ms), ("segment_bytes", segment_bytes),
             ("same_host_connections", same_host_connections), ("max_concurrent_ops", max_concurrent_ops))})
+        if master_reconnect_ms is not None:
+            if isinstance(master_reconnect_ms, bool) or not isinstance(master_reconnect_ms, int) or \
+                    not -1 <= master_reconnect_ms <= 86400000:
+                raise InvalidArgumentError(
+                    detail="master_reconnect_ms must be an int in -1..86400000, got %r" % (master_reconnect_ms,))
+            cfg.master_reconnect_ms = master_reconnect_ms
         handle = ctypes.c_void_p()
         check(lib.pcclCommCreate(ctypes.byref(cfg), ctypes.byref(handle)))  # detail: pcclGetLastError(NULL)
         del secret_buf  # pccl copied everything cfg points to

@@ -24,6 +24,7 @@ int main(void) {
   OFF(pcclCommConfig_t, handshake_timeout_ms); OFF(pcclCommConfig_t, secret); OFF(pcclCommConfig_t, secret_len);
   OFF(pcclCommConfig_t, encrypt); OFF(pcclCommConfig_t, op_timeout_ms); OFF(pcclCommConfig_t, segment_bytes);
   OFF(pcclCommConfig_t, same_host_connections); OFF(pcclCommConfig_t, max_concurrent_ops);
+  OFF(pcclCommConfig_t, master_reconnect_ms);
 
   SIZE(pcclReduceOptions_t);
   OFF(pcclReduceOptions_t, struct_size); OFF(pcclReduceOptions_t, tag); OFF(pcclReduceOptions_t, quant);
@@ -72,10 +73,10 @@ int main(void) {
   OFF(pcclLink_t, from_rank); OFF(pcclLink_t, to_rank); OFF(pcclLink_t, bandwidth); OFF(pcclLink_t, rtt_s);
 
   /* What the _INIT macros set (the fields a Python mirror must reproduce). */
-  printf("init.pcclCommConfig_t %u %u %u %u %u %u %u %u %d %u %u %u %u\n", cc.struct_size, cc.config_version,
+  printf("init.pcclCommConfig_t %u %u %u %u %u %u %u %u %d %u %u %u %u %lld\n", cc.struct_size, cc.config_version,
          cc.peer_group, cc.connections_per_peer, cc.heartbeat_interval_ms, cc.peer_timeout_ms, cc.connect_timeout_ms,
          cc.handshake_timeout_ms, cc.encrypt, cc.op_timeout_ms, cc.segment_bytes, cc.same_host_connections,
-         cc.max_concurrent_ops);
+         cc.max_concurrent_ops, (long long)cc.master_reconnect_ms);
   printf("init.pcclReduceOptions_t %u %llu %d %d %d\n", ro.struct_size, (unsigned long long)ro.tag, (int)ro.quant,
          ro.compress, (int)ro.location);
   printf("init.pcclSharedState_t %u %llu %zu %d\n", ss.struct_size, (unsigned long long)ss.revision, ss.count,

@@ -71,7 +71,8 @@ class StructLayoutTest(unittest.TestCase):
         self.assertEqual(" ".join(str(getattr(cc, f)) for f in (
             "struct_size", "config_version", "peer_group", "connections_per_peer", "heartbeat_interval_ms",
             "peer_timeout_ms", "connect_timeout_ms", "handshake_timeout_ms", "encrypt", "op_timeout_ms",
-            "segment_bytes", "same_host_connections", "max_concurrent_ops")), self.c["init.pcclCommConfig_t"])
+            "segment_bytes", "same_host_connections", "max_concurrent_ops", "master_reconnect_ms")),
+            self.c["init.pcclCommConfig_t"])
         ro = _lib.reduce_options_init()
         self.assertEqual("%d %d %d %d %d" % (ro.struct_size, ro.tag, ro.quant, ro.compress, ro.location),
                          self.c["init.pcclReduceOptions_t"])
