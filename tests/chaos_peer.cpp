@@ -1,7 +1,8 @@
 // chaos_peer: one peer of the chaos test (tests/test_chaos.cpp). Joins, then loops in-place float32
 // sum all-reduces until SIGTERM, surviving whatever happens to the others: on PeerLost, Timeout or
 // TopologyChanged it calls updateTopology and goes on; when the master drops it (Kicked, e.g. after being
-// frozen) or is unreachable it builds a new communicator and joins again.
+// frozen) or stays unreachable past master_reconnect_ms it builds a new communicator and joins again. A
+// master that is killed and restarted takes it back (the ring goes on meanwhile).
 //
 // Every peer of epoch E contributes the same values to its k-th successful operation of that epoch
 // (a function of E and k), so the correct result is world × value, bit for bit, and every peer of
@@ -43,6 +44,7 @@ constexpr uint32_t kPeerTimeoutMs = 2000;
 constexpr uint32_t kOpTimeoutMs = 8000;
 constexpr uint32_t kConnectTimeoutMs = 8000;
 constexpr int64_t kSlackMs = 1000;
+constexpr int64_t kReconnectMs = 15000;
 
 int64_t realMs() {
   timespec ts{};
@@ -132,6 +134,7 @@ int main(int argc, char** argv) {
     c.connect_timeout_ms = kConnectTimeoutMs;
     c.op_timeout_ms = kOpTimeoutMs;
     c.segment_bytes = 16384;
+    c.master_reconnect_ms = kReconnectMs;  // the driver kills and restarts the master too
     auto created = pccl::Communicator::create(c);
     if (!created.isOk()) return 1;
     std::unique_ptr<pccl::Communicator> comm = std::move(created).value();

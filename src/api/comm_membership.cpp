@@ -97,10 +97,13 @@ Result<std::vector<LinkInfo>> Communicator::Impl::links() {
       if (link_) link_->send(wire::LinkQuery{id, first}, epoch());
     });
     bool answered = cv_.wait_for(lk, Millis(config_.peer_timeout_ms), [&] {
-      return !fatal_.isOk() || link_answers_.count(id) != 0;
+      return !fatal_.isOk() || link_answers_.count(id) != 0 || away_;
     });
     waiting_.erase(id);
     if (!fatal_.isOk()) return record(fatal_);
+    if (away_ && link_answers_.count(id) == 0) {
+      return record(Status::timeout("the master was lost while it answered a link query; ask again once it is back"));
+    }
     if (!answered) {
       return record(Status::masterUnreachable(
           fmt::format("master did not answer a link query within {} ms", config_.peer_timeout_ms)));
@@ -150,10 +153,11 @@ Result<bool> Communicator::Impl::arePeersPending() {
     if (link_) link_->send(wire::QueryStatus{id}, epoch());
   });
   bool answered = cv_.wait_for(lk, Millis(config_.peer_timeout_ms), [&] {
-    return !fatal_.isOk() || answers_.count(id) != 0;
+    return !fatal_.isOk() || answers_.count(id) != 0 || away_;
   });
   waiting_.erase(id);
   if (!fatal_.isOk()) return record(fatal_);
+  if (away_ && answers_.count(id) == 0) return false;  // lost the master meanwhile: as above
   if (!answered) {
     return record(Status::masterUnreachable(
         fmt::format("master did not answer a status query within {} ms", config_.peer_timeout_ms)));

@@ -239,7 +239,7 @@ Status Communicator::Impl::onJoined(const wire::JoinAccepted& m) {
 }
 
 Status Communicator::Impl::onRunResumed(const wire::RunResumed& m) {
-  if (!resume_sent_ || !joined_link_) return Status::protocol("RunResumed without a resume");
+  if (!resume_sent_ || !joined_link_) return Status::ok();  // we joined this master as a newcomer: nothing to resume
   link_->setReady(true);
   colls_->masterBack();
   std::lock_guard<std::mutex> lk(mu_);

@@ -358,10 +358,14 @@ void MasterServer::finishRecovery() {
   RunRecovery::Rebuild r = recovery_->finish();
   PCCL_LOG_INFO(kLog, "run {} (term {}): goes on at epoch {} with {} member(s){}{}", shortId(recovery_->run().run_id),
                 recovery_->run().term, r.epoch, r.ring.size(), r.stale ? "; stale: " : "", r.why);
-  Effects fx = membership_.resume(r.epoch, std::move(r.ring), r.stale ? r.why : std::string());
+  // The members that came back hear that the run goes on before anything else (a newcomer admitted by
+  // the resume hears of its ring as usual).
+  std::vector<Session*> returned;
   for (auto& kv : sessions_) {
-    if (kv.second->joined && membership_.isAccepted(kv.second->id)) sendResumed(*kv.second);
+    if (kv.second->joined && membership_.isAccepted(kv.second->id)) returned.push_back(kv.second.get());
   }
+  Effects fx = membership_.resume(r.epoch, std::move(r.ring), r.stale ? r.why : std::string());
+  for (Session* s : returned) sendResumed(*s);
   apply(fx);
 }
 
@@ -488,6 +492,10 @@ void MasterServer::apply(const Effects& fx) {
     if (s == nullptr) continue;
     s->conn->sendFrame(o.frame);
     s->last_tx = Clock::now();
+  }
+  if (recovery_ && recovery_->role() != MasterRole::kRecovering) {
+    recovery_->noteEpoch(membership_.epoch());
+    (void)persistRecord();
   }
   publishStats();
 }

@@ -48,14 +48,14 @@ Result<std::optional<RunRecord>> readRunRecord(const std::string& path) {
     if (errno == ENOENT) return std::optional<RunRecord>();
     return Status::systemError(fmt::format("cannot read the master's state file '{}': {}", path, std::strerror(errno)));
   }
-  std::string header, key1, id, key2;
+  std::string header, key1, id, key2, key3;
   RunRecord r;
   std::getline(in, header);
-  if (header != kRecordHeader || !(in >> key1 >> id >> key2 >> r.term) || key1 != "run_id" || key2 != "term" ||
-      !unhex(id, &r.run_id)) {
+  if (header != kRecordHeader || !(in >> key1 >> id >> key2 >> r.term >> key3 >> r.epoch) || key1 != "run_id" ||
+      key2 != "term" || key3 != "epoch" || !unhex(id, &r.run_id)) {
     return Status::invalidArgument(fmt::format(
-        "the master's state file '{}' is not a pccl run record (expected '{}', run_id, term lines): remove it to "
-        "start a new run",
+        "the master's state file '{}' is not a pccl run record (expected '{}', run_id, term, epoch lines): remove "
+        "it to start a new run",
         path, kRecordHeader));
   }
   return std::optional<RunRecord>(r);
@@ -63,7 +63,8 @@ Result<std::optional<RunRecord>> readRunRecord(const std::string& path) {
 
 Status writeRunRecord(const std::string& path, const RunRecord& r) {
   const std::string tmp = path + ".tmp";
-  const std::string text = fmt::format("{}\nrun_id {}\nterm {}\n", kRecordHeader, hex(r.run_id), r.term);
+  const std::string text =
+      fmt::format("{}\nrun_id {}\nterm {}\nepoch {}\n", kRecordHeader, hex(r.run_id), r.term, r.epoch);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Status::systemError(fmt::format("cannot write '{}': {}", tmp, std::strerror(errno)));
   const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
@@ -140,6 +141,7 @@ RunRecovery::Decision RunRecovery::decide(const wire::JoinRequest& m, size_t mem
 }
 
 void RunRecovery::adopt(const wire::JoinRequest& m, TimePoint now) {
+  if (m.run_id != run_.run_id) run_.epoch = 0;  // another run: its epochs come from its members
   run_.run_id = m.run_id;
   run_.term = std::max(run_.term, m.term) + 1;
   role_ = MasterRole::kRecovering;
@@ -167,7 +169,7 @@ bool RunRecovery::due(TimePoint now) const {
 
 RunRecovery::Rebuild RunRecovery::finish() {
   Rebuild r;
-  r.epoch = epoch_;
+  r.epoch = std::max(epoch_, run_.epoch);
   std::vector<std::string> missing;
   std::vector<std::string> other;
   for (const wire::Uuid& id : expected_) {
@@ -194,6 +196,12 @@ RunRecovery::Rebuild RunRecovery::finish() {
     r.why = fmt::format("peer(s) {} of the ring of epoch {} did not come back to the new master within {} ms",
                         names(missing), epoch_, window_.count());
   }
+  if (run_.epoch > epoch_ && !r.ring.empty()) {
+    r.stale = true;
+    r.why += fmt::format("{}the ring of epoch {} had been replaced by epoch {} (being built when the master stopped)",
+                         r.why.empty() ? "" : "; ", epoch_, run_.epoch);
+  }
+  run_.epoch = r.epoch;
   if (!other.empty()) {
     r.stale = true;
     r.why += fmt::format("{}peer(s) {} came back without the ring of epoch {} installed", r.why.empty() ? "" : "; ",

@@ -30,6 +30,7 @@ namespace pccl::master {
 struct RunRecord {
   wire::Uuid run_id{};
   uint64_t term = 0;
+  uint64_t epoch = 0;  // the newest epoch this master (or one before it) started: epochs never repeat
 };
 
 // MasterConfig::state_file: read at start (nullopt when the file does not exist), written atomically
@@ -84,6 +85,13 @@ class RunRecovery {
   void stepDown() { role_ = MasterRole::kStandby; }
   // A standby that a newcomer with no other master chose starts the run (kLeader, a new term).
   void lead();
+  // The run reached `epoch` (a ring build started): remembered, so that a successor continues above it.
+  void noteEpoch(uint64_t epoch) {
+    if (epoch > run_.epoch) {
+      run_.epoch = epoch;
+      ++changes_;
+    }
+  }
 
   MasterRole role() const { return role_; }
   const RunRecord& run() const { return run_; }
