@@ -48,6 +48,15 @@ struct MasterConfig {
   // over, and never reuses a term. Empty: nothing is written (a restarted master learns the run from
   // its peers alone).
   std::string state_file;
+  // Several masters of one run elect their leader through etcd (docs/failover.md): etcd_url is an etcd
+  // member's client URL (http://HOST:PORT, its v3 JSON gateway). Masters with the same etcd_prefix
+  // belong to one run; the one holding the leader key (a lease of etcd_lease_ms) leads, the others
+  // refuse every peer until they are elected. advertise_address: HOST:PORT peers reach this master at
+  // (stored as the leader's name; empty: the bound listen address). Not with standby or state_file.
+  std::string etcd_url;
+  std::string etcd_prefix = "/pccl/run";
+  uint32_t etcd_lease_ms = 5000;
+  std::string advertise_address;
 };
 
 // A snapshot of the run, for monitoring and tests.
@@ -68,7 +77,8 @@ struct MasterStats {
   // bytes/s; 0 when a link either ring uses was not measured.
   double predicted_bottleneck = 0;
   double join_order_bottleneck = 0;
-  // Leadership (MasterConfig::standby): 0 leads a run, 1 standby, 2 taking a run back from its peers.
+  // Leadership: 0 leads a run, 1 standby (MasterConfig::standby), 2 taking a run back from its peers,
+  // 3 follower (etcd: another master leads).
   int role = 0;
   uint64_t term = 0;                   // the run's term under this master (0: no run yet)
   std::array<uint8_t, 16> run_id{};    // the run it leads (zero: none)

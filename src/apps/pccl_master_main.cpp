@@ -17,12 +17,12 @@ namespace {
 // One line an operator (or a supervisor) can grep: what this master is doing now.
 void printStatus(const pccl::Master& master) {
   const pccl::MasterStats s = master.stats();
-  static const char* const kRoles[] = {"leader", "standby", "recovering"};
+  static const char* const kRoles[] = {"leader", "standby", "recovering", "follower"};
   std::string run;
   for (size_t i = 0; i < 4; ++i) run += "0123456789abcdef"[s.run_id[i] >> 4], run += "0123456789abcdef"[s.run_id[i] & 15];
   std::printf("pccl-master status: role=%s run=%s term=%llu epoch=%llu accepted=%u pending=%u connections=%llu "
               "collectives=%llu building=%d measuring=%d takeovers=%llu step_downs=%llu\n",
-              kRoles[s.role >= 0 && s.role <= 2 ? s.role : 0], run.c_str(), static_cast<unsigned long long>(s.term),
+              kRoles[s.role >= 0 && s.role <= 3 ? s.role : 0], run.c_str(), static_cast<unsigned long long>(s.term),
               static_cast<unsigned long long>(s.epoch), s.accepted, s.pending,
               static_cast<unsigned long long>(s.connections), static_cast<unsigned long long>(s.collectives),
               s.building ? 1 : 0, s.measuring ? 1 : 0, static_cast<unsigned long long>(s.takeovers),
@@ -77,6 +77,16 @@ int main(int argc, char** argv) {
   app.add_option("--rebuild-window-ms", config.rebuild_window_ms,
                  "after taking a run back, wait this long for the last ring's members before going on without "
                  "the missing ones")->capture_default_str()->check(CLI::Range(1u, 3600000u));
+  app.add_option("--etcd", config.etcd_url,
+                 "elect the leader among this run's masters through etcd at this client URL (http://HOST:PORT); "
+                 "the others refuse peers until elected");
+  app.add_option("--etcd-prefix", config.etcd_prefix, "etcd keys of this run live under this prefix")
+      ->capture_default_str();
+  app.add_option("--etcd-lease-ms", config.etcd_lease_ms,
+                 "the leader's etcd lease: a frozen or cut-off leader is replaced after about this long")
+      ->capture_default_str()->check(CLI::Range(2000u, 600000u));
+  app.add_option("--advertise", config.advertise_address,
+                 "HOST:PORT peers reach this master at, as etcd names the leader (default: the bound address)");
   uint32_t status_interval_s = 60;
   app.add_option("--status-interval-s", status_interval_s,
                  "print a status line (role, run, term, epoch, members, collectives) this often, and on "

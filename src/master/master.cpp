@@ -110,6 +110,17 @@ Result<std::unique_ptr<Master>> Master::create(MasterConfig config) {
   if (config.rebuild_window_ms == 0 || config.rebuild_window_ms > 3600000) {
     return Status::invalidArgument(fmt::format("rebuild_window_ms must be 1..3600000, got {}", config.rebuild_window_ms));
   }
+  if (!config.etcd_url.empty()) {
+    if (config.standby || !config.state_file.empty()) {
+      return Status::invalidArgument("etcd_url elects the leader: it does not go with standby or state_file");
+    }
+    if (config.etcd_lease_ms < 2000 || config.etcd_lease_ms > 600000) {
+      return Status::invalidArgument(fmt::format("etcd_lease_ms must be 2000..600000, got {}", config.etcd_lease_ms));
+    }
+    if (config.etcd_prefix.empty() || config.etcd_prefix.front() != '/') {
+      return Status::invalidArgument(fmt::format("etcd_prefix must start with '/', got '{}'", config.etcd_prefix));
+    }
+  }
   if (config.encrypt && config.secret.empty()) {
     return Status::invalidArgument("encrypt needs a shared secret: the connection keys derive from it");
   }

@@ -53,15 +53,18 @@ Status MasterServer::open() {
   if (!config_.state_file.empty()) {
     PCCL_ASSIGN_OR_RETURN(stored, readRunRecord(config_.state_file));
   }
-  recovery_ = std::make_unique<RunRecovery>(config_.standby, stored, Millis(config_.rebuild_window_ms), Clock::now());
+  // Under etcd the run comes from etcd's record once elected: until then this master leads nothing.
+  const bool standby = config_.standby || !config_.etcd_url.empty();
+  recovery_ = std::make_unique<RunRecovery>(standby, stored, Millis(config_.rebuild_window_ms), Clock::now());
   if (recovery_->role() == MasterRole::kRecovering) {
     membership_.hold();
     PCCL_LOG_INFO(kLog, "run {}: restarted (state file {}): term {}; waiting up to {} ms for its members to come back",
                   shortId(recovery_->run().run_id), config_.state_file, recovery_->run().term, config_.rebuild_window_ms);
-  } else if (recovery_->role() == MasterRole::kStandby) {
+  } else if (recovery_->role() == MasterRole::kStandby && config_.etcd_url.empty()) {
     PCCL_LOG_INFO(kLog, "standby: leading no run until a member of one comes back to this master");
   }
   PCCL_RETURN_IF_ERROR(persistRecord());
+  if (!config_.etcd_url.empty()) recovery_->follow("");
   net::ListenerConfig lc;
   lc.address = hp;
   lc.key = key_;
@@ -69,7 +72,22 @@ Status MasterServer::open() {
   lc.max_pending_handshakes = config_.max_pending_handshakes;
   lc.name = kLog;
   listener_ = std::make_shared<net::Listener>(io_, lc);
-  return listener_->open();
+  PCCL_RETURN_IF_ERROR(listener_->open());
+  if (!config_.etcd_url.empty()) {
+    EtcdConfig ec;
+    ec.url = config_.etcd_url;
+    ec.prefix = config_.etcd_prefix;
+    ec.name = config_.advertise_address.empty() ? listener_->boundAddress() : config_.advertise_address;
+    ec.lease = Millis(config_.etcd_lease_ms);
+    EtcdLeadership::Callbacks cb;
+    cb.on_elected = [this](const EtcdRecord& r) { onElected(r); };
+    cb.on_lost = [this](const Status& why) { onDeposed(why); };
+    cb.on_leader = [this](const std::string& leader) {
+      if (recovery_->role() == MasterRole::kFollower) recovery_->follow(leader);
+    };
+    etcd_ = std::make_unique<EtcdLeadership>(io_, std::move(ec), std::move(cb));
+  }
+  return Status::ok();
 }
 
 void MasterServer::start() {
@@ -80,10 +98,16 @@ void MasterServer::start() {
                   listener_->boundAddress());
   }
   listener_->start([this](net::Authenticated a) { onAuthenticated(std::move(a)); });
+  if (etcd_) {
+    Status st = etcd_->start();
+    if (!st.isOk()) PCCL_LOG_ERROR(kLog, "etcd: {}", st.toString());
+  }
+  publishStats();
   tick();
 }
 
 void MasterServer::shutdown() {
+  if (etcd_) etcd_->stop();  // resigns: a follower takes over at once
   stopping_ = true;
   ticker_.cancel();
   listener_->close();
@@ -310,88 +334,6 @@ void MasterServer::sendAccepted(Session& s, const wire::Uuid& id, bool resumed) 
   s.last_tx = Clock::now();
 }
 
-Status MasterServer::resumePeer(Session& s, const wire::JoinRequest& m) {
-  const bool recovering = recovery_->role() == MasterRole::kRecovering;
-  if (!membership_.contains(m.peer_id) && !recovering) {
-    s.conn->sendErrorAndClose(
-        Status::kicked(fmt::format("peer {} is no longer a member of run {}: it was removed while it was away from "
-                                   "this master (epoch {} now); create a new communicator and join again",
-                                   shortId(m.peer_id), shortId(m.run_id), membership_.epoch())),
-        membership_.epoch());
-    return Status::ok();
-  }
-  if (Session* old = sessionById(m.peer_id); old != nullptr && old != &s) {
-    // Its old connection is still open here (the peer gave up on it first): this one replaces it.
-    PCCL_LOG_INFO(kLog, "peer={}: came back on a new connection from {}; closing its old one", shortId(m.peer_id),
-                  s.conn->peerName());
-    old->joined = false;
-    serial_by_id_.erase(m.peer_id);
-    old->conn->close(Status::ok());
-  }
-  wire::MemberInfo info = memberInfo(s, m);
-  info.id = m.peer_id;
-  s.joined = true;
-  s.id = m.peer_id;
-  serial_by_id_[m.peer_id] = s.serial;
-  sendAccepted(s, m.peer_id, true);
-  if (!recovering) {
-    sendResumed(s);
-    return Status::ok();
-  }
-  if (!membership_.contains(m.peer_id)) apply(membership_.rejoin(info, 0));
-  recovery_->noteReturn(info, m);
-  if (recovery_->due(Clock::now())) finishRecovery();
-  return Status::ok();
-}
-
-void MasterServer::sendResumed(Session& s) {
-  wire::RunResumed r;
-  r.epoch = membership_.epoch();
-  r.term = recovery_->run().term;
-  r.stale = membership_.status().stale;
-  r.detail = membership_.staleReason();
-  s.conn->send(r, membership_.epoch());
-  s.last_tx = Clock::now();
-}
-
-void MasterServer::finishRecovery() {
-  RunRecovery::Rebuild r = recovery_->finish();
-  PCCL_LOG_INFO(kLog, "run {} (term {}): goes on at epoch {} with {} member(s){}{}", shortId(recovery_->run().run_id),
-                recovery_->run().term, r.epoch, r.ring.size(), r.stale ? "; stale: " : "", r.why);
-  // The members that came back hear that the run goes on before anything else (a newcomer admitted by
-  // the resume hears of its ring as usual).
-  std::vector<Session*> returned;
-  for (auto& kv : sessions_) {
-    if (kv.second->joined && membership_.isAccepted(kv.second->id)) returned.push_back(kv.second.get());
-  }
-  Effects fx = membership_.resume(r.epoch, std::move(r.ring), r.stale ? r.why : std::string());
-  for (Session* s : returned) sendResumed(*s);
-  apply(fx);
-}
-
-void MasterServer::resetRun(const Session* keep, const Status& why) {
-  std::vector<std::shared_ptr<net::Connection>> conns;
-  for (auto& kv : sessions_) {
-    if (kv.second.get() == keep) continue;
-    kv.second->joined = false;  // no departure to report: the run is not ours any more
-    conns.push_back(kv.second->conn);
-  }
-  serial_by_id_.clear();
-  for (auto& c : conns) c->sendErrorAndClose(why, membership_.epoch());
-  freshBooks();
-}
-
-Status MasterServer::persistRecord() {
-  if (config_.state_file.empty() || recovery_->changes() == persisted_) return Status::ok();
-  Status st = writeRunRecord(config_.state_file, recovery_->run());
-  if (!st.isOk()) {
-    PCCL_LOG_ERROR(kLog, "{}", st.toString());
-    return st;
-  }
-  persisted_ = recovery_->changes();
-  return Status::ok();
-}
-
 // A connection closes from inside its own session's handlers (Leave, a failed send in apply(), an
 // Error sent at once): the session leaves every table now, but its memory (the dispatcher whose
 // handler may be running) is freed by a posted task, after the handler has returned.
@@ -493,9 +435,10 @@ void MasterServer::apply(const Effects& fx) {
     s->conn->sendFrame(o.frame);
     s->last_tx = Clock::now();
   }
-  if (recovery_ && recovery_->role() != MasterRole::kRecovering) {
+  if (recovery_ && recovery_->role() != MasterRole::kRecovering && recovery_->role() != MasterRole::kFollower) {
     recovery_->noteEpoch(membership_.epoch());
     (void)persistRecord();
+    publishRecord();
   }
   publishStats();
 }

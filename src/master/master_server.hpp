@@ -8,6 +8,7 @@
 #include <memory>
 #include <string>
 
+#include "master/etcd_leadership.hpp"
 #include "master/membership.hpp"
 #include "master/op_coordinator.hpp"
 #include "master/op_resolver.hpp"
@@ -56,6 +57,10 @@ class MasterServer {
   void resetRun(const Session* keep, const Status& why);
   void freshBooks();
   Status persistRecord();
+  // etcd (etcd_leadership.hpp): elected, lost the leadership, who leads.
+  void onElected(const EtcdRecord& record);
+  void onDeposed(const Status& why);
+  void publishRecord();
   void onClosed(uint64_t serial, const Status& reason);
   void forget(const Session* s, const Status& reason);  // removes a closed session's peer
   void releaseLater(std::unique_ptr<Session> s);
@@ -81,6 +86,8 @@ class MasterServer {
   OpResolver resolver_;
   SyncCoordinator syncs_;
   std::unique_ptr<RunRecovery> recovery_;  // made by open()
+  std::unique_ptr<EtcdLeadership> etcd_;   // MasterConfig::etcd_url
+  uint64_t published_ = 0;                 // recovery_->changes() last handed to etcd_
   uint64_t persisted_ = 0;                 // recovery_->changes() last written to the state file
   uint64_t takeovers_ = 0;
   uint64_t step_downs_ = 0;

@@ -82,6 +82,7 @@ const char* masterRoleName(MasterRole r) {
     case MasterRole::kLeader: return "leader";
     case MasterRole::kStandby: return "standby";
     case MasterRole::kRecovering: return "recovering";
+    case MasterRole::kFollower: return "follower";
   }
   return "?";
 }
@@ -106,6 +107,13 @@ RunRecovery::RunRecovery(bool standby, std::optional<RunRecord> stored, Millis w
 
 RunRecovery::Decision RunRecovery::decide(const wire::JoinRequest& m, size_t members) const {
   Decision d;
+  if (role_ == MasterRole::kFollower) {
+    d.verdict = Verdict::kRefuse;
+    d.code = Code::kMasterUnreachable;
+    d.reason = leader_hint_.empty() ? std::string("this master does not lead the run (etcd elects another)")
+                                    : "this master does not lead the run: " + leader_hint_ + " does (etcd)";
+    return d;
+  }
   if (!m.resuming()) {
     if (role_ == MasterRole::kStandby && (m.resume_flags & wire::JoinRequest::kAnyMaster) == 0) {
       d.verdict = Verdict::kRefuse;
@@ -114,6 +122,14 @@ RunRecovery::Decision RunRecovery::decide(const wire::JoinRequest& m, size_t mem
                  "run's other master addresses)";
     }
     return d;  // kJoin
+  }
+  if (etcd_ && (m.run_id != run_.run_id || m.term > run_.term)) {
+    d.verdict = Verdict::kRefuse;
+    d.code = Code::kMasterUnreachable;
+    d.reason = fmt::format("this master leads run {} at term {} (elected through etcd); peer {} brings run {} at "
+                           "term {}",
+                           shortId(run_.run_id), run_.term, shortId(m.peer_id), shortId(m.run_id), m.term);
+    return d;
   }
   if (members == 0 && role_ != MasterRole::kRecovering) {
     d.verdict = Verdict::kAdopt;  // nothing here to keep: the run it brings is the run
@@ -210,7 +226,24 @@ RunRecovery::Rebuild RunRecovery::finish() {
   role_ = MasterRole::kLeader;
   expected_.clear();
   returned_.clear();
+  ++changes_;
   return r;
+}
+
+void RunRecovery::elect(const RunRecord& record, TimePoint now) {
+  etcd_ = true;
+  run_ = record;
+  epoch_ = 0;
+  expected_.clear();
+  returned_.clear();
+  if (record.run_id == wire::Uuid{}) {
+    run_.run_id = net::randomUuid();
+    role_ = MasterRole::kLeader;
+  } else {
+    role_ = MasterRole::kRecovering;
+    window_end_ = now + window_;
+  }
+  ++changes_;
 }
 
 void RunRecovery::lead() {

@@ -38,7 +38,8 @@ struct RunRecord {
 Result<std::optional<RunRecord>> readRunRecord(const std::string& path);
 Status writeRunRecord(const std::string& path, const RunRecord& r);
 
-enum class MasterRole : uint8_t { kLeader = 0, kStandby = 1, kRecovering = 2 };
+// kFollower: under etcd (etcd_leadership.hpp), another master holds the leadership; everyone is refused.
+enum class MasterRole : uint8_t { kLeader = 0, kStandby = 1, kRecovering = 2, kFollower = 3 };
 const char* masterRoleName(MasterRole r);
 
 class RunRecovery {
@@ -83,6 +84,15 @@ class RunRecovery {
 
   // The master lost every member of its run without a Leave: it becomes a standby for the run.
   void stepDown() { role_ = MasterRole::kStandby; }
+  // Under etcd: another master leads (`leader`, empty when unknown); every peer is sent there.
+  void follow(std::string leader) {
+    etcd_ = true;
+    role_ = MasterRole::kFollower;
+    leader_hint_ = std::move(leader);
+  }
+  // Under etcd: elected with `record` (term already the new one). A recorded run is taken back from
+  // its peers (kRecovering, as after a restart); no run recorded yet: a new one starts here.
+  void elect(const RunRecord& record, TimePoint now);
   // A standby that a newcomer with no other master chose starts the run (kLeader, a new term).
   void lead();
   // The run reached `epoch` (a ring build started): remembered, so that a successor continues above it.
@@ -109,6 +119,8 @@ class RunRecovery {
   };
   MasterRole role_;
   RunRecord run_;
+  bool etcd_ = false;  // leadership and terms come from etcd: the run is the recorded one, never adopted
+  std::string leader_hint_;
   Millis window_;
   TimePoint window_end_{};
   uint64_t epoch_ = 0;                  // the newest epoch brought back
