@@ -39,6 +39,7 @@ class MasterServer {
     std::shared_ptr<net::Connection> conn;
     wire::Dispatcher dispatcher;
     bool joined = false;
+    bool awaiting_resume = false;  // taken back while recovering: RunResumed when the run goes on
     wire::Uuid id{};
     TimePoint connected_at = Clock::now();
     TimePoint last_tx = Clock::now();

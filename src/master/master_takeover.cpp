@@ -18,7 +18,9 @@ constexpr const char* kLog = "master";
 
 Status MasterServer::resumePeer(Session& s, const wire::JoinRequest& m) {
   const bool recovering = recovery_->role() == MasterRole::kRecovering;
-  if (!membership_.contains(m.peer_id) && !recovering) {
+  // A peer that held no ring (still pending) comes back as a pending peer under its id.
+  const bool pending = m.epoch == 0 && (m.resume_flags & wire::JoinRequest::kRingUp) == 0;
+  if (!membership_.contains(m.peer_id) && !recovering && !pending) {
     s.conn->sendErrorAndClose(
         Status::kicked(fmt::format("peer {} is no longer a member of run {}: it was removed while it was away from "
                                    "this master (epoch {} now); create a new communicator and join again",
@@ -40,12 +42,16 @@ Status MasterServer::resumePeer(Session& s, const wire::JoinRequest& m) {
   s.id = m.peer_id;
   serial_by_id_[m.peer_id] = s.serial;
   sendAccepted(s, m.peer_id, true);
+  if (pending && !membership_.contains(m.peer_id)) apply(membership_.join(info));
   if (!recovering) {
     sendResumed(s);
     return Status::ok();
   }
-  if (!membership_.contains(m.peer_id)) apply(membership_.rejoin(info, 0));
-  recovery_->noteReturn(info, m);
+  s.awaiting_resume = true;
+  if (!pending) {
+    if (!membership_.contains(m.peer_id)) apply(membership_.rejoin(info, 0));
+    recovery_->noteReturn(info, m);
+  }
   if (recovery_->due(Clock::now())) finishRecovery();
   return Status::ok();
 }
@@ -68,7 +74,8 @@ void MasterServer::finishRecovery() {
   // the resume hears of its ring as usual).
   std::vector<Session*> returned;
   for (auto& kv : sessions_) {
-    if (kv.second->joined && membership_.isAccepted(kv.second->id)) returned.push_back(kv.second.get());
+    if (kv.second->joined && kv.second->awaiting_resume) returned.push_back(kv.second.get());
+    kv.second->awaiting_resume = false;
   }
   Effects fx = membership_.resume(r.epoch, std::move(r.ring), r.stale ? r.why : std::string());
   for (Session* s : returned) sendResumed(*s);
