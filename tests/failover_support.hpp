@@ -161,9 +161,11 @@ struct Peers {
   void start() {
     loops.clear();
     until.store(UINT64_MAX);
+    for (size_t i = 0; i < comms.size(); ++i) loops.push_back(std::make_unique<Loop>());
     for (size_t i = 0; i < comms.size(); ++i) {
-      loops.push_back(std::make_unique<Loop>());
-      threads.emplace_back([this, i] { loops[i]->run(*comms[i], until, mu, progressed); });
+      threads.emplace_back([this, loop = loops[i].get(), comm = comms[i].get()] {
+        loop->run(*comm, until, mu, progressed);
+      });
     }
   }
   uint64_t slowest() const {
