@@ -212,12 +212,24 @@ typedef struct {
   int auto_optimize;               /* 1: every pcclUpdateTopology measures the links the master lacks (a
                                       joiner's) and installs the best ring; -1: PCCL_AUTO_OPTIMIZE (0/1),
                                       else off; default -1 */
+  /* Appended with protocol 9, surviving the master (docs/failover.md; an older struct is accepted). */
+  int standby;                     /* 1: lead no run until a member of one comes back to this master;
+                                      refuse newcomers until then; default 0 */
+  uint32_t rebuild_window_ms;      /* after taking a run back, wait this long for the rest of its last
+                                      ring; default 10000 */
+  const char* state_file;          /* file for the run id, term and newest epoch; NULL = none */
+  const char* etcd_url;            /* "http://HOST:PORT": elect the leader among the run's masters
+                                      through etcd; NULL = no etcd (not with standby or state_file) */
+  const char* etcd_prefix;         /* etcd keys of the run; NULL = "/pccl/run" */
+  uint32_t etcd_lease_ms;          /* the leader's lease, 2000..600000; default 5000 */
+  const char* advertise_address;   /* HOST:PORT peers reach this master at (etcd names the leader by it);
+                                      NULL = the bound address */
 } pcclMasterConfig_t;
 
 #define PCCL_MASTER_CONFIG_INIT                                                                    \
   {                                                                                                \
     (uint32_t) sizeof(pcclMasterConfig_t), PCCL_CONFIG_VERSION, NULL, NULL, 0u, 1000u, 10000u, 5000u, \
-        1024u, 64u, 4096u, 0, 30000u, 2000u, 268435456u, -1                                        \
+        1024u, 64u, 4096u, 0, 30000u, 2000u, 268435456u, -1, 0, 10000u, NULL, NULL, NULL, 5000u, NULL \
   }
 
 /* Counters of one communicator since pcclCommCreate, for monitoring (pcclGetStats). Initialise with
@@ -273,9 +285,16 @@ typedef struct {
   double predicted_bottleneck;     /* the newest ring's slowest link as measured, bytes/s; 0 when a link
                                       it uses was not measured */
   double join_order_bottleneck;    /* the join-order ring's over the same links; 0 likewise */
+  /* Appended with protocol 9 (a struct from an older header is filled up to what it has): */
+  int role;                        /* 0 leads a run, 1 standby, 2 taking a run back (rebuild window open),
+                                      3 follower (etcd elected another master) */
+  uint64_t term;                   /* the run's term under this master (0: no run yet) */
+  uint64_t takeovers;              /* runs taken over from returning peers (or by etcd election) */
+  uint64_t step_downs;             /* times it gave a run up (a newer master, every member lost, etcd) */
 } pcclMasterStats_t;
 
-#define PCCL_MASTER_STATS_INIT { (uint32_t) sizeof(pcclMasterStats_t), 0u, 0u, 0, 0u, 0u, 0u, 0, 0u, 0u, 0u, 0.0, 0.0 }
+#define PCCL_MASTER_STATS_INIT \
+  { (uint32_t) sizeof(pcclMasterStats_t), 0u, 0u, 0, 0u, 0u, 0u, 0, 0u, 0u, 0u, 0.0, 0.0, 0, 0u, 0u, 0u }
 
 /* ---- version -------------------------------------------------------------------------------- */
 

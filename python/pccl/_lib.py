@@ -227,6 +227,13 @@ class MasterConfig(ctypes.Structure):
         ("probe_budget_ms", u32),
         ("probe_bytes", u64),
         ("auto_optimize", ctypes.c_int),
+        ("standby", ctypes.c_int),
+        ("rebuild_window_ms", u32),
+        ("state_file", ctypes.c_char_p),
+        ("etcd_url", ctypes.c_char_p),
+        ("etcd_prefix", ctypes.c_char_p),
+        ("etcd_lease_ms", u32),
+        ("advertise_address", ctypes.c_char_p),
     ]
 
 
@@ -267,6 +274,10 @@ class MasterStats(ctypes.Structure):
         ("links_known", u64),
         ("predicted_bottleneck", ctypes.c_double),
         ("join_order_bottleneck", ctypes.c_double),
+        ("role", ctypes.c_int),
+        ("term", u64),
+        ("takeovers", u64),
+        ("step_downs", u64),
     ]
 
 
@@ -317,7 +328,7 @@ def shared_state_init():
 def master_config_init():
     """PCCL_MASTER_CONFIG_INIT."""
     return MasterConfig(ctypes.sizeof(MasterConfig), CONFIG_VERSION, None, None, 0, 1000, 10000, 5000,
-                        1024, 64, 4096, 0, 30000, 2000, 268435456, -1)
+                        1024, 64, 4096, 0, 30000, 2000, 268435456, -1, 0, 10000, None, None, None, 5000, None)
 
 
 def comm_stats_init():
@@ -327,7 +338,7 @@ def comm_stats_init():
 
 def master_stats_init():
     """PCCL_MASTER_STATS_INIT."""
-    return MasterStats(ctypes.sizeof(MasterStats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0)
+    return MasterStats(ctypes.sizeof(MasterStats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0, 0)
 
 
 # ---- function prototypes ----------------------------------------------------------------------------

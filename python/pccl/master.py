@@ -27,6 +27,8 @@ class Master(_common.OwnedHandle):
             the pcclMasterConfig_t fields (docs/c_api.md).
         auto_optimize: True: every update_topology() measures the links the master lacks (a joiner's)
             and installs the best ring; None: PCCL_AUTO_OPTIMIZE (0/1), else off.
+        standby, rebuild_window_ms, state_file, etcd_url, etcd_prefix, etcd_lease_ms, advertise_address:
+            surviving the master (docs/failover.md): the pcclMasterConfig_t fields of the same names.
 
     Raises InvalidArgumentError (a bad setting, encrypt without a secret; ``.detail`` names it) and
     LibraryNotFoundError (libpccl not found).
@@ -38,7 +40,8 @@ class Master(_common.OwnedHandle):
     def __init__(self, listen="127.0.0.1:0", secret=None, encrypt=False, heartbeat_interval_ms=None,
                  peer_timeout_ms=None, handshake_timeout_ms=None, max_peers=None, max_pending_handshakes=None,
                  max_concurrent_ops=None, announce_window_ms=None, probe_budget_ms=None, probe_bytes=None,
-                 auto_optimize=None):
+                 auto_optimize=None, standby=None, rebuild_window_ms=None, state_file=None, etcd_url=None,
+                 etcd_prefix=None, etcd_lease_ms=None, advertise_address=None):
         self._guard = None
         lib = load_library()
         listen_b = _common.address(listen, "listen") if listen is not None else None
@@ -56,6 +59,18 @@ class Master(_common.OwnedHandle):
             "probe_budget_ms": _common.u32(probe_budget_ms, "probe_budget_ms"),
             "probe_bytes": None if probe_bytes is None else _common.int_in(probe_bytes, 1, 2**64 - 1, "probe_bytes"),
         })
+        _common.set_fields(cfg, {
+            "rebuild_window_ms": _common.u32(rebuild_window_ms, "rebuild_window_ms"),
+            "etcd_lease_ms": _common.u32(etcd_lease_ms, "etcd_lease_ms"),
+            "state_file": _common.to_bytes_or_none(state_file, "state_file"),
+            "etcd_url": _common.to_bytes_or_none(etcd_url, "etcd_url"),
+            "etcd_prefix": _common.to_bytes_or_none(etcd_prefix, "etcd_prefix"),
+            "advertise_address": _common.to_bytes_or_none(advertise_address, "advertise_address"),
+        })
+        if standby is not None:
+            if not isinstance(standby, bool):
+                raise InvalidArgumentError(detail="standby must be True, False or None, got %r" % (standby,))
+            cfg.standby = 1 if standby else 0
         if auto_optimize is not None:
             if not isinstance(auto_optimize, bool):
                 raise InvalidArgumentError(detail="auto_optimize must be True, False or None, got %r" % (auto_optimize,))
@@ -114,7 +129,8 @@ class Master(_common.OwnedHandle):
     def stats(self):
         """A snapshot of the run as a dict (pcclMasterStats_t): accepted, pending, building (bool), epoch,
         connections, collectives, measuring (bool), topology_surveys, links_measured, links_known,
-        predicted_bottleneck and join_order_bottleneck (bytes/s; 0: not measured). Never blocks; any
+        predicted_bottleneck and join_order_bottleneck (bytes/s; 0: not measured), role ("leader",
+        "standby", "recovering" or "follower"), term, takeovers and step_downs. Never blocks; any
         thread. Raises InvalidUsageError (closed)."""
         s = master_stats_init()
         with self._guard as h:
@@ -123,7 +139,9 @@ class Master(_common.OwnedHandle):
                 "connections": s.connections, "collectives": s.collectives, "measuring": bool(s.measuring),
                 "topology_surveys": s.topology_surveys, "links_measured": s.links_measured,
                 "links_known": s.links_known, "predicted_bottleneck": s.predicted_bottleneck,
-                "join_order_bottleneck": s.join_order_bottleneck}
+                "join_order_bottleneck": s.join_order_bottleneck,
+                "role": ("leader", "standby", "recovering", "follower")[s.role] if 0 <= s.role <= 3 else s.role,
+                "term": s.term, "takeovers": s.takeovers, "step_downs": s.step_downs}
 
     def stop(self):
         """Closes every connection (peers then see MasterUnreachableError) and joins the serving thread;

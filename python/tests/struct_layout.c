@@ -53,6 +53,9 @@ int main(void) {
   OFF(pcclMasterConfig_t, max_concurrent_ops); OFF(pcclMasterConfig_t, encrypt);
   OFF(pcclMasterConfig_t, announce_window_ms); OFF(pcclMasterConfig_t, probe_budget_ms);
   OFF(pcclMasterConfig_t, probe_bytes); OFF(pcclMasterConfig_t, auto_optimize);
+  OFF(pcclMasterConfig_t, standby); OFF(pcclMasterConfig_t, rebuild_window_ms); OFF(pcclMasterConfig_t, state_file);
+  OFF(pcclMasterConfig_t, etcd_url); OFF(pcclMasterConfig_t, etcd_prefix); OFF(pcclMasterConfig_t, etcd_lease_ms);
+  OFF(pcclMasterConfig_t, advertise_address);
 
   SIZE(pcclCommStats_t);
   OFF(pcclCommStats_t, struct_size); OFF(pcclCommStats_t, allreduce_ops); OFF(pcclCommStats_t, allreduce_aborts);
@@ -67,7 +70,8 @@ int main(void) {
   OFF(pcclMasterStats_t, collectives); OFF(pcclMasterStats_t, measuring);
   OFF(pcclMasterStats_t, topology_surveys); OFF(pcclMasterStats_t, links_measured);
   OFF(pcclMasterStats_t, links_known); OFF(pcclMasterStats_t, predicted_bottleneck);
-  OFF(pcclMasterStats_t, join_order_bottleneck);
+  OFF(pcclMasterStats_t, join_order_bottleneck); OFF(pcclMasterStats_t, role); OFF(pcclMasterStats_t, term);
+  OFF(pcclMasterStats_t, takeovers); OFF(pcclMasterStats_t, step_downs);
 
   SIZE(pcclLink_t);
   OFF(pcclLink_t, from_rank); OFF(pcclLink_t, to_rank); OFF(pcclLink_t, bandwidth); OFF(pcclLink_t, rtt_s);
@@ -81,10 +85,11 @@ int main(void) {
          ro.compress, (int)ro.location);
   printf("init.pcclSharedState_t %u %llu %zu %d\n", ss.struct_size, (unsigned long long)ss.revision, ss.count,
          ss.compress);
-  printf("init.pcclMasterConfig_t %u %u %zu %u %u %u %u %u %u %d %u %u %llu %d\n", mc.struct_size,
+  printf("init.pcclMasterConfig_t %u %u %zu %u %u %u %u %u %u %d %u %u %llu %d %d %u %u\n", mc.struct_size,
          mc.config_version, mc.secret_len, mc.heartbeat_interval_ms, mc.peer_timeout_ms, mc.handshake_timeout_ms,
          mc.max_peers, mc.max_pending_handshakes, mc.max_concurrent_ops, mc.encrypt, mc.announce_window_ms,
-         mc.probe_budget_ms, (unsigned long long)mc.probe_bytes, mc.auto_optimize);
+         mc.probe_budget_ms, (unsigned long long)mc.probe_bytes, mc.auto_optimize, mc.standby, mc.rebuild_window_ms,
+         mc.etcd_lease_ms);
   printf("init.pcclCommStats_t %u\n", cs.struct_size);
   printf("init.pcclMasterStats_t %u\n", ms.struct_size);
   printf("version %d\n", PCCL_VERSION_CODE);

@@ -83,7 +83,8 @@ class StructLayoutTest(unittest.TestCase):
         self.assertEqual(" ".join(str(getattr(mc, f)) for f in (
             "struct_size", "config_version", "secret_len", "heartbeat_interval_ms", "peer_timeout_ms",
             "handshake_timeout_ms", "max_peers", "max_pending_handshakes", "max_concurrent_ops", "encrypt",
-            "announce_window_ms", "probe_budget_ms", "probe_bytes", "auto_optimize")),
+            "announce_window_ms", "probe_budget_ms", "probe_bytes", "auto_optimize", "standby", "rebuild_window_ms",
+            "etcd_lease_ms")),
             self.c["init.pcclMasterConfig_t"])
         self.assertEqual(str(_lib.comm_stats_init().struct_size), self.c["init.pcclCommStats_t"])
         self.assertEqual(str(_lib.master_stats_init().struct_size), self.c["init.pcclMasterStats_t"])

@@ -26,10 +26,19 @@ pccl::MasterConfig masterConfigFrom(const pcclMasterConfig_t& config) {
   c.max_pending_handshakes = config.max_pending_handshakes;
   c.max_concurrent_ops = config.max_concurrent_ops;
   c.encrypt = config.encrypt != 0;
-  if (config.struct_size >= sizeof(pcclMasterConfig_t)) {
+  if (config.struct_size >= offsetof(pcclMasterConfig_t, standby)) {
     c.probe_budget_ms = config.probe_budget_ms;
     c.probe_bytes = config.probe_bytes;
     c.auto_optimize = config.auto_optimize;
+  }
+  if (config.struct_size >= sizeof(pcclMasterConfig_t)) {
+    c.standby = config.standby != 0;
+    c.rebuild_window_ms = config.rebuild_window_ms;
+    if (config.state_file != nullptr) c.state_file = config.state_file;
+    if (config.etcd_url != nullptr) c.etcd_url = config.etcd_url;
+    if (config.etcd_prefix != nullptr) c.etcd_prefix = config.etcd_prefix;
+    c.etcd_lease_ms = config.etcd_lease_ms;
+    if (config.advertise_address != nullptr) c.advertise_address = config.advertise_address;
   }
   return c;
 }
@@ -43,10 +52,12 @@ pcclResult_t pcclMasterCreate(const pcclMasterConfig_t* config, pcclMaster_t* ma
     PCCL_CHECK_PTR(config);
     PCCL_CHECK_PTR(master);
     *master = nullptr;
-    // A struct from a header older than the probe fields is accepted: they keep their defaults.
-    const uint32_t older = static_cast<uint32_t>(offsetof(pcclMasterConfig_t, probe_budget_ms));
-    pcclResult_t r = pccl::capi::checkConfigHeader(config->struct_size == older ? sizeof(pcclMasterConfig_t)
-                                                                                : config->struct_size,
+    // A struct from a header older than the probe fields, or than the failover fields, is accepted: they
+    // keep their defaults.
+    const uint32_t oldest = static_cast<uint32_t>(offsetof(pcclMasterConfig_t, probe_budget_ms));
+    const uint32_t older = static_cast<uint32_t>(offsetof(pcclMasterConfig_t, standby));
+    const bool known = config->struct_size == oldest || config->struct_size == older;
+    pcclResult_t r = pccl::capi::checkConfigHeader(known ? sizeof(pcclMasterConfig_t) : config->struct_size,
                                                    sizeof(pcclMasterConfig_t), config->config_version,
                                                    "pcclMasterConfig_t");
     if (r != pcclSuccess) return r;
@@ -95,8 +106,9 @@ pcclResult_t pcclMasterGetStats(pcclMaster_t master, pcclMasterStats_t* stats) {
     PCCL_CHECK_PTR(stats);
     const size_t before_collectives = offsetof(pcclMasterStats_t, collectives);
     const size_t before_probes = offsetof(pcclMasterStats_t, measuring);
+    const size_t before_roles = offsetof(pcclMasterStats_t, role);
     if (stats->struct_size != sizeof(pcclMasterStats_t) && stats->struct_size != before_collectives &&
-        stats->struct_size != before_probes) {
+        stats->struct_size != before_probes && stats->struct_size != before_roles) {
       return fail(pcclInvalidArgument, "pcclMasterStats_t was not initialised with PCCL_MASTER_STATS_INIT");
     }
     const pccl::MasterStats s = m.impl->stats();
@@ -107,6 +119,12 @@ pcclResult_t pcclMasterGetStats(pcclMaster_t master, pcclMasterStats_t* stats) {
     stats->connections = s.connections;
     if (stats->struct_size > before_collectives) stats->collectives = s.collectives;
     if (stats->struct_size >= sizeof(pcclMasterStats_t)) {
+      stats->role = s.role;
+      stats->term = s.term;
+      stats->takeovers = s.takeovers;
+      stats->step_downs = s.step_downs;
+    }
+    if (stats->struct_size >= before_roles) {
       stats->measuring = s.measuring ? 1 : 0;
       stats->topology_surveys = s.topology_surveys;
       stats->links_measured = s.links_measured;

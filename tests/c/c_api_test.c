@@ -165,6 +165,26 @@ int main(void) {
     EXPECT(strcmp(pcclGetErrorString((pcclResult_t)1234), "unknown pcclResult_t value") == 0);
   }
 
+  /* master_reconnect_ms: checked; a struct from the header before it was appended is accepted. */
+  {
+    pcclCommConfig_t c = PCCL_COMM_CONFIG_INIT;
+    pcclComm_t comm = NULL;
+    c.master_address = "127.0.0.1:1,127.0.0.1:2";
+    c.listen_address = "127.0.0.1:0";
+    EXPECT(c.master_reconnect_ms == -1);
+    c.master_reconnect_ms = -5;
+    EXPECT(pcclCommCreate(&c, &comm) == pcclInvalidArgument);
+    EXPECT(strstr(pcclGetLastError(NULL), "master_reconnect_ms") != NULL);
+    c.master_reconnect_ms = 0;
+    c.struct_size = (uint32_t)offsetof(pcclCommConfig_t, master_reconnect_ms);
+    EXPECT(pcclCommCreate(&c, &comm) == pcclSuccess);
+    EXPECT(pcclCommDestroy(comm) == pcclSuccess);
+    c.struct_size = (uint32_t)sizeof(pcclCommConfig_t);
+    c.master_address = "127.0.0.1:1,,127.0.0.1:2";
+    EXPECT(pcclCommCreate(&c, &comm) == pcclInvalidArgument);
+    EXPECT(strstr(pcclGetLastError(NULL), "empty entry") != NULL);
+  }
+
   /* Arguments are checked, with a useful message. */
   EXPECT(pcclMasterCreate(NULL, &master) == pcclInvalidArgument);
   EXPECT(strstr(pcclGetLastError(NULL), "config") != NULL);
@@ -184,6 +204,43 @@ int main(void) {
     bad.auto_optimize = 7;
     EXPECT(pcclMasterCreate(&bad, &master) == pcclInvalidArgument);
     EXPECT(strstr(pcclGetLastError(NULL), "auto_optimize") != NULL);
+    /* A struct from the header before the failover fields: accepted, they keep their defaults. */
+    bad = mc;
+    bad.struct_size = (uint32_t)offsetof(pcclMasterConfig_t, standby);
+    EXPECT(pcclMasterCreate(&bad, &master) == pcclSuccess);
+    EXPECT(pcclMasterDestroy(master) == pcclSuccess);
+    master = NULL;
+    /* etcd elects the leader: it does not go with standby. */
+    bad = mc;
+    bad.etcd_url = "http://127.0.0.1:1";
+    bad.standby = 1;
+    EXPECT(pcclMasterCreate(&bad, &master) == pcclInvalidArgument);
+    EXPECT(strstr(pcclGetLastError(NULL), "standby") != NULL);
+    bad.standby = 0;
+    bad.etcd_lease_ms = 10;
+    EXPECT(pcclMasterCreate(&bad, &master) == pcclInvalidArgument);
+    EXPECT(strstr(pcclGetLastError(NULL), "etcd_lease_ms") != NULL);
+    bad = mc;
+    bad.rebuild_window_ms = 0;
+    EXPECT(pcclMasterCreate(&bad, &master) == pcclInvalidArgument);
+    EXPECT(strstr(pcclGetLastError(NULL), "rebuild_window_ms") != NULL);
+    /* A standby master leads nothing until a member of a run comes back to it. */
+    bad = mc;
+    bad.listen_address = "127.0.0.1:0";
+    bad.standby = 1;
+    EXPECT(pcclMasterCreate(&bad, &master) == pcclSuccess);
+    EXPECT(pcclMasterStart(master) == pcclSuccess);
+    {
+      pcclMasterStats_t ss = PCCL_MASTER_STATS_INIT;
+      EXPECT(pcclMasterGetStats(master, &ss) == pcclSuccess);
+      EXPECT(ss.role == 1 && ss.term == 0 && ss.takeovers == 0);
+      /* A struct from the header before the role fields: filled up to join_order_bottleneck. */
+      ss.struct_size = (uint32_t)offsetof(pcclMasterStats_t, role);
+      ss.role = 77;
+      EXPECT(pcclMasterGetStats(master, &ss) == pcclSuccess && ss.role == 77);
+    }
+    EXPECT(pcclMasterDestroy(master) == pcclSuccess);
+    master = NULL;
   }
 
   mc.listen_address = "127.0.0.1:0";
