@@ -13,35 +13,14 @@ namespace pccl::master {
 namespace {
 constexpr const char* kLog = "master";
 
-std::string hexId(const wire::Uuid& id) {
-  std::string s;
-  for (uint8_t b : id) s += fmt::format("{:02x}", b);
-  return s;
-}
-
-bool parseHexId(const std::string& s, wire::Uuid* id) {
-  if (s.size() != 32) return false;
-  for (size_t i = 0; i < 16; ++i) {
-    unsigned v = 0;
-    for (size_t j = 0; j < 2; ++j) {
-      const char c = s[2 * i + j];
-      const int d = c >= '0' && c <= '9' ? c - '0' : c >= 'a' && c <= 'f' ? c - 'a' + 10 : -1;
-      if (d < 0) return false;
-      v = v * 16 + static_cast<unsigned>(d);
-    }
-    (*id)[i] = static_cast<uint8_t>(v);
-  }
-  return true;
-}
-
 int64_t ttlSeconds(Millis lease) { return std::max<int64_t>(2, (lease.count() + 999) / 1000); }
 }  // namespace
 
 std::string encodeEtcdRecord(const EtcdRecord& r) {
   json::Value members = json::Value::array();
-  for (const wire::Uuid& id : r.members) members.push(json::Value::string(hexId(id)));
+  for (const wire::Uuid& id : r.members) members.push(json::Value::string(uuidHex(id)));
   json::Value v = json::Value::object();
-  v.set("run_id", json::Value::string(hexId(r.run.run_id)))
+  v.set("run_id", json::Value::string(uuidHex(r.run.run_id)))
       .set("term", json::Value::integer(static_cast<int64_t>(r.run.term)))
       .set("epoch", json::Value::integer(static_cast<int64_t>(r.run.epoch)))
       .set("leader", json::Value::string(r.leader))
@@ -60,7 +39,7 @@ Result<EtcdRecord> decodeEtcdRecord(const std::string& text) {
   const json::Value* id = v.find("run_id");
   const json::Value* term = v.find("term");
   const json::Value* epoch = v.find("epoch");
-  if (id == nullptr || !id->isString() || !parseHexId(id->asString(), &r.run.run_id)) return bad("run_id");
+  if (id == nullptr || !id->isString() || !parseUuidHex(id->asString(), &r.run.run_id)) return bad("run_id");
   if (term == nullptr || !term->asInt64() || *term->asInt64() < 0) return bad("term");
   if (epoch == nullptr || !epoch->asInt64() || *epoch->asInt64() < 0) return bad("epoch");
   r.run.term = static_cast<uint64_t>(*term->asInt64());
@@ -69,7 +48,7 @@ Result<EtcdRecord> decodeEtcdRecord(const std::string& text) {
   if (const json::Value* m = v.find("members"); m != nullptr && m->isArray()) {
     for (size_t i = 0; i < m->size(); ++i) {
       wire::Uuid u{};
-      if (!m->at(i).isString() || !parseHexId(m->at(i).asString(), &u)) return bad("members");
+      if (!m->at(i).isString() || !parseUuidHex(m->at(i).asString(), &u)) return bad("members");
       r.members.push_back(u);
     }
   }

@@ -19,14 +19,15 @@ using wire::shortId;
 
 namespace {
 constexpr const char* kRecordHeader = "pccl-run 1";
+}  // namespace
 
-std::string hex(const wire::Uuid& id) {
+std::string uuidHex(const wire::Uuid& id) {
   std::string s;
   for (uint8_t b : id) s += fmt::format("{:02x}", b);
   return s;
 }
 
-bool unhex(const std::string& s, wire::Uuid* id) {
+bool parseUuidHex(const std::string& s, wire::Uuid* id) {
   if (s.size() != 32) return false;
   for (size_t i = 0; i < 16; ++i) {
     unsigned v = 0;
@@ -40,7 +41,6 @@ bool unhex(const std::string& s, wire::Uuid* id) {
   }
   return true;
 }
-}  // namespace
 
 Result<std::optional<RunRecord>> readRunRecord(const std::string& path) {
   std::ifstream in(path);
@@ -52,7 +52,7 @@ Result<std::optional<RunRecord>> readRunRecord(const std::string& path) {
   RunRecord r;
   std::getline(in, header);
   if (header != kRecordHeader || !(in >> key1 >> id >> key2 >> r.term >> key3 >> r.epoch) || key1 != "run_id" ||
-      key2 != "term" || key3 != "epoch" || !unhex(id, &r.run_id)) {
+      key2 != "term" || key3 != "epoch" || !parseUuidHex(id, &r.run_id)) {
     return Status::invalidArgument(fmt::format(
         "the master's state file '{}' is not a pccl run record (expected '{}', run_id, term, epoch lines): remove "
         "it to start a new run",
@@ -64,7 +64,7 @@ Result<std::optional<RunRecord>> readRunRecord(const std::string& path) {
 Status writeRunRecord(const std::string& path, const RunRecord& r) {
   const std::string tmp = path + ".tmp";
   const std::string text =
-      fmt::format("{}\nrun_id {}\nterm {}\nepoch {}\n", kRecordHeader, hex(r.run_id), r.term, r.epoch);
+      fmt::format("{}\nrun_id {}\nterm {}\nepoch {}\n", kRecordHeader, uuidHex(r.run_id), r.term, r.epoch);
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Status::systemError(fmt::format("cannot write '{}': {}", tmp, std::strerror(errno)));
   const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;

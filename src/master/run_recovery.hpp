@@ -33,6 +33,10 @@ struct RunRecord {
   uint64_t epoch = 0;  // the newest epoch this master (or one before it) started: epochs never repeat
 };
 
+// A run id as 32 lowercase hex digits (state file, etcd record), and back (false: not that).
+std::string uuidHex(const wire::Uuid& id);
+bool parseUuidHex(const std::string& s, wire::Uuid* id);
+
 // MasterConfig::state_file: read at start (nullopt when the file does not exist), written atomically
 // (a temporary file, fsync, rename) when the record changes.
 Result<std::optional<RunRecord>> readRunRecord(const std::string& path);
