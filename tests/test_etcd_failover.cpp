@@ -25,7 +25,7 @@ int whoLogged(std::vector<MasterProcess>& masters, const std::string& needle, in
 
 }  // namespace
 
-TEST_CASE("etcd failover: three masters; the leader SIGKILLed, then the next one frozen past its lease: each time "
+TEST_CASE("etcd failover: three masters, the leader SIGKILLed, then the next one frozen past its lease: each time "
           "another takes over, and the frozen one steps down when it wakes",
           "[etcd][failover]") {
   auto etcd = startEtcd();

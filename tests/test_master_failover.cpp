@@ -101,7 +101,7 @@ TEST_CASE("failover: with no master to come back to, peers give up after master_
         Code::kMasterUnreachable);
 }
 
-TEST_CASE("failover: a frozen master is replaced by the standby; resumed, it steps down and newcomers skip it",
+TEST_CASE("failover: a frozen master is replaced by the standby, and resumed it steps down and newcomers skip it",
           "[failover]") {
   MasterProcess a = MasterProcess::start(0);
   MasterProcess b = MasterProcess::start(0, {"--standby"});
@@ -138,7 +138,7 @@ TEST_CASE("failover: a frozen master is replaced by the standby; resumed, it ste
   peers->checkLoops();
 }
 
-TEST_CASE("failover: while the master is away a member dies and a newcomer knocks; the restarted master goes on "
+TEST_CASE("failover: while the master is away a member dies and a newcomer knocks, the restarted master goes on "
           "without the dead one and admits the newcomer",
           "[failover]") {
   TempDir dir;

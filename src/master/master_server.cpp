@@ -87,6 +87,7 @@ Status MasterServer::open() {
     };
     etcd_ = std::make_unique<EtcdLeadership>(io_, std::move(ec), std::move(cb));
   }
+  publishStats();  // the role and run are visible as soon as start() returns
   return Status::ok();
 }
 

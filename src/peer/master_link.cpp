@@ -24,6 +24,7 @@ MasterLink::~MasterLink() {
 }
 
 void MasterLink::open(const net::HostPort& master, Callback on_open, Callback on_lost) {
+  const uint64_t gen = ++generation_;  // first: what the old connection reports from here on is ignored
   if (conn_) conn_->close(Status::ok());
   conn_.reset();
   timer_.cancel();
@@ -31,7 +32,6 @@ void MasterLink::open(const net::HostPort& master, Callback on_open, Callback on
   ready_ = false;
   refused_ = false;
   on_left_ = nullptr;
-  const uint64_t gen = ++generation_;
   master_name_ = "master " + master.toString();
   on_lost_ = std::move(on_lost);
   auto resolver = std::make_shared<net::Tcp::resolver>(io_);
