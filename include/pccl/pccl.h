@@ -261,9 +261,14 @@ typedef struct {
                                      this host (PCCL_SAME_HOST_READS) instead of its socket. Appended
                                      later: a struct from an older header (struct_size without this
                                      field) is accepted and filled up to last_allreduce_bytes_per_s */
+  /* Appended with protocol 9 (a struct from an older header is filled up to what it has): */
+  uint64_t master_losses;         /* times this peer lost its master and looked for one (master_reconnect_ms) */
+  uint64_t master_returns;        /* times a master took it back and the run went on */
+  uint64_t master_away_ms;        /* total time without a master, over those returns */
 } pcclCommStats_t;
 
-#define PCCL_COMM_STATS_INIT { (uint32_t) sizeof(pcclCommStats_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0.0, 0.0, 0u }
+#define PCCL_COMM_STATS_INIT \
+  { (uint32_t) sizeof(pcclCommStats_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0.0, 0.0, 0u, 0u, 0u, 0u }
 
 /* A snapshot of a master's run (pcclMasterGetStats). Initialise with PCCL_MASTER_STATS_INIT. */
 typedef struct {

@@ -254,6 +254,9 @@ class CommStats(ctypes.Structure):
         ("last_allreduce_time_s", ctypes.c_double),
         ("last_allreduce_bytes_per_s", ctypes.c_double),
         ("same_host_read_bytes", u64),
+        ("master_losses", u64),
+        ("master_returns", u64),
+        ("master_away_ms", u64),
     ]
 
 
@@ -333,7 +336,7 @@ def master_config_init():
 
 def comm_stats_init():
     """PCCL_COMM_STATS_INIT."""
-    return CommStats(ctypes.sizeof(CommStats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0)
+    return CommStats(ctypes.sizeof(CommStats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0, 0)
 
 
 def master_stats_init():

@@ -47,6 +47,9 @@ class CommStats:
     last_allreduce_time_s: float
     last_allreduce_bytes_per_s: float
     same_host_read_bytes: int
+    master_losses: int = 0
+    master_returns: int = 0
+    master_away_ms: int = 0
 
     def as_dict(self):
         """The counters as a plain dict."""

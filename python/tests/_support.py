@@ -20,8 +20,10 @@ import pccl  # noqa: E402
 
 # Settings of every test peer: fast heartbeats, deadlines far below the ctest TIMEOUT, generous
 # enough for a loaded 2-core machine.
-PEER_SETTINGS = dict(listen_address="127.0.0.1:0", heartbeat_interval_ms=200, peer_timeout_ms=5000, master_reconnect_ms=0,
-                     connect_timeout_ms=20000, op_timeout_ms=20000, handshake_timeout_ms=5000)
+# master_reconnect_ms=0: losing the master ends a test peer at once (test_failover.py sets it).
+PEER_SETTINGS = dict(listen_address="127.0.0.1:0", heartbeat_interval_ms=200, peer_timeout_ms=5000,
+                     master_reconnect_ms=0, connect_timeout_ms=20000, op_timeout_ms=20000,
+                     handshake_timeout_ms=5000)
 MASTER_SETTINGS = dict(listen="127.0.0.1:0", heartbeat_interval_ms=200, peer_timeout_ms=5000)
 DEADLINE_S = 40.0  # how long a test waits for its threads / processes
 

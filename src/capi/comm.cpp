@@ -136,7 +136,9 @@ pcclResult_t pcclGetStats(pcclComm_t comm, pcclCommStats_t* stats) {
     PCCL_CHECK_PTR(stats);
     // The struct before same_host_read_bytes was appended is accepted too (and filled up to it).
     const size_t before_reads = offsetof(pcclCommStats_t, same_host_read_bytes);
-    if (stats->struct_size != sizeof(pcclCommStats_t) && stats->struct_size != before_reads) {
+    const size_t before_master = offsetof(pcclCommStats_t, master_losses);
+    if (stats->struct_size != sizeof(pcclCommStats_t) && stats->struct_size != before_reads &&
+        stats->struct_size != before_master) {
       return fail(pcclInvalidArgument, "pcclCommStats_t was not initialised with PCCL_COMM_STATS_INIT (struct_size " +
                                            std::to_string(stats->struct_size) + ")");
     }
@@ -152,7 +154,12 @@ pcclResult_t pcclGetStats(pcclComm_t comm, pcclCommStats_t* stats) {
     stats->epoch = s.epoch;
     stats->last_allreduce_time_s = s.last_allreduce_seconds;
     stats->last_allreduce_bytes_per_s = s.last_allreduce_bytes_per_second;
-    if (stats->struct_size >= sizeof(pcclCommStats_t)) stats->same_host_read_bytes = s.same_host_read_bytes;
+    if (stats->struct_size >= before_master) stats->same_host_read_bytes = s.same_host_read_bytes;
+    if (stats->struct_size >= sizeof(pcclCommStats_t)) {
+      stats->master_losses = s.master_losses;
+      stats->master_returns = s.master_returns;
+      stats->master_away_ms = s.master_away_ms;
+    }
     return pcclSuccess;
   });
 }

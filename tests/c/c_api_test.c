@@ -398,6 +398,12 @@ int main(void) {
     s.allreduce_ops = 0;
     EXPECT(pcclGetStats(a, &s) == pcclSuccess);
     EXPECT(s.allreduce_ops == 2 && s.same_host_read_bytes == 12345);
+    /* ... and one from before the master counters, filled up to same_host_read_bytes. */
+    s = (pcclCommStats_t)PCCL_COMM_STATS_INIT;
+    EXPECT(pcclGetStats(a, &s) == pcclSuccess && s.master_losses == 0 && s.master_returns == 0);
+    s.struct_size = (uint32_t)offsetof(pcclCommStats_t, master_losses);
+    s.master_losses = 77;
+    EXPECT(pcclGetStats(a, &s) == pcclSuccess && s.master_losses == 77 && s.allreduce_ops == 2);
   }
 
   /* The other collectives through the C API, both peers at once. */
