@@ -338,6 +338,11 @@ void Collectives::inDoubt(Op& op, const std::string& why) {
     return endFailed(op, link_down_.isOk() ? Status::masterUnreachable("the master is gone") : link_down_);
   }
   if (!ready()) return;  // the master is away: asked again when it is back (masterBack)
+  askOutcome(op);
+}
+
+// The master settles an operation in doubt: it must know the call, then hear that we are prepared.
+void Collectives::askOutcome(Op& op) {
   announce(op);
   link_->send(wire::OpState{op.key.epoch, op.key.tag, op.key.seq, static_cast<uint8_t>(wire::OpPhase::kPrepared)},
               epoch_);
@@ -535,9 +540,10 @@ void Collectives::masterBack() {
     Op* op = find(k);
     if (op == nullptr || op->state == State::kFailing) continue;
     op->announced = false;  // the master that heard of it is gone
-    announce(*op);
     if (op->state == State::kInDoubt) {
-      link_->send(wire::OpState{k.epoch, k.tag, k.seq, static_cast<uint8_t>(wire::OpPhase::kPrepared)}, epoch_);
+      askOutcome(*op);
+    } else {
+      announce(*op);
     }
   }
 }

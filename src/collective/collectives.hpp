@@ -155,6 +155,7 @@ class Collectives : public net::DataSink {
   void applyCommit(Op& op, const CommitRound::Sends& s);
   void commitOp(Op& op);
   void inDoubt(Op& op, const std::string& why);
+  void askOutcome(Op& op);  // in doubt, the master reachable: announce it and report it prepared
   // A failure before this peer was prepared: the operation fails here and everywhere. `flood` sends a
   // ring abort both ways (ring kept); `close_ring` closes the ring's connections instead (a connection
   // broke, a deadline, a member left); `tell_master` reports it (OpFailed).
