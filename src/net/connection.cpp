@@ -1,5 +1,6 @@
 #include "net/connection.hpp"
 
+#include <poll.h>
 #include <sys/socket.h>
 
 #include <cerrno>
@@ -125,9 +126,10 @@ void Connection::close(const Status& reason) {
 
 bool Connection::remoteClosed() const {
   if (closed_) return true;
-  char b = 0;
-  const ssize_t n = ::recv(const_cast<Tcp::socket&>(socket_).native_handle(), &b, 1, MSG_PEEK | MSG_DONTWAIT);
-  return n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+  // POLLRDHUP: the other end's FIN arrived, even with frames before it still unread (a peek would see
+  // those frames and miss the FIN behind them).
+  pollfd p{const_cast<Tcp::socket&>(socket_).native_handle(), POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
 }
 
 }  // namespace pccl::net
