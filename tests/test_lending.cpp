@@ -10,6 +10,7 @@
 #include <cstring>
 #include <functional>
 #include <memory>
+#include <sodium.h>
 #include <unistd.h>
 
 #include "net/aead.hpp"
@@ -92,16 +93,27 @@ std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
 constexpr uint64_t kEpoch = 7;
 
 // A lending channel on one end of a socket pair, started; the test drives the other end (raw) by hand.
+// The channel dialed (its role is kDialer); the raw end plays the acceptor of session `session`.
+net::SessionId randomSession() {
+  net::SessionId s{};
+  randombytes_buf(s.data(), s.size());
+  return s;
+}
+
 struct HandDriven {
   SocketPair sp;
+  net::SessionId session = randomSession();
   std::shared_ptr<net::DataChannel> ch;
   Recorder sink;
   net::Tcp::socket& raw;
-  HandDriven() : ch(std::make_shared<net::DataChannel>(net::Link{std::move(sp.a), {}, {}}, kEpoch, "ch")), raw(sp.b) {
-    ch->enableLending();
+  HandDriven()
+      : ch(std::make_shared<net::DataChannel>(net::Link{std::move(sp.a), {}, session}, kEpoch, "ch")), raw(sp.b) {
+    ch->enableLending(net::LendRole::kDialer);
     ch->start(&sink);
   }
 };
+
+wire::LendRegion regionOf(const std::vector<uint8_t>& v) { return {reinterpret_cast<uintptr_t>(v.data()), v.size()}; }
 
 // A whole frame from a raw (blocking) socket: its DataHeader and payload.
 std::pair<wire::DataHeader, std::vector<uint8_t>> readFrame(net::Tcp::socket& s) {
@@ -117,8 +129,11 @@ std::pair<wire::DataHeader, std::vector<uint8_t>> readFrame(net::Tcp::socket& s)
 }
 
 template <size_t N>
-void writeFrame(net::Tcp::socket& s, uint32_t flags, const std::array<uint8_t, N>& payload) {
-  const auto head = wire::encodeDataFrameHead(wire::dataHeader(0, 0, flags, 0), kEpoch, N);
+void writeFrame(net::Tcp::socket& s, uint32_t flags, const std::array<uint8_t, N>& payload, uint64_t op_id = 0,
+                uint32_t seq = 0) {
+  wire::DataHeader d = wire::dataHeader(op_id, 0, flags, 0);
+  d.seq = seq;
+  const auto head = wire::encodeDataFrameHead(d, kEpoch, N);
   asio::write(s, asio::buffer(head));
   asio::write(s, asio::buffer(payload));
 }
@@ -135,7 +150,7 @@ TEST_CASE("lending: the wire layouts of the offer and the record (protocol 6), a
   LendOffer o;
   o.pid = 0x01020304u;
   o.token_addr = 0x1112131415161718ull;
-  for (size_t i = 0; i < o.token.size(); ++i) o.token[i] = static_cast<uint8_t>(0xA0 + i);
+  for (size_t i = 0; i < o.nonce.size(); ++i) o.nonce[i] = static_cast<uint8_t>(0xA0 + i);
   const auto ob = encodeLendOffer(o);
   const std::vector<uint8_t> want_offer = {0x04, 0x03, 0x02, 0x01, 0x18, 0x17, 0x16, 0x15, 0x14, 0x13,
                                            0x12, 0x11, 0xA0, 0xA1, 0xA2, 0xA3, 0xA4, 0xA5, 0xA6, 0xA7,
@@ -145,7 +160,7 @@ TEST_CASE("lending: the wire layouts of the offer and the record (protocol 6), a
   REQUIRE(o2.isOk());
   CHECK(o2->pid == o.pid);
   CHECK(o2->token_addr == o.token_addr);
-  CHECK(o2->token == o.token);
+  CHECK(o2->nonce == o.nonce);
   CHECK(decodeLendOffer(ob.data(), ob.size() - 1).status().code() == Code::kProtocolError);
 
   const auto rb = encodeLendRecord({0x2122232425262728ull, 0x00100000u});
@@ -160,17 +175,41 @@ TEST_CASE("lending: the wire layouts of the offer and the record (protocol 6), a
   CHECK(decodeLendRecord(rb.data(), rb.size() + 0).isOk());
   CHECK_FALSE(decodeLendRecord(rb.data(), rb.size() - 1).isOk());
 
+  // Protocol 10: a region of the lender's memory for one operation; empty or wrapping ones are refused.
+  const auto gb = encodeLendRegion({0x3132333435363738ull, 0x0000000100000002ull});
+  const std::vector<uint8_t> want_reg = {0x38, 0x37, 0x36, 0x35, 0x34, 0x33, 0x32, 0x31,
+                                         0x02, 0x00, 0x00, 0x00, 0x01, 0x00, 0x00, 0x00};
+  CHECK(std::vector<uint8_t>(gb.begin(), gb.end()) == want_reg);
+  auto g2 = decodeLendRegion(gb.data(), gb.size());
+  REQUIRE(g2.isOk());
+  CHECK(g2->addr == 0x3132333435363738ull);
+  CHECK(g2->bytes == 0x0000000100000002ull);
+  for (const LendRegion bad : {LendRegion{4096, 0}, LendRegion{~0ull - 10, 11}}) {
+    const auto b = encodeLendRegion(bad);
+    CHECK_THAT(decodeLendRegion(b.data(), b.size()).status().message(), Catch::Contains("lend region of"));
+  }
+  CHECK_FALSE(decodeLendRegion(gb.data(), gb.size() - 1).isOk());
+  const LendRegion r{1000, 100};
+  CHECK(r.contains(1000, 100));
+  CHECK(r.contains(1050, 50));
+  CHECK_FALSE(r.contains(1050, 51));
+  CHECK_FALSE(r.contains(999, 1));
+  CHECK_FALSE(r.contains(1000, ~0ull));
+  CHECK_FALSE(LendRegion{}.contains(0, 0));
+
   // Flags: one lending flag at a time; only kDataLent may come with kDataCompressed.
   const auto flagsOk = [](uint32_t flags) {
     const auto head = encodeDataFrameHead(dataHeader(1, 0, flags, 0), 1, 0);
     return decodeDataHeader(head.data() + kHeaderSize, kDataHeaderSize).isOk();
   };
-  for (uint32_t f : {kDataLendOffer, kDataLendAccept, kDataLent, kDataLent | kDataCompressed}) {
+  for (uint32_t f : {kDataLendOffer, kDataLendAccept, kDataLent, kDataLent | kDataCompressed, kDataLendRegion,
+                     kDataLendRetire}) {
     INFO("flags " << f);
     CHECK(flagsOk(f));
   }
   for (uint32_t f : {kDataLent | kDataLendAccept, kDataLendOffer | kDataLendAccept, kDataLendOffer | kDataCompressed,
-                     kDataLent | kDataControl, kDataLendAccept | kDataRequest, 64u, 128u}) {
+                     kDataLent | kDataControl, kDataLendAccept | kDataRequest, kDataLendRegion | kDataCompressed,
+                     kDataLendRetire | kDataLent, 256u, 512u}) {
     INFO("flags " << f);
     CHECK_FALSE(flagsOk(f));
   }
@@ -181,10 +220,11 @@ TEST_CASE("lending: a same-host pair lends large payloads both ways, small ones 
   for (const bool sealed : {false, true}) {
     SECTION(sealed ? "sealed" : "in clear") {
       SocketPair sp;
-      auto tx = std::make_shared<net::DataChannel>(net::Link{std::move(sp.a), cryptoFor(sealed, true), {}}, kEpoch, "tx");
-      auto rx = std::make_shared<net::DataChannel>(net::Link{std::move(sp.b), cryptoFor(sealed, false), {}}, kEpoch, "rx");
-      tx->enableLending();
-      rx->enableLending();
+      const net::SessionId session = randomSession();
+      auto tx = std::make_shared<net::DataChannel>(net::Link{std::move(sp.a), cryptoFor(sealed, true), session}, kEpoch, "tx");
+      auto rx = std::make_shared<net::DataChannel>(net::Link{std::move(sp.b), cryptoFor(sealed, false), session}, kEpoch, "rx");
+      tx->enableLending(net::LendRole::kDialer);
+      rx->enableLending(net::LendRole::kAcceptor);
       Recorder tx_sink, rx_sink;
       tx->start(&tx_sink);
       rx->start(&rx_sink);
@@ -198,12 +238,13 @@ TEST_CASE("lending: a same-host pair lends large payloads both ways, small ones 
       tx->send(h, big.data(), static_cast<uint32_t>(big.size()), [&](const Status& s) {
         CHECK(s.isOk());
         big_done = true;
-      });
+      }, regionOf(big));
       wire::DataHeader h2 = wire::dataHeader(12, 0, 0, 0);
       tx->send(h2, small.data(), static_cast<uint32_t>(small.size()), [](const Status& s) { CHECK(s.isOk()); });
       // And the other way round, on the same connection.
       const auto back = pattern(1u << 20, 3);
-      rx->send(wire::dataHeader(13, 0, 0, 0), back.data(), static_cast<uint32_t>(back.size()), [](const Status&) {});
+      rx->send(wire::dataHeader(13, 0, 0, 0), back.data(), static_cast<uint32_t>(back.size()), [](const Status&) {},
+               regionOf(back));
       REQUIRE(runUntil(sp.io, [&] { return rx_sink.got.size() == 2 && big_done && tx_sink.got.size() == 1; }));
 
       CHECK((rx_sink.got[0].bytes == big));
@@ -229,7 +270,7 @@ TEST_CASE("lending: with one end unwilling, every payload goes through the socke
       SocketPair sp;
       auto tx = std::make_shared<net::DataChannel>(net::Link{std::move(sp.a), {}, {}}, kEpoch, "tx");
       auto rx = std::make_shared<net::DataChannel>(net::Link{std::move(sp.b), {}, {}}, kEpoch, "rx");
-      (sender_willing ? tx : rx)->enableLending();
+      (sender_willing ? tx : rx)->enableLending(sender_willing ? net::LendRole::kDialer : net::LendRole::kAcceptor);
       Recorder tx_sink, rx_sink;
       tx->start(&tx_sink);
       rx->start(&rx_sink);
@@ -268,7 +309,7 @@ TEST_CASE("lending: an offer whose token is not at its address is declined, and 
   wire::LendOffer lie;
   lie.pid = static_cast<uint32_t>(::getpid());
   lie.token_addr = reinterpret_cast<uintptr_t>(elsewhere.data());
-  lie.token.fill(0xA5);
+  lie.nonce.fill(0xA5);
   writeFrame(raw, wire::kDataLendOffer, wire::encodeLendOffer(lie));
   const auto data = pattern(64 << 10, 9);
   writeFrame(raw, wire::kDataLent, wire::encodeLendRecord({reinterpret_cast<uintptr_t>(data.data()), 64u << 10}));
@@ -291,15 +332,16 @@ TEST_CASE("lending: a lent payload at an address the lender cannot give closes t
   auto& sp = hd.sp;
   net::Tcp::socket& raw = hd.raw;
   (void)readFrame(raw);  // rx's offer (we do not accept it)
-  std::array<uint8_t, 16> token{};
-  const wire::LendOffer offer = net::makeLendOffer(&token);
+  net::LendSlot slot;
+  const wire::LendOffer offer = net::makeLendOffer(hd.session, net::LendRole::kAcceptor, &slot);
   writeFrame(raw, wire::kDataLendOffer, wire::encodeLendOffer(offer));
   REQUIRE(runUntil(sp.io, [&] { return rx->borrowing(); }));
   auto accept = readFrame(raw);
   CHECK(accept.first.flags == wire::kDataLendAccept);
   CHECK(accept.second.empty());
-  // The first page is never mapped.
-  writeFrame(raw, wire::kDataLent, wire::encodeLendRecord({16, 64u << 10}));
+  // The first page is never mapped (announced as the operation's region, so that the read is tried).
+  writeFrame(raw, wire::kDataLendRegion, wire::encodeLendRegion({16, 64u << 10}), 9, 1);
+  writeFrame(raw, wire::kDataLent, wire::encodeLendRecord({16, 64u << 10}), 9, 1);
   REQUIRE(runUntil(sp.io, [&] { return sink.closed; }));
   CHECK(sink.why.code() == Code::kPeerLost);
   CHECK_THAT(sink.why.message(), Catch::Contains("lent bytes"));
@@ -317,25 +359,39 @@ TEST_CASE("lending: a lent frame names the payload in the lender's memory, and i
   REQUIRE(offer.first.flags == wire::kDataLendOffer);
   auto o = wire::decodeLendOffer(offer.second.data(), offer.second.size());
   REQUIRE(o.isOk());
-  CHECK(net::probeLender(*o).isOk());
+  CHECK(net::probeLender(*o, hd.session, net::LendRole::kDialer, nullptr).isOk());
+  // The token is bound to the end that made it: read as the acceptor's, it does not match.
+  CHECK_FALSE(net::probeLender(*o, hd.session, net::LendRole::kAcceptor, nullptr).isOk());
   writeEmptyFrame(raw, wire::kDataLendAccept);
   REQUIRE(runUntil(sp.io, [&] { return tx->lending(); }));
 
   const auto big = pattern(256 << 10, 4);
   const auto small = pattern(1000, 6);
   int done = 0;
-  tx->send(wire::dataHeader(5, 1, 0, 0), big.data(), static_cast<uint32_t>(big.size()), [&](const Status& s) {
+  wire::DataHeader h5 = wire::dataHeader(5, 1, 0, 0);
+  h5.seq = 3;
+  tx->send(h5, big.data(), static_cast<uint32_t>(big.size()), [&](const Status& s) {
     CHECK(s.isOk());
     ++done;
-  });
+  }, regionOf(big));
   tx->send(wire::dataHeader(6, 0, 0, 0), small.data(), static_cast<uint32_t>(small.size()), [&](const Status& s) {
     CHECK(s.isOk());
     ++done;
   });
   REQUIRE(runUntil(sp.io, [&] { return done == 2; }));
   CHECK(tx->bytesSent() == big.size() + small.size());
+  // The operation's region first, then the record inside it.
+  auto announced = readFrame(raw);
+  CHECK(announced.first.flags == wire::kDataLendRegion);
+  CHECK(announced.first.op_id == 5);
+  CHECK(announced.first.seq == 3);
+  auto reg = wire::decodeLendRegion(announced.second.data(), announced.second.size());
+  REQUIRE(reg.isOk());
+  CHECK(reg->addr == reinterpret_cast<uintptr_t>(big.data()));
+  CHECK(reg->bytes == big.size());
   auto lent = readFrame(raw);
   CHECK(lent.first.flags == wire::kDataLent);
+  CHECK(lent.first.seq == 3);
   CHECK(lent.first.op_id == 5);
   CHECK(lent.first.phase == 1);
   auto rec = wire::decodeLendRecord(lent.second.data(), lent.second.size());
@@ -348,11 +404,155 @@ TEST_CASE("lending: a lent frame names the payload in the lender's memory, and i
   auto inline_frame = readFrame(raw);  // below kLendMinBytes: the bytes themselves
   CHECK(inline_frame.first.flags == 0);
   CHECK((inline_frame.second == small));
+  // A payload outside any region of its operation is never lent; the operation's end retires its regions.
+  bool inline_done = false;
+  // (48 KiB: above kLendMinBytes, and small enough for the socket's buffers while nobody reads.)
+  const std::vector<uint8_t> outside(big.begin(), big.begin() + (48 << 10));
+  tx->send(wire::dataHeader(7, 0, 0, 0), outside.data(), static_cast<uint32_t>(outside.size()), [&](const Status& s) {
+    CHECK(s.isOk());
+    inline_done = true;
+  });
+  tx->retireLending(5, 3);
+  tx->retireLending(5, 3);  // once only
+  tx->retireLending(6, 0);  // announced nothing: nothing to retire
+  REQUIRE(runUntil(sp.io, [&] { return inline_done && tx->idle(); }));
+  auto not_lent = readFrame(raw);
+  CHECK(not_lent.first.flags == 0);
+  CHECK((not_lent.second == outside));
+  auto retired = readFrame(raw);
+  CHECK(retired.first.flags == wire::kDataLendRetire);
+  CHECK(retired.first.op_id == 5);
+  CHECK(retired.first.seq == 3);
+  CHECK(retired.second.empty());
   // A second accept is a protocol error.
   writeEmptyFrame(raw, wire::kDataLendAccept);
   REQUIRE(runUntil(sp.io, [&] { return sink.closed; }));
   CHECK(sink.why.code() == Code::kProtocolError);
   CHECK_THAT(sink.why.message(), Catch::Contains("a lend accept for no offer"));
+}
+
+// Issue 32 §1: a member may not make a peer read memory that is not the member's. Each case: what the
+// peer must refuse, and that it reads nothing.
+TEST_CASE("lending: a reflected offer (the receiver's own, sent back) is declined, and nothing is read", "[lending][security]") {
+  HandDriven victim;
+  auto own = readFrame(victim.raw);  // the victim's offer: its token lies in the victim's own memory
+  REQUIRE(own.first.flags == wire::kDataLendOffer);
+  std::array<uint8_t, wire::kLendOfferSize> reflected{};
+  std::copy(own.second.begin(), own.second.end(), reflected.begin());
+  writeFrame(victim.raw, wire::kDataLendOffer, reflected);
+  // What a reflection is for: records naming any address of the victim (here: a secret of its own).
+  std::vector<uint8_t> secret(64 << 10, 0x5C);
+  writeFrame(victim.raw, wire::kDataLendRegion, wire::encodeLendRegion(regionOf(secret)), 1, 1);
+  writeFrame(victim.raw, wire::kDataLent, wire::encodeLendRecord({reinterpret_cast<uintptr_t>(secret.data()), 64u << 10}), 1, 1);
+  REQUIRE(runUntil(victim.sp.io, [&] { return victim.sink.closed; }));
+  CHECK_FALSE(victim.ch->borrowing());
+  CHECK(victim.sink.why.code() == Code::kProtocolError);
+  CHECK_THAT(victim.sink.why.message(), Catch::Contains("a lend region without an accepted offer"));
+  CHECK(victim.sink.got.empty());
+}
+
+TEST_CASE("lending: an offer replayed from another connection, or naming planted bytes, is declined", "[lending][security]") {
+  // Connection 1: a genuine offer (made for connection 1's session) that a member copies.
+  HandDriven one;
+  auto genuine = readFrame(one.raw);
+  REQUIRE(genuine.first.flags == wire::kDataLendOffer);
+  auto parsed = wire::decodeLendOffer(genuine.second.data(), genuine.second.size());
+  REQUIRE(parsed.isOk());
+  // On connection 1 it verifies (for the dialer's end of its session)...
+  CHECK(net::probeLender(*parsed, one.session, net::LendRole::kDialer, nullptr).isOk());
+  // ...but nowhere else: not for another session, not for the other end.
+  CHECK_FALSE(net::probeLender(*parsed, randomSession(), net::LendRole::kDialer, nullptr).isOk());
+  CHECK_FALSE(net::probeLender(*parsed, one.session, net::LendRole::kAcceptor, nullptr).isOk());
+
+  // Connection 2: the copy is replayed as the acceptor's offer.
+  HandDriven two;
+  (void)readFrame(two.raw);
+  std::array<uint8_t, wire::kLendOfferSize> replay{};
+  std::copy(genuine.second.begin(), genuine.second.end(), replay.begin());
+  writeFrame(two.raw, wire::kDataLendOffer, replay);
+  writeFrame(two.raw, wire::kDataLent, wire::encodeLendRecord({parsed->token_addr, 16}), 1, 1);
+  REQUIRE(runUntil(two.sp.io, [&] { return two.sink.closed; }));
+  CHECK_FALSE(two.ch->borrowing());
+  CHECK_THAT(two.sink.why.message(), Catch::Contains("without an accepted offer"));
+  CHECK(two.sink.got.empty());
+
+  // Connection 3: the right token for this connection, but in a buffer of this process that is no
+  // lending slot (as if a member had sent those bytes as data): the own-process rule declines it.
+  HandDriven three;
+  (void)readFrame(three.raw);
+  wire::LendOffer planted;
+  planted.pid = static_cast<uint32_t>(::getpid());
+  randombytes_buf(planted.nonce.data(), planted.nonce.size());
+  const auto token = net::lendToken(three.session, net::LendRole::kAcceptor, planted.nonce);
+  std::vector<uint8_t> buffer(token.begin(), token.end());
+  planted.token_addr = reinterpret_cast<uintptr_t>(buffer.data());
+  auto refused = net::probeLender(planted, three.session, net::LendRole::kAcceptor, nullptr);
+  CHECK_THAT(refused.message(), Catch::Contains("no lending slot"));
+  writeFrame(three.raw, wire::kDataLendOffer, wire::encodeLendOffer(planted));
+  writeEmptyFrame(three.raw, wire::kDataLendRetire);
+  REQUIRE(runUntil(three.sp.io, [&] { return three.sink.closed; }));
+  CHECK_FALSE(three.ch->borrowing());
+  CHECK_THAT(three.sink.why.message(), Catch::Contains("announced no region"));
+}
+
+TEST_CASE("lending: a lent record outside its operation's announced regions fails the link without a read",
+          "[lending][security]") {
+  const auto inside = pattern(96 << 10, 11);
+  const auto other = pattern(64 << 10, 12);  // readable: a record there would deliver if it were read
+  const uint64_t at = reinterpret_cast<uintptr_t>(other.data());
+  const uint64_t end = reinterpret_cast<uintptr_t>(inside.data()) + inside.size();
+  struct Case {
+    const char* name;
+    std::function<void(net::Tcp::socket&)> write;
+    const char* error;
+  };
+  const std::vector<Case> cases = {
+      {"outside every region", [&](net::Tcp::socket& raw) {
+         writeFrame(raw, wire::kDataLent, wire::encodeLendRecord({at, 32u << 10}), 4, 2);
+       }, "outside the regions"},
+      {"inside a region of another operation", [&](net::Tcp::socket& raw) {
+         writeFrame(raw, wire::kDataLent, wire::encodeLendRecord({end - (32u << 10), 32u << 10}), 4, 3);
+       }, "outside the regions"},
+      {"one byte past the region", [&](net::Tcp::socket& raw) {
+         writeFrame(raw, wire::kDataLent, wire::encodeLendRecord({end - (32u << 10), (32u << 10) + 1}), 4, 2);
+       }, "outside the regions"},
+      {"after the operation retired its regions", [&](net::Tcp::socket& raw) {
+         const auto head = wire::encodeDataFrameHead([] {
+           wire::DataHeader d = wire::dataHeader(4, 0, wire::kDataLendRetire, 0);
+           d.seq = 2;
+           return d;
+         }(), kEpoch, 0);
+         asio::write(raw, asio::buffer(head));
+         writeFrame(raw, wire::kDataLent, wire::encodeLendRecord({end - (32u << 10), 32u << 10}), 4, 2);
+       }, "outside the regions"},
+      {"more regions than an operation has", [&](net::Tcp::socket& raw) {
+         for (size_t i = 0; i < net::DataChannel::kMaxLendRegionsPerOp; ++i) {
+           writeFrame(raw, wire::kDataLendRegion, wire::encodeLendRegion({at + i, 64}), 4, 2);
+         }
+       }, "more lend regions than"},
+  };
+  for (const Case& c : cases) {
+    DYNAMIC_SECTION(c.name) {
+      HandDriven hd;
+      (void)readFrame(hd.raw);
+      net::LendSlot slot;
+      writeFrame(hd.raw, wire::kDataLendOffer,
+                 wire::encodeLendOffer(net::makeLendOffer(hd.session, net::LendRole::kAcceptor, &slot)));
+      REQUIRE(runUntil(hd.sp.io, [&] { return hd.ch->borrowing(); }));
+      writeFrame(hd.raw, wire::kDataLendRegion, wire::encodeLendRegion(regionOf(inside)), 4, 2);
+      // A record inside the region is read and delivered.
+      const uint64_t in_at = reinterpret_cast<uintptr_t>(inside.data()) + 4096;
+      writeFrame(hd.raw, wire::kDataLent, wire::encodeLendRecord({in_at, 32u << 10}), 4, 2);
+      REQUIRE(runUntil(hd.sp.io, [&] { return hd.sink.got.size() == 1; }));
+      CHECK(hd.sink.got[0].lent);
+      CHECK((hd.sink.got[0].bytes == std::vector<uint8_t>(inside.begin() + 4096, inside.begin() + 4096 + (32 << 10))));
+      c.write(hd.raw);
+      REQUIRE(runUntil(hd.sp.io, [&] { return hd.sink.closed; }));
+      CHECK(hd.sink.why.code() == Code::kProtocolError);
+      CHECK_THAT(hd.sink.why.message(), Catch::Contains(c.error));
+      CHECK(hd.sink.got.size() == 1);  // nothing more delivered: the record was refused, not read
+    }
+  }
 }
 
 namespace {

@@ -244,3 +244,58 @@ TEST_CASE("link probe: a probe hello is accepted only from the plan's source, si
     }
   }
 }
+
+// Issue 32 §4: a member measured against a peer chooses the size of its probe frames. Each data frame
+// above kProbeFrameBytes is a protocol error (before its payload is read), and probe payloads are read
+// into the channel's bounded discard chunk, never staged at their size.
+TEST_CASE("link probe: an oversized probe frame is refused, and probe payloads are never staged", "[ring][optimize]") {
+  REQUIRE(net::initCrypto().isOk());
+  const net::SigningKey source;
+  constexpr uint64_t kProbe = 9;
+  Acceptor a(source, 1);
+  auto prober = std::make_shared<peer::LinkProber>(a.io, std::make_shared<net::AuthKey>(""),
+                                                   std::make_shared<net::SigningKey>(), Millis(3000));
+  wire::ProbePlan plan;
+  plan.probe_id = kProbe;
+  plan.budget_ms = 10000;
+  plan.max_bytes = 1u << 30;
+  plan.has_source = true;
+  plan.source.id = idOf(1);
+  plan.source.ring_key = source.publicKey();
+  plan.source_connections = 1;
+  auto [link, theirs] = a.connection(sessionOf(7));
+  REQUIRE(theirs.sendBytes(helloFrame(source, sessionOf(7), idOf(1), 0, kProbe)));
+  auto shared = std::make_shared<net::Link>(std::move(link));
+  std::promise<wire::ProbeReport> reported;
+  asio::post(a.io, [&, shared] {
+    prober->start(idOf(2), plan, [&](const wire::ProbeReport& r) { reported.set_value(r); });
+    prober->adopt(std::move(*shared));
+  });
+  REQUIRE(answer(theirs).isOk());
+  // Three frames of the largest allowed size are measured; then one of 1 MiB + 1 (of up to 64 MiB that
+  // the frame limit would let through) ends the round with an error.
+  const auto frame = [&](uint32_t bytes) {
+    const auto head = wire::encodeDataFrameHead(wire::dataHeader(kProbe, peer::kProbeData, 0, 0), kProbe, bytes);
+    std::vector<uint8_t> f(head.begin(), head.end());
+    f.resize(f.size() + bytes, 0);
+    return f;
+  };
+  for (int i = 0; i < 3; ++i) REQUIRE(theirs.sendBytes(frame(peer::kProbeFrameBytes)));
+  const auto big_head = wire::encodeDataFrameHead(wire::dataHeader(kProbe, peer::kProbeData, 0, 0), kProbe, (1u << 20) + 1);
+  REQUIRE(theirs.sendBytes(std::vector<uint8_t>(big_head.begin(), big_head.end())));
+  auto f = reported.get_future();
+  REQUIRE(f.wait_for(std::chrono::seconds(20)) == std::future_status::ready);
+  const wire::ProbeReport r = f.get();
+  CHECK(r.rx_bytes == 3 * peer::kProbeFrameBytes);
+  CHECK(r.rx_rate == 0);
+  CHECK_THAT(r.detail, Catch::Contains("probe data frame of 1048577 bytes"));
+  CHECK(theirs.waitClosed(3000));
+  std::promise<size_t> peak;
+  asio::post(a.io, [&] {
+    peak.set_value(prober->receiveBufferPeak());
+    prober.reset();
+  });
+  const size_t held = peak.get_future().get();
+  CHECK(held > 0);
+  CHECK(held <= net::DataChannel::kDiscardChunk);
+}

@@ -7,6 +7,7 @@
 
 #include <fstream>
 
+#include "master/etcd_leadership.hpp"
 #include "master/run_recovery.hpp"
 
 using namespace pccl;
@@ -185,4 +186,116 @@ TEST_CASE("run recovery: the state file round trip, a restarted master waits and
   CHECK(broken.status().code() == Code::kInvalidArgument);
   CHECK_THAT(broken.status().message(), Catch::Contains("not a pccl run record"));
   std::system(("rm -rf '" + std::string(dir_tmpl) + "'").c_str());
+}
+
+namespace {
+wire::SignKey keyOf(uint8_t v) {
+  wire::SignKey k{};
+  k.fill(v);
+  return k;
+}
+}  // namespace
+
+TEST_CASE("run recovery: the record keeps the members' ring keys (state file version 2, version 1 still read)") {
+  char dir_tmpl[] = "/tmp/pccl-runrec-XXXXXX";
+  REQUIRE(mkdtemp(dir_tmpl) != nullptr);
+  const std::string path = std::string(dir_tmpl) + "/state";
+  RunRecord rec;
+  rec.run_id = id(0xcd);
+  rec.term = 5;
+  rec.epoch = 9;
+  rec.keys[id(1)] = keyOf(0x11);
+  rec.keys[id(2)] = keyOf(0x22);
+  REQUIRE(writeRunRecord(path, rec).isOk());
+  auto back = readRunRecord(path);
+  REQUIRE(back.isOk());
+  REQUIRE(back->has_value());
+  CHECK((*back)->keys == rec.keys);
+  {
+    std::ofstream v1(path);
+    v1 << "pccl-run 1\nrun_id " << uuidHex(rec.run_id) << "\nterm 5\nepoch 9\n";
+  }
+  auto old = readRunRecord(path);
+  REQUIRE(old.isOk());
+  CHECK((*old)->term == 5);
+  CHECK((*old)->keys.empty());
+  for (const std::string& bad : {std::string("pccl-run 2\nrun_id ") + uuidHex(rec.run_id) + "\nterm 5\nepoch 9\nmember xyz 00\n",
+                                 std::string("pccl-run 2\nrun_id ") + uuidHex(rec.run_id) + "\nterm 4611686018427387904\nepoch 9\n"}) {
+    {
+      std::ofstream f(path);
+      f << bad;
+    }
+    auto r = readRunRecord(path);
+    INFO(bad);
+    CHECK(r.status().code() == Code::kInvalidArgument);
+  }
+  std::system(("rm -rf '" + std::string(dir_tmpl) + "'").c_str());
+}
+
+TEST_CASE("run recovery: a resume must match the member's known key, unknown ids are pinned while recovering, terms "
+          "stay below 2^62") {
+  const TimePoint now = Clock::now();
+  RunRecord stored;
+  stored.run_id = id(0x70);
+  stored.term = 2;
+  stored.epoch = 4;
+  stored.keys[id(1)] = keyOf(0x11);
+  RunRecovery r(false, stored, Millis(5000), now);
+  REQUIRE(r.role() == MasterRole::kRecovering);
+  wire::JoinRequest good = resume(stored.run_id, 2, 1, 4, {id(1), id(2)});
+  good.ring_key = keyOf(0x11);
+  CHECK(r.proveMember(good).isOk());
+  wire::JoinRequest impostor = good;
+  impostor.ring_key = keyOf(0x66);
+  const Status refused = r.proveMember(impostor);
+  CHECK(refused.code() == Code::kAuthFailed);
+  CHECK_THAT(refused.message(), Catch::Contains("not the member's"));
+  // Member 2 is not on record: its first proof pins its key.
+  wire::JoinRequest second = resume(stored.run_id, 2, 2, 4, {id(1), id(2)});
+  second.ring_key = keyOf(0x22);
+  const uint64_t before = r.changes();
+  CHECK(r.proveMember(second).isOk());
+  CHECK(r.changes() > before);  // persisted with the record
+  CHECK(r.knows(id(2)));
+  second.ring_key = keyOf(0x23);
+  CHECK(r.proveMember(second).code() == Code::kAuthFailed);
+  // While recovering the leader's view only adds keys; once leading, the record follows the members.
+  r.setMembers({{id(3), keyOf(0x33)}});
+  CHECK(r.knows(id(1)));
+  CHECK(r.knows(id(3)));
+  (void)r.finish();
+  r.setMembers({{id(3), keyOf(0x33)}});
+  CHECK_FALSE(r.knows(id(1)));
+  CHECK(r.run().keys.size() == 1);
+
+  // A term no master could go above is refused before anything else.
+  RunRecovery leader(false, std::nullopt, Millis(1000), now);
+  const Verdict v = leader.decide(resume(leader.run().run_id, kMaxTerm, 1, 1, {id(1)}), 1).verdict;
+  CHECK(v == Verdict::kRefuse);
+  CHECK_THAT(leader.decide(resume(leader.run().run_id, UINT64_MAX, 1, 1, {id(1)}), 1).reason,
+             Catch::Contains("out of range"));
+  CHECK(leader.decide(resume(leader.run().run_id, kMaxTerm - 1, 1, 1, {id(1)}), 1).verdict == Verdict::kSupersede);
+}
+
+TEST_CASE("run recovery: etcd's run record carries the members' ring keys, and refuses a term out of range") {
+  EtcdRecord r;
+  r.run.run_id = id(0x31);
+  r.run.term = 7;
+  r.run.epoch = 12;
+  r.run.keys[id(1)] = keyOf(0x41);
+  r.run.keys[id(2)] = keyOf(0x42);
+  r.leader = "m1";
+  r.members = {id(1), id(2)};
+  auto back = decodeEtcdRecord(encodeEtcdRecord(r));
+  REQUIRE(back.isOk());
+  CHECK(back->run.keys == r.run.keys);
+  CHECK(back->members == r.members);
+  CHECK(back->run.term == 7);
+  r.run.term = kMaxTerm;
+  CHECK(decodeEtcdRecord(encodeEtcdRecord(r)).status().code() == Code::kProtocolError);
+  // A record written before the keys: none known.
+  auto old = decodeEtcdRecord(R"({"run_id":"31313131313131313131313131313131","term":3,"epoch":1,"leader":"x","members":[]})");
+  REQUIRE(old.isOk());
+  CHECK(old->run.keys.empty());
+  CHECK_FALSE(decodeEtcdRecord(R"({"run_id":"31313131313131313131313131313131","term":3,"epoch":1,"keys":{"zz":"00"}})").isOk());
 }

@@ -160,6 +160,7 @@ JoinRequest sample(Tag<JoinRequest>) {
   m.peer_id = pattern<16>(62);
   m.epoch = 41;
   m.ring = {pattern<16>(62), pattern<16>(63), pattern<16>(64)};
+  m.resume_sig = pattern<64>(65);
   return m;
 }
 JoinAccepted sample(Tag<JoinAccepted>) {
@@ -427,16 +428,16 @@ TEST_CASE("wire: header byte layout is 20 little-endian bytes starting with PCCL
   h.epoch = 0x0102030405060708ull;
   h.length = 0x0A0B0C0Du;
   const HeaderBytes b = encodeHeader(h);
-  const HeaderBytes expected = {'P',  'C',  'C',  'L',  0x09, 0x00, 0x34, 0x12, 0x08, 0x07,
+  const HeaderBytes expected = {'P',  'C',  'C',  'L',  0x0A, 0x00, 0x34, 0x12, 0x08, 0x07,
                                 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x0D, 0x0C, 0x0B, 0x0A};
   CHECK(b == expected);
   CHECK(kHeaderSize == 20);
-  CHECK(kProtocolVersion == 9);
+  CHECK(kProtocolVersion == 10);
 
   auto d = decodeHeader(b.data(), b.size(), 0xFFFFFFFFu);
   REQUIRE(d.isOk());
   CHECK(d->magic == kMagic);
-  CHECK(d->version == 9);
+  CHECK(d->version == 10);
   CHECK(d->type == 0x1234);
   CHECK(d->epoch == 0x0102030405060708ull);
   CHECK(d->length == 0x0A0B0C0Du);
@@ -451,7 +452,7 @@ TEST_CASE("wire: P2PHello frame byte layout") {
   const std::vector<uint8_t> frame = encodeFrame(m, 0x0000000000000105ull);
   std::vector<uint8_t> expected = {
       // header
-      'P', 'C', 'C', 'L', 0x09, 0x00, 0x30, 0x00,              // magic, version 9, type 48
+      'P', 'C', 'C', 'L', 0x0A, 0x00, 0x30, 0x00,              // magic, version 10, type 48
       0x05, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,          // epoch 0x105
       0x5C, 0x00, 0x00, 0x00,                                  // length 92
       // payload: sender_id
@@ -617,6 +618,21 @@ TEST_CASE("wire: round trip of control-plane messages") {
     CHECK(out.peer_id == pattern<16>(62));
     CHECK(out.epoch == 41);
     CHECK(out.ring == std::vector<Uuid>{pattern<16>(62), pattern<16>(63), pattern<16>(64)});
+    CHECK(out.resume_sig == pattern<64>(65));
+  }
+  SECTION("JoinRequest: the resume signature (protocol 10) is on the wire only when resuming") {
+    JoinRequest in = sample(Tag<JoinRequest>{});
+    const size_t resuming = payloadOf(in).size();
+    in.resume_flags = 0;
+    const JoinRequest fresh = roundTrip(in, 11);
+    CHECK(payloadOf(in).size() + 64 == resuming);
+    CHECK(fresh.resume_sig == Signature{});
+    // A resuming request cut before its signature is refused.
+    JoinRequest cut = sample(Tag<JoinRequest>{});
+    std::vector<uint8_t> p = payloadOf(cut);
+    p.resize(p.size() - 1);
+    const auto cut_result = decodePayload<JoinRequest>(p.data(), p.size());
+    CHECK(cut_result.status().code() == Code::kProtocolError);
   }
   SECTION("JoinRequest with unknown resume flags is rejected") {
     JoinRequest in = sample(Tag<JoinRequest>{});

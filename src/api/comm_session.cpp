@@ -78,6 +78,9 @@ void Communicator::Impl::sendJoin() {
         for (const RingMember& r : topology_.ring) join.ring.push_back(r.id);
         if (last_build_.isOk() && colls_->ringUsable()) join.resume_flags |= wire::JoinRequest::kRingUp;
       }
+      // Only the holder of our ring key can take our place (docs/security.md).
+      const std::vector<uint8_t> proof = net::resumeProof(link_->session(), join);
+      join.resume_sig = identity_->sign(proof.data(), proof.size());
     } else if (any_master_) {
       join.resume_flags = wire::JoinRequest::kAnyMaster;
     }

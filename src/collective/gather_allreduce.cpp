@@ -43,6 +43,8 @@ GatherAllReduce::GatherAllReduce(const RingOpSpec& spec, std::shared_ptr<Striper
   send_expected_ = segments_ * ((ccw_ > 0 ? 2 : 1) + forwards);
   received_.assign(static_cast<size_t>(n) * segments_, 0);
   arrived_.assign(segments_, 0);
+  lendableRegion(spec_.input, spec_.count * elem_);  // host memory (device inputs are staged)
+  lendableRegion(spec_.wire, gatherRegionBytes(spec_));
   if (coded()) {
     slot_cap_ = slotCapacity(spec_);
     slot_len_.assign(received_.size(), 0);

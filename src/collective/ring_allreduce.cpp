@@ -90,6 +90,17 @@ RingAllReduce::RingAllReduce(const RingOpSpec& spec, std::shared_ptr<Striper> su
   }
   recv_expected_ = first_slot_.back();
   received_.assign(recv_expected_, 0);
+  // What our frames may be lent from: the host buffers, by their sizes in the call's layout (device
+  // buffers are never sent from: their segments go through the pinned wire slots).
+  if (spec_.device == nullptr) {
+    const size_t all = spec_.count * elem_;
+    const uint32_t own = sendChunk(spec_.rank, spec_.world, first_phase_);
+    lendableRegion(spec_.input, spec_.reduces() ? all : chunk(own).count * elem_);
+    const bool rs = spec_.kind == wire::Collective::kReduceScatter;
+    lendableRegion(spec_.output, rs ? chunk((spec_.rank + 1) % spec_.world).count * elem_ : all);
+    lendableRegion(spec_.scratch, all);
+  }
+  lendableRegion(spec_.wire, wireRegionBytes(spec_));
   if (spec_.coded()) {
     first_seg_.resize(spec_.world + 1);
     for (uint32_t c = 0; c < spec_.world; ++c) first_seg_[c + 1] = first_seg_[c] + segmentsOf(c);

@@ -9,9 +9,24 @@ namespace pccl::collective {
 RingOp::RingOp(uint64_t op_id, uint32_t seq, std::vector<std::shared_ptr<Striper>> stripers, Finished finished)
     : op_id_(op_id), seq_(seq), stripers_(std::move(stripers)), finished_(std::move(finished)) {}
 
+void RingOp::lendableRegion(const uint8_t* base, size_t bytes) {
+  if (base != nullptr && bytes > 0) lendable_.push_back({reinterpret_cast<uintptr_t>(base), bytes});
+}
+
+void RingOp::retireLending() {
+  for (auto& s : stripers_) s->retireLending(op_id_, seq_);
+}
+
 void RingOp::send(Striper& to, const wire::DataHeader& h, const uint8_t* payload, uint32_t bytes) {
   std::weak_ptr<RingOp> weak = weak_from_this();
   ++sends_issued_;
+  wire::LendRegion region;
+  for (const auto& r : lendable_) {
+    if (r.contains(reinterpret_cast<uintptr_t>(payload), bytes)) {
+      region = r;
+      break;
+    }
+  }
   to.send(h, payload, bytes, [weak, bytes](const Status& st) {
     auto self = weak.lock();
     if (!self) return;
@@ -27,7 +42,7 @@ void RingOp::send(Striper& to, const wire::DataHeader& h, const uint8_t* payload
     if (!st.isOk()) return self->fail(st);
     self->bytes_sent_ += bytes;
     self->maybeFinish();
-  });
+  }, region);
 }
 
 void RingOp::maybeFinish() {

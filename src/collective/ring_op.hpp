@@ -39,11 +39,17 @@ class RingOp : public std::enable_shared_from_this<RingOp> {
   // frame of ours is being written any more (at once if none is): then nothing reads the buffers.
   void whenQuiet(std::function<void()> quiet);
   size_t sendsInFlight() const { return sends_issued_ - send_done_; }
+  // The call has ended here (successfully, or quiet after a failure): the same-host successors forget
+  // the buffers it lent from.
+  void retireLending();
   uint64_t bytesSent() const { return bytes_sent_; }
   uint64_t bytesReceived() const { return bytes_received_; }
 
  protected:
   RingOp(uint64_t op_id, uint32_t seq, std::vector<std::shared_ptr<Striper>> stripers, Finished finished);
+  // A buffer of the call that its frames may be lent from (net/lending.hpp): the constructor of each
+  // algorithm names its host buffers; a payload outside all of them always goes through the socket.
+  void lendableRegion(const uint8_t* base, size_t bytes);
   // Sends one frame on `to` (one of the stripers); `payload` stays untouched until the call is quiet.
   void send(Striper& to, const wire::DataHeader& h, const uint8_t* payload, uint32_t bytes);
   // Ends the call successfully once complete() holds and no send is outstanding.
@@ -72,6 +78,7 @@ class RingOp : public std::enable_shared_from_this<RingOp> {
   size_t send_done_ = 0;
   uint64_t bytes_sent_ = 0;
   std::function<void()> quiet_;
+  std::vector<wire::LendRegion> lendable_;
 };
 
 }  // namespace pccl::collective

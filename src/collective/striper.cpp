@@ -19,8 +19,8 @@ void Striper::attach() {
 }
 
 void Striper::send(const wire::DataHeader& h, const uint8_t* payload, uint32_t bytes,
-                   net::DataChannel::SendDone done) {
-  queue_.push_back(Frame{h, payload, bytes, std::move(done)});
+                   net::DataChannel::SendDone done, const wire::LendRegion& region) {
+  queue_.push_back(Frame{h, payload, bytes, std::move(done), region});
   pump();
 }
 
@@ -44,7 +44,7 @@ void Striper::pump() {
     Frame f = std::move(queue_.front());
     queue_.pop_front();
     used_[best] = ++clock_;
-    channels_[best]->send(f.h, f.payload, f.bytes, std::move(f.done));
+    channels_[best]->send(f.h, f.payload, f.bytes, std::move(f.done), f.region);
   }
   pumping_ = false;
   if (!open && !queue_.empty()) failAll(Status::peerLost("every ring connection to the successor is closed"));
@@ -64,6 +64,10 @@ size_t Striper::cancel(uint64_t op_id, uint32_t seq, const Status& why) {
   for (auto& f : taken) f.done(why);
   for (auto& ch : channels_) n += ch->cancelQueued(op_id, seq, why);
   return n;
+}
+
+void Striper::retireLending(uint64_t op_id, uint32_t seq) {
+  for (auto& ch : channels_) ch->retireLending(op_id, seq);
 }
 
 void Striper::failAll(const Status& why) {

@@ -19,12 +19,15 @@ int64_t ttlSeconds(Millis lease) { return std::max<int64_t>(2, (lease.count() + 
 std::string encodeEtcdRecord(const EtcdRecord& r) {
   json::Value members = json::Value::array();
   for (const wire::Uuid& id : r.members) members.push(json::Value::string(uuidHex(id)));
+  json::Value keys = json::Value::object();  // the members' ring keys (resume proofs)
+  for (const auto& [id, key] : r.run.keys) keys.set(uuidHex(id), json::Value::string(signKeyHex(key)));
   json::Value v = json::Value::object();
   v.set("run_id", json::Value::string(uuidHex(r.run.run_id)))
       .set("term", json::Value::integer(static_cast<int64_t>(r.run.term)))
       .set("epoch", json::Value::integer(static_cast<int64_t>(r.run.epoch)))
       .set("leader", json::Value::string(r.leader))
-      .set("members", std::move(members));
+      .set("members", std::move(members))
+      .set("keys", std::move(keys));
   return v.serialize();
 }
 
@@ -43,6 +46,7 @@ Result<EtcdRecord> decodeEtcdRecord(const std::string& text) {
   if (term == nullptr || !term->asInt64() || *term->asInt64() < 0) return bad("term");
   if (epoch == nullptr || !epoch->asInt64() || *epoch->asInt64() < 0) return bad("epoch");
   r.run.term = static_cast<uint64_t>(*term->asInt64());
+  if (r.run.term >= kMaxTerm) return bad("term out of range");
   r.run.epoch = static_cast<uint64_t>(*epoch->asInt64());
   if (const json::Value* l = v.find("leader"); l != nullptr && l->isString()) r.leader = l->asString();
   if (const json::Value* m = v.find("members"); m != nullptr && m->isArray()) {
@@ -50,6 +54,17 @@ Result<EtcdRecord> decodeEtcdRecord(const std::string& text) {
       wire::Uuid u{};
       if (!m->at(i).isString() || !parseUuidHex(m->at(i).asString(), &u)) return bad("members");
       r.members.push_back(u);
+    }
+  }
+  if (const json::Value* k = v.find("keys"); k != nullptr) {
+    if (!k->isObject() || k->size() > kMaxRecordMembers) return bad("keys");
+    for (size_t i = 0; i < k->size(); ++i) {
+      wire::Uuid u{};
+      wire::SignKey key{};
+      if (!parseUuidHex(k->keyAt(i), &u) || !k->valueAt(i).isString() || !parseSignKeyHex(k->valueAt(i).asString(), &key)) {
+        return bad("keys");
+      }
+      r.run.keys[u] = key;
     }
   }
   return r;

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "net/auth.hpp"
+#include "net/identity.hpp"
 #include "util/log.hpp"
 #include "util/secret.hpp"
 #include "wire/dispatch.hpp"
@@ -260,12 +261,22 @@ Status MasterServer::onJoin(Session& s, const wire::JoinRequest& m) {
   if (m.host_connections == 0 || m.host_connections > 1024) {
     return Status::protocol(fmt::format("same_host_connections {} outside 1..1024", m.host_connections));
   }
+  if (m.resuming()) {
+    // Only the holder of a member's ring key may come back as that member (docs/security.md).
+    const std::vector<uint8_t> proof = net::resumeProof(s.conn->session(), m);
+    if (!net::verifySignature(m.ring_key, proof.data(), proof.size(), m.resume_sig)) {
+      return refuseJoin(s, Status::authFailed(fmt::format("a resume of member {} not signed with the ring key it "
+                                                          "carries, on this connection",
+                                                          shortId(m.peer_id))));
+    }
+  }
   const RunRecovery::Decision d = recovery_->decide(m, membership_.size());
+  if (d.verdict == RunRecovery::Verdict::kResume || d.verdict == RunRecovery::Verdict::kSupersede) {
+    if (Status proved = recovery_->proveMember(m); !proved.isOk()) return refuseJoin(s, proved);
+  }
   switch (d.verdict) {
     case RunRecovery::Verdict::kRefuse:
-      PCCL_LOG_INFO(kLog, "refusing {}: {}", s.conn->peerName(), d.reason);
-      s.conn->sendErrorAndClose(Status(d.code, d.reason), membership_.epoch());
-      return Status::ok();
+      return refuseJoin(s, Status(d.code, d.reason));
     case RunRecovery::Verdict::kSupersede:
       PCCL_LOG_WARN(kLog, "stepping down: {}", d.reason);
       ++step_downs_;
@@ -279,6 +290,7 @@ Status MasterServer::onJoin(Session& s, const wire::JoinRequest& m) {
                     "for the rest of that ring",
                     shortId(m.run_id), shortId(m.peer_id), m.epoch, m.ring.size(), recovery_->run().term,
                     config_.rebuild_window_ms);
+      if (Status proved = recovery_->proveMember(m); !proved.isOk()) return refuseJoin(s, proved);
       (void)persistRecord();
       [[fallthrough]];
     case RunRecovery::Verdict::kResume:
@@ -305,6 +317,12 @@ Status MasterServer::onJoin(Session& s, const wire::JoinRequest& m) {
   PCCL_LOG_DEBUG(kLog, "join from {} ({})", s.conn->peerName(), m.client_version);
   sendAccepted(s, info.id, false);
   apply(membership_.join(info));
+  return Status::ok();
+}
+
+Status MasterServer::refuseJoin(Session& s, const Status& why) {
+  PCCL_LOG_INFO(kLog, "refusing {}: {}", s.conn->peerName(), why.message());
+  s.conn->sendErrorAndClose(why, membership_.epoch());
   return Status::ok();
 }
 
@@ -437,6 +455,14 @@ void MasterServer::apply(const Effects& fx) {
     s->last_tx = Clock::now();
   }
   if (recovery_ && recovery_->role() != MasterRole::kRecovering && recovery_->role() != MasterRole::kFollower) {
+    // The record keeps the members' ring keys; it changes only when someone joins or leaves.
+    const std::pair<size_t, uint64_t> shape{membership_.size(), membership_.epoch()};
+    if (shape != keys_shape_) {
+      keys_shape_ = shape;
+      std::map<wire::Uuid, wire::SignKey> keys;
+      for (const wire::MemberInfo& p : membership_.joinOrder()) keys[p.id] = p.ring_key;
+      recovery_->setMembers(std::move(keys));
+    }
     recovery_->noteEpoch(membership_.epoch());
     (void)persistRecord();
     publishRecord();

@@ -7,6 +7,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 
 #include "master/etcd_leadership.hpp"
 #include "master/membership.hpp"
@@ -50,6 +51,8 @@ class MasterServer {
   Status onJoin(Session& s, const wire::JoinRequest& m);
   // A member of the run coming back (run_recovery.hpp): taken back under its id.
   Status resumePeer(Session& s, const wire::JoinRequest& m);
+  // Answers a JoinRequest with Error(why) and closes the connection.
+  Status refuseJoin(Session& s, const Status& why);
   wire::MemberInfo memberInfo(const Session& s, const wire::JoinRequest& m) const;
   void sendAccepted(Session& s, const wire::Uuid& id, bool resumed);
   void sendResumed(Session& s);
@@ -90,6 +93,7 @@ class MasterServer {
   std::unique_ptr<EtcdLeadership> etcd_;   // MasterConfig::etcd_url
   uint64_t published_ = 0;                 // recovery_->changes() last handed to etcd_
   uint64_t persisted_ = 0;                 // recovery_->changes() last written to the state file
+  std::pair<size_t, uint64_t> keys_shape_{~size_t{0}, 0};  // (members, epoch) when the record's keys were last set
   uint64_t takeovers_ = 0;
   uint64_t step_downs_ = 0;
   std::map<uint64_t, std::unique_ptr<Session>> sessions_;  // by serial

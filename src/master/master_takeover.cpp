@@ -28,6 +28,10 @@ Status MasterServer::resumePeer(Session& s, const wire::JoinRequest& m) {
         membership_.epoch());
     return Status::ok();
   }
+  if (pending && !membership_.contains(m.peer_id) && membership_.size() >= config_.max_peers) {
+    // Back as a pending peer the master does not hold: admitted as a newcomer would be.
+    return refuseJoin(s, Status::invalidUsage(fmt::format("run is full: max_peers = {} reached", config_.max_peers)));
+  }
   if (Session* old = sessionById(m.peer_id); old != nullptr && old != &s) {
     // Its old connection is still open here (the peer gave up on it first): this one replaces it.
     PCCL_LOG_INFO(kLog, "peer={}: came back on a new connection from {}; closing its old one", shortId(m.peer_id),

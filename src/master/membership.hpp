@@ -86,6 +86,7 @@ class Membership {
   // links, bytes/s; 0 when some link of the ring was not measured.
   double predictedBottleneck() const { return predicted_; }
   double joinOrderBottleneck() const { return join_predicted_; }
+  std::vector<wire::MemberInfo> joinOrder() const;  // every peer, accepted or pending
 
  private:
   enum class Vote : uint8_t { kNone, kUpdate, kOptimize };
@@ -97,7 +98,6 @@ class Membership {
     bool ready = false;
   };
 
-  std::vector<wire::MemberInfo> joinOrder() const;  // every peer, accepted or pending
   void maybeStartBuild(Effects& fx);
   // Measures `pairs` among `members` (join order), then builds; builds at once when there is nothing to measure.
   void startSurvey(Effects& fx, const std::vector<wire::MemberInfo>& members, std::vector<ProbePair> pairs);

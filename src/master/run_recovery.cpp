@@ -18,7 +18,10 @@ namespace pccl::master {
 using wire::shortId;
 
 namespace {
-constexpr const char* kRecordHeader = "pccl-run 1";
+// Version 2 adds a "member <id> <ring key>" line per member; version 1 files (no keys) are still read.
+constexpr const char* kRecordHeader = "pccl-run 2";
+constexpr const char* kRecordHeaderV1 = "pccl-run 1";
+
 }  // namespace
 
 std::string uuidHex(const wire::Uuid& id) {
@@ -42,6 +45,20 @@ bool parseUuidHex(const std::string& s, wire::Uuid* id) {
   return true;
 }
 
+std::string signKeyHex(const wire::SignKey& k) {
+  std::string s;
+  for (uint8_t b : k) s += fmt::format("{:02x}", b);
+  return s;
+}
+
+bool parseSignKeyHex(const std::string& s, wire::SignKey* k) {
+  wire::Uuid a{}, b{};
+  if (s.size() != 64 || !parseUuidHex(s.substr(0, 32), &a) || !parseUuidHex(s.substr(32), &b)) return false;
+  std::copy(a.begin(), a.end(), k->begin());
+  std::copy(b.begin(), b.end(), k->begin() + 16);
+  return true;
+}
+
 Result<std::optional<RunRecord>> readRunRecord(const std::string& path) {
   std::ifstream in(path);
   if (!in) {
@@ -51,20 +68,35 @@ Result<std::optional<RunRecord>> readRunRecord(const std::string& path) {
   std::string header, key1, id, key2, key3;
   RunRecord r;
   std::getline(in, header);
-  if (header != kRecordHeader || !(in >> key1 >> id >> key2 >> r.term >> key3 >> r.epoch) || key1 != "run_id" ||
-      key2 != "term" || key3 != "epoch" || !parseUuidHex(id, &r.run_id)) {
+  const auto bad = [&](const std::string& what) -> Status {
     return Status::invalidArgument(fmt::format(
-        "the master's state file '{}' is not a pccl run record (expected '{}', run_id, term, epoch lines): remove "
-        "it to start a new run",
-        path, kRecordHeader));
+        "the master's state file '{}' is not a pccl run record ({}; expected '{}', run_id, term, epoch and member "
+        "lines): remove it to start a new run",
+        path, what, kRecordHeader));
+  };
+  if ((header != kRecordHeader && header != kRecordHeaderV1) || !(in >> key1 >> id >> key2 >> r.term >> key3 >> r.epoch) ||
+      key1 != "run_id" || key2 != "term" || key3 != "epoch" || !parseUuidHex(id, &r.run_id)) {
+    return bad("header, run_id, term or epoch");
+  }
+  if (r.term >= kMaxTerm) return bad(fmt::format("term {} out of range", r.term));
+  std::string word, member, key;
+  while (in >> word) {
+    wire::Uuid mid{};
+    wire::SignKey mk{};
+    if (word != "member" || !(in >> member >> key) || !parseUuidHex(member, &mid) || !parseSignKeyHex(key, &mk) ||
+        r.keys.size() >= kMaxRecordMembers) {
+      return bad("a bad member line");
+    }
+    r.keys[mid] = mk;
   }
   return std::optional<RunRecord>(r);
 }
 
 Status writeRunRecord(const std::string& path, const RunRecord& r) {
   const std::string tmp = path + ".tmp";
-  const std::string text =
+  std::string text =
       fmt::format("{}\nrun_id {}\nterm {}\nepoch {}\n", kRecordHeader, uuidHex(r.run_id), r.term, r.epoch);
+  for (const auto& [id, key] : r.keys) text += fmt::format("member {} {}\n", uuidHex(id), signKeyHex(key));
   const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0) return Status::systemError(fmt::format("cannot write '{}': {}", tmp, std::strerror(errno)));
   const bool ok = ::write(fd, text.data(), text.size()) == static_cast<ssize_t>(text.size()) && ::fsync(fd) == 0;
@@ -107,6 +139,13 @@ RunRecovery::RunRecovery(bool standby, std::optional<RunRecord> stored, Millis w
 
 RunRecovery::Decision RunRecovery::decide(const wire::JoinRequest& m, size_t members) const {
   Decision d;
+  if (m.resuming() && m.term >= kMaxTerm) {
+    d.verdict = Verdict::kRefuse;
+    d.code = Code::kInvalidUsage;
+    d.reason = fmt::format("peer {} brings term {}, out of range (a run's terms stay below 2^62)", shortId(m.peer_id),
+                           m.term);
+    return d;
+  }
   if (role_ == MasterRole::kFollower) {
     d.verdict = Verdict::kRefuse;
     d.code = Code::kMasterUnreachable;
@@ -157,7 +196,10 @@ RunRecovery::Decision RunRecovery::decide(const wire::JoinRequest& m, size_t mem
 }
 
 void RunRecovery::adopt(const wire::JoinRequest& m, TimePoint now) {
-  if (m.run_id != run_.run_id) run_.epoch = 0;  // another run: its epochs come from its members
+  if (m.run_id != run_.run_id) {  // another run: its epochs and members' keys come from its members
+    run_.epoch = 0;
+    run_.keys.clear();
+  }
   run_.run_id = m.run_id;
   run_.term = std::max(run_.term, m.term) + 1;
   role_ = MasterRole::kRecovering;
@@ -165,6 +207,36 @@ void RunRecovery::adopt(const wire::JoinRequest& m, TimePoint now) {
   epoch_ = 0;
   expected_.clear();
   returned_.clear();
+  ++changes_;
+}
+
+Status RunRecovery::proveMember(const wire::JoinRequest& m) {
+  auto it = run_.keys.find(m.peer_id);
+  if (it != run_.keys.end()) {
+    if (it->second == m.ring_key) return Status::ok();
+    return Status::authFailed(fmt::format("a resume of member {} of run {} with a ring key that is not the member's: "
+                                          "refused (only the member itself can come back as it)",
+                                          shortId(m.peer_id), shortId(run_.run_id)));
+  }
+  if (role_ == MasterRole::kRecovering) {
+    if (run_.keys.size() >= kMaxRecordMembers) {
+      return Status::invalidUsage(fmt::format("run {} already knows {} members", shortId(run_.run_id), run_.keys.size()));
+    }
+    run_.keys[m.peer_id] = m.ring_key;  // pinned: the first proof for an id we did not know
+    ++changes_;
+  }
+  return Status::ok();
+}
+
+void RunRecovery::setMembers(std::map<wire::Uuid, wire::SignKey> keys) {
+  if (role_ == MasterRole::kRecovering) {
+    for (auto& [id, key] : keys) {
+      if (run_.keys.emplace(id, key).second) ++changes_;
+    }
+    return;
+  }
+  if (keys == run_.keys) return;
+  run_.keys = std::move(keys);
   ++changes_;
 }
 

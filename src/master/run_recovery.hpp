@@ -31,11 +31,23 @@ struct RunRecord {
   wire::Uuid run_id{};
   uint64_t term = 0;
   uint64_t epoch = 0;  // the newest epoch this master (or one before it) started: epochs never repeat
+  // The members' ring keys: a member coming back proves it holds its own (a resume signature), so a
+  // master that restarts or takes over knows whom to believe (docs/security.md).
+  std::map<wire::Uuid, wire::SignKey> keys;
 };
+
+// Terms at or above this are refused (a resume, the state file, etcd's record): a master adds one to the
+// highest term it hears of, which must not wrap.
+inline constexpr uint64_t kMaxTerm = uint64_t{1} << 62;
+// Members a record holds at most (a run's peers are capped by max_peers, at most this).
+inline constexpr size_t kMaxRecordMembers = 65536;
 
 // A run id as 32 lowercase hex digits (state file, etcd record), and back (false: not that).
 std::string uuidHex(const wire::Uuid& id);
 bool parseUuidHex(const std::string& s, wire::Uuid* id);
+// A ring key as 64 lowercase hex digits, and back.
+std::string signKeyHex(const wire::SignKey& k);
+bool parseSignKeyHex(const std::string& s, wire::SignKey* k);
 
 // MasterConfig::state_file: read at start (nullopt when the file does not exist), written atomically
 // (a temporary file, fsync, rename) when the record changes.
@@ -74,6 +86,16 @@ class RunRecovery {
   void noteReturn(const wire::MemberInfo& info, const wire::JoinRequest& m);
   // A returned member was lost again before the rebuild.
   void forget(const wire::Uuid& id) { returned_.erase(id); }
+
+  // A resume of member `m.peer_id` of our run, already signed with `m.ring_key`: refused when the run
+  // knows another key for that member; a key the run does not know yet is pinned while recovering (the
+  // first proof wins, every later claim must match it).
+  Status proveMember(const wire::JoinRequest& m);
+  // The run's members and their keys as the leader holds them now (accepted and pending): the record
+  // follows (while recovering, keys are only added: members not back yet keep theirs).
+  void setMembers(std::map<wire::Uuid, wire::SignKey> keys);
+  // Whether the run knows member `id` (a key is on record for it).
+  bool knows(const wire::Uuid& id) const { return run_.keys.count(id) != 0; }
   // kRecovering: every member of the last ring is back, or the window closed.
   bool due(TimePoint now) const;
 

@@ -21,6 +21,7 @@ Connection::Connection(Link link, uint32_t max_payload)
     : socket_(std::move(link.socket)),
       crypto_(std::move(link.crypto)),
       max_payload_(max_payload),
+      session_(link.session),
       name_(remoteName(socket_)),
       linger_(socket_.get_executor()) {
   tuneSocket(socket_);

@@ -47,6 +47,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   bool remoteClosed() const;
   TimePoint lastReceive() const { return last_rx_; }
   const std::string& peerName() const { return name_; }
+  // The handshake's session id (proofs bound to this connection sign it).
+  const SessionId& session() const { return session_; }
 
  private:
   void readHeader();
@@ -56,6 +58,7 @@ class Connection : public std::enable_shared_from_this<Connection> {
   Tcp::socket socket_;
   SessionCrypto crypto_;
   uint32_t max_payload_;
+  SessionId session_{};
   std::string name_;
   FrameHandler on_frame_;
   CloseHandler on_close_;

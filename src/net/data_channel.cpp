@@ -17,7 +17,11 @@
 namespace pccl::net {
 
 DataChannel::DataChannel(Link link, uint64_t epoch, std::string name)
-    : socket_(std::move(link.socket)), crypto_(std::move(link.crypto)), epoch_(epoch), name_(std::move(name)) {
+    : socket_(std::move(link.socket)),
+      crypto_(std::move(link.crypto)),
+      epoch_(epoch),
+      name_(std::move(name)),
+      session_(link.session) {
   // Kernel buffer sizes are left to TCP autotuning (net.ipv4.tcp_rmem/tcp_wmem): setting SO_SNDBUF or
   // SO_RCVBUF would switch autotuning off and cap them at net.core.*mem_max, too small for long fat pipes.
   tuneSocket(socket_);
@@ -58,7 +62,8 @@ DataChannel::~DataChannel() {
 void DataChannel::start(DataSink* sink) {
   sink_ = sink;
   if (lend_ok_) {
-    const auto offer = wire::encodeLendOffer(makeLendOffer(&token_));
+    slot_ = std::make_unique<LendSlot>();
+    const auto offer = wire::encodeLendOffer(makeLendOffer(session_, role_, slot_.get()));
     sendLinkFrame(wire::kDataLendOffer, std::vector<uint8_t>(offer.begin(), offer.end()));
   }
   readHead();
@@ -146,7 +151,10 @@ void DataChannel::discardRest(uint32_t left) {
       if (!skipped.isOk()) return close(skipped.withContext(name_));
     }
     bytes_received_ += current_bytes_;
-    return readHead();
+    Status s = sink_->discarded(*this, current_, current_bytes_);
+    if (!s.isOk()) return close(s);
+    if (!closed_) readHead();
+    return;
   }
   discard_.resize(kDiscardChunk);
   const uint32_t n = std::min<uint32_t>(left, kDiscardChunk);
@@ -158,13 +166,25 @@ void DataChannel::discardRest(uint32_t left) {
   });
 }
 
-void DataChannel::send(const wire::DataHeader& h, const uint8_t* payload, uint32_t bytes, SendDone done) {
+void DataChannel::send(const wire::DataHeader& h, const uint8_t* payload, uint32_t bytes, SendDone done,
+                       const wire::LendRegion& region) {
   if (closed_) {
     done(Status::peerLost(name_ + " is closed"));
     return;
   }
   // Lent: the frame carries where the elements are; the caller keeps them unchanged (enableLending()).
-  if (lending_ && bytes >= kLendMinBytes && (h.flags & ~wire::kDataCompressed) == 0) {
+  // Only from inside a region of the operation, announced to the remote before the first record in it.
+  if (lending_ && bytes >= kLendMinBytes && (h.flags & ~wire::kDataCompressed) == 0 &&
+      region.contains(reinterpret_cast<uintptr_t>(payload), bytes)) {
+    auto& announced = regions_out_[{h.op_id, h.seq}];
+    const bool known = std::any_of(announced.begin(), announced.end(), [&](const wire::LendRegion& r) {
+      return r.addr == region.addr && r.bytes == region.bytes;
+    });
+    if (!known) {
+      announced.push_back(region);
+      const auto reg = wire::encodeLendRegion(region);
+      sendLinkFrame(wire::kDataLendRegion, std::vector<uint8_t>(reg.begin(), reg.end()), h.op_id, h.seq);
+    }
     wire::DataHeader lent = h;
     lent.flags |= wire::kDataLent;
     Pending p{wire::encodeDataFrameHead(lent, epoch_, wire::kLendRecordSize), payload, bytes, std::move(done),
@@ -174,6 +194,13 @@ void DataChannel::send(const wire::DataHeader& h, const uint8_t* payload, uint32
     return enqueue(std::move(p));
   }
   enqueue(Pending{wire::encodeDataFrameHead(h, epoch_, bytes), payload, bytes, std::move(done), h.op_id, h.seq, nullptr});
+}
+
+void DataChannel::retireLending(uint64_t op_id, uint32_t seq) {
+  auto it = regions_out_.find({op_id, seq});
+  if (it == regions_out_.end()) return;
+  regions_out_.erase(it);
+  sendLinkFrame(wire::kDataLendRetire, {}, op_id, seq);
 }
 
 void DataChannel::enqueue(Pending p) {
@@ -259,12 +286,13 @@ void DataChannel::written(const asio::error_code& ec) {
 
 // ---- lending (net/lending.hpp) --------------------------------------------------------------------
 
-void DataChannel::sendLinkFrame(uint32_t flag, std::vector<uint8_t> payload) {
+void DataChannel::sendLinkFrame(uint32_t flag, std::vector<uint8_t> payload, uint64_t op_id, uint32_t seq) {
   if (closed_) return;
   auto owned = std::make_shared<std::vector<uint8_t>>(std::move(payload));
   const auto bytes = static_cast<uint32_t>(owned->size());
-  Pending p{wire::encodeDataFrameHead(wire::dataHeader(0, 0, flag, 0), epoch_, bytes), owned->data(), bytes,
-            [](const Status&) {}, 0, 0, owned};
+  wire::DataHeader h = wire::dataHeader(op_id, 0, flag, 0);
+  h.seq = seq;
+  Pending p{wire::encodeDataFrameHead(h, epoch_, bytes), owned->data(), bytes, [](const Status&) {}, op_id, seq, owned};
   p.link = true;
   enqueue(std::move(p));
 }
@@ -275,6 +303,8 @@ void DataChannel::readLinkFrame() {
   switch (current_.flags & wire::kDataLinkFlags) {
     case wire::kDataLendOffer: want = wire::kLendOfferSize; break;
     case wire::kDataLendAccept: want = 0; break;
+    case wire::kDataLendRegion: want = wire::kLendRegionSize; break;
+    case wire::kDataLendRetire: want = 0; break;
     default: want = wire::kLendRecordSize; break;
   }
   if (current_bytes_ != want) {
@@ -307,7 +337,8 @@ Status DataChannel::onLinkFrame(const uint8_t* payload, uint32_t bytes) {
       if (offered_) return Status::protocol("a second lend offer");
       offered_ = true;
       if (!lend_ok_) return Status::ok();  // not a same-host link to us, or lending is off here
-      Status probed = probeLender(offer);
+      const LendRole offerer = role_ == LendRole::kDialer ? LendRole::kAcceptor : LendRole::kDialer;
+      Status probed = probeLender(offer, session_, offerer, slot_.get());
       if (!probed.isOk()) {
         PCCL_LOG_DEBUG("net", "{}: its lend offer is declined (frames stay on the socket): {}", name_, probed.toString());
         return Status::ok();
@@ -320,16 +351,50 @@ Status DataChannel::onLinkFrame(const uint8_t* payload, uint32_t bytes) {
       if (!lend_ok_ || lending_) return Status::protocol("a lend accept for no offer");
       lending_ = true;
       return Status::ok();
-    default: {
-      if (lender_pid_ == 0) return Status::protocol("a lent payload without an accepted offer");
-      PCCL_ASSIGN_OR_RETURN(wire::LendRecord rec, wire::decodeLendRecord(payload, bytes));
-      reading_lent_ = true;
-      lent_addr_ = rec.addr;
-      current_bytes_ = rec.bytes;
-      current_.flags &= ~wire::kDataLent;  // the sink sees the frame as if its elements had come inline
+    case wire::kDataLendRegion: {
+      if (lender_pid_ == 0) return Status::protocol("a lend region without an accepted offer");
+      PCCL_ASSIGN_OR_RETURN(wire::LendRegion reg, wire::decodeLendRegion(payload, bytes));
+      auto& regions = regions_in_[{current_.op_id, current_.seq}];
+      if (regions.size() >= kMaxLendRegionsPerOp || regions_in_count_ >= kMaxLendRegions) {
+        return Status::protocol(fmt::format("more lend regions than {} per operation or {} in all",
+                                            kMaxLendRegionsPerOp, kMaxLendRegions));
+      }
+      regions.push_back(reg);
+      ++regions_in_count_;
       return Status::ok();
     }
+    case wire::kDataLendRetire: {
+      auto it = regions_in_.find({current_.op_id, current_.seq});
+      if (it == regions_in_.end()) return Status::protocol("a lend retire for an operation that announced no region");
+      regions_in_count_ -= it->second.size();
+      regions_in_.erase(it);
+      return Status::ok();
+    }
+    default:
+      return onLentRecord(payload, bytes);
   }
+}
+
+// A lent record is read only inside a region its operation announced: anything else is a protocol
+// error that fails the connection, before a byte is read.
+Status DataChannel::onLentRecord(const uint8_t* payload, uint32_t bytes) {
+  if (lender_pid_ == 0) return Status::protocol("a lent payload without an accepted offer");
+  PCCL_ASSIGN_OR_RETURN(wire::LendRecord rec, wire::decodeLendRecord(payload, bytes));
+  auto it = regions_in_.find({current_.op_id, current_.seq});
+  const bool inside = it != regions_in_.end() && std::any_of(it->second.begin(), it->second.end(),
+                                                             [&](const wire::LendRegion& r) {
+                                                               return r.contains(rec.addr, rec.bytes);
+                                                             });
+  if (!inside) {
+    return Status::protocol(fmt::format("a lent record ({} bytes at {:#x}) of op {} seq {} outside the regions the "
+                                        "lender announced for it",
+                                        rec.bytes, rec.addr, current_.op_id, current_.seq));
+  }
+  reading_lent_ = true;
+  lent_addr_ = rec.addr;
+  current_bytes_ = rec.bytes;
+  current_.flags &= ~wire::kDataLent;  // the sink sees the frame as if its elements had come inline
+  return Status::ok();
 }
 
 // A lent frame, placed: its elements copied from the lender's memory (not when discarded), delivered.

@@ -22,11 +22,13 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "net/asio.hpp"
+#include "net/lending.hpp"
 #include "net/link.hpp"
 #include "pccl/status.hpp"
 #include "wire/data.hpp"
@@ -52,6 +54,8 @@ class DataSink {
   virtual Result<Placement> place(DataChannel& ch, const wire::DataHeader& h, uint32_t bytes) = 0;
   // The payload has arrived at `data` (the direct pointer, or the staging buffer). Not called for discards.
   virtual Status deliver(DataChannel& ch, const wire::DataHeader& h, const uint8_t* data, uint32_t bytes) = 0;
+  // A payload placed kDiscard has been read (and dropped) to its end.
+  virtual Status discarded(DataChannel&, const wire::DataHeader&, uint32_t) { return Status::ok(); }
   virtual void channelClosed(DataChannel& ch, const Status& why) = 0;
 };
 
@@ -63,6 +67,10 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   ~DataChannel();
 
   static constexpr size_t kDiscardChunk = 64 * 1024;
+  // A lender's regions a receiver keeps: per operation (an operation lends from its input, output,
+  // scratch and wire buffers), and in all (operations in flight on one connection).
+  static constexpr size_t kMaxLendRegionsPerOp = 8;
+  static constexpr size_t kMaxLendRegions = 8 * 65536;
 
   // Before start(): offer our memory to the remote (it reads lent payloads there, once it proved it
   // can) and accept its offer. For connections to a neighbour on this host (RingPlan). Once the remote
@@ -71,7 +79,11 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   // them or no longer uses what it read. The ring's are (docs/algorithms.md §5): an operation's
   // buffers live until it ends, it commits only once every peer holds all its data, and a failed
   // operation fails everywhere.
-  void enableLending() { lend_ok_ = true; }
+  // `role`: which end of the connection this channel is (the offer's token depends on it).
+  void enableLending(LendRole role) {
+    lend_ok_ = true;
+    role_ = role;
+  }
   void start(DataSink* sink);
   // TCP_NOTSENT_LOWAT: the kernel keeps at most about `bytes` not yet sent (0: the kernel's default,
   // unlimited), so what waits to be sent waits in pccl, where it can still go to another connection.
@@ -83,7 +95,13 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   uint64_t minRttUs() const;
   void resume();  // after a kPause placement: asks the sink again
   // `payload` must stay valid until `done` runs. `done` runs exactly once (also when the channel closes).
-  void send(const wire::DataHeader& h, const uint8_t* payload, uint32_t bytes, SendDone done);
+  // `region`: the buffer of the operation (h.op_id, h.seq) that holds the payload, if it may be lent:
+  // a payload is lent only from inside such a region, which the remote hears of first (once per
+  // operation and region) and bounds its reads by.
+  void send(const wire::DataHeader& h, const uint8_t* payload, uint32_t bytes, SendDone done,
+            const wire::LendRegion& region = {});
+  // The operation (op_id, seq) sends nothing more: the remote forgets the regions we announced for it.
+  void retireLending(uint64_t op_id, uint32_t seq);
   // A frame whose payload the channel keeps (control frames): nothing to keep alive, nothing to hear back.
   void sendOwned(const wire::DataHeader& h, std::vector<uint8_t> payload);
   // Takes back the frames of (op_id, seq) queued and not yet being written: their `done` runs with
@@ -132,7 +150,8 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   void writeNext();
   void writeSealed(const uint8_t* payload, uint32_t bytes);
   void written(const asio::error_code& ec);
-  void sendLinkFrame(uint32_t flag, std::vector<uint8_t> payload);
+  void sendLinkFrame(uint32_t flag, std::vector<uint8_t> payload, uint64_t op_id = 0, uint32_t seq = 0);
+  Status onLentRecord(const uint8_t* payload, uint32_t bytes);
   void readLinkFrame();
   Status onLinkFrame(const uint8_t* payload, uint32_t bytes);
   void copyLent(const Placement& p);
@@ -159,8 +178,14 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   uint64_t bytes_sent_ = 0;
   uint64_t bytes_received_ = 0;
   // Lending (net/lending.hpp).
+  using OpRef = std::pair<uint64_t, uint32_t>;  // (op_id, seq)
   bool lend_ok_ = false;                // enableLending() was called
-  std::array<uint8_t, 16> token_{};     // what our offer asks the remote to read in our memory
+  LendRole role_ = LendRole::kDialer;
+  SessionId session_{};           // the handshake's session id (the offer's token depends on it)
+  std::unique_ptr<LendSlot> slot_;      // what our offer asks the remote to read in our memory
+  std::map<OpRef, std::vector<wire::LendRegion>> regions_out_;  // announced to the remote, per operation
+  std::map<OpRef, std::vector<wire::LendRegion>> regions_in_;   // the remote's, per operation
+  size_t regions_in_count_ = 0;
   std::array<uint8_t, wire::kLendRecordSize> rec_out_{};  // the lend record being written
   bool lending_ = false;                // the remote accepted our offer
   bool offered_ = false;                // the remote sent its offer

@@ -3,6 +3,7 @@
 #include <sodium.h>
 
 #include "net/auth.hpp"
+#include "wire/bytes.hpp"
 
 namespace pccl::net {
 
@@ -18,6 +19,22 @@ wire::Signature SigningKey::sign(const uint8_t* msg, size_t n) const {
   wire::Signature sig{};
   crypto_sign_detached(sig.data(), nullptr, msg, n, sk_.data());
   return sig;
+}
+
+std::vector<uint8_t> resumeProof(const SessionId& session, const wire::JoinRequest& m) {
+  static constexpr char kLabel[] = "pccl resume v1";
+  std::vector<uint8_t> out(kLabel, kLabel + sizeof kLabel);
+  wire::ByteWriter w(&out);
+  w.fixed(session);
+  w.fixed(m.run_id);
+  w.u64(m.term);
+  w.fixed(m.peer_id);
+  w.u64(m.epoch);
+  w.u8(m.resume_flags);
+  w.fixed(m.ring_key);
+  w.u32(static_cast<uint32_t>(m.ring.size()));
+  for (const wire::Uuid& id : m.ring) w.fixed(id);
+  return out;
 }
 
 bool verifySignature(const wire::SignKey& pk, const uint8_t* msg, size_t n, const wire::Signature& sig) {

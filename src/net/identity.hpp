@@ -11,6 +11,9 @@
 #include <cstddef>
 #include <cstdint>
 
+#include <vector>
+
+#include "net/auth.hpp"
 #include "net/secret_key.hpp"
 #include "wire/messages.hpp"
 
@@ -32,6 +35,12 @@ class SigningKey {
 
 // True when `sig` is `pk`'s Ed25519 signature of msg[0..n).
 bool verifySignature(const wire::SignKey& pk, const uint8_t* msg, size_t n, const wire::Signature& sig);
+
+// What a resuming JoinRequest's signature covers (docs/protocol.md §8.8): a label, the session id of
+// the control connection it travels on (so it cannot be replayed on another), and the resume record
+// (run, term, member id, epoch, flags, ring). Signed with the member's ring key, it proves that the
+// sender holds the key the run knows for that member.
+std::vector<uint8_t> resumeProof(const SessionId& session, const wire::JoinRequest& m);
 
 }  // namespace pccl::net
 

@@ -58,7 +58,9 @@ void LinkProber::closeAll() {
     if (o.ch) o.ch->close(Status::ok());
   }
   for (auto& c : in) {
-    if (c) c->close(Status::ok());
+    if (!c) continue;
+    rx_buffer_peak_ = std::max(rx_buffer_peak_, c->receiveBufferBytes());
+    c->close(Status::ok());
   }
 }
 
@@ -242,7 +244,16 @@ Result<net::Placement> LinkProber::place(net::DataChannel& ch, const wire::DataH
   }
   if (h.phase != kProbeData && bytes != 0) return Status::protocol("probe control frame with a payload");
   if ((h.phase == kProbePong) != isOut(ch)) return Status::protocol("probe frame in the wrong direction");
-  return net::Placement::stage();
+  if (h.phase != kProbeData) return net::Placement::stage();  // no payload
+  // Measured, not kept: read and dropped in the channel's bounded discard chunks (discarded() below).
+  if (bytes > kProbeFrameBytes) {
+    return Status::protocol(fmt::format("probe data frame of {} bytes (at most {})", bytes, kProbeFrameBytes));
+  }
+  return net::Placement::discard();
+}
+
+Status LinkProber::discarded(net::DataChannel& ch, const wire::DataHeader& h, uint32_t bytes) {
+  return deliver(ch, h, nullptr, bytes);
 }
 
 Status LinkProber::deliver(net::DataChannel& ch, const wire::DataHeader& h, const uint8_t*, uint32_t bytes) {

@@ -57,10 +57,14 @@ class LinkProber : public net::DataSink {
   void cancel();  // drops the round in progress without reporting
   // An authenticated kProbe connection from our listener; reads its P2PHello.
   void adopt(net::Link link);
+  // The most receive memory one inbound probe connection held, besides nothing else (payloads are
+  // discarded in bounded chunks): at most DataChannel::kDiscardChunk.
+  size_t receiveBufferPeak() const { return rx_buffer_peak_; }
 
 
   Result<net::Placement> place(net::DataChannel& ch, const wire::DataHeader& h, uint32_t bytes) override;
   Status deliver(net::DataChannel& ch, const wire::DataHeader& h, const uint8_t* data, uint32_t bytes) override;
+  Status discarded(net::DataChannel& ch, const wire::DataHeader& h, uint32_t bytes) override;
   void channelClosed(net::DataChannel& ch, const Status& why) override;
 
  private:
@@ -120,6 +124,7 @@ class LinkProber : public net::DataSink {
   TimePoint rx_start_{};
   std::vector<std::pair<TimePoint, uint64_t>> samples_;
   uint64_t rx_bytes_ = 0;
+  size_t rx_buffer_peak_ = 0;
   std::vector<Early> early_;
 
   std::vector<uint8_t> zeros_;  // what the sender sends

@@ -41,6 +41,8 @@ class MasterLink {
   // The last loss was the master's own Error (a refusal, a kick), not a broken connection.
   bool refused() const { return refused_; }
   const std::string& masterName() const { return master_name_; }
+  // The open connection's session id (zeros when none is open): a resuming JoinRequest signs it.
+  net::SessionId session() const { return conn_ ? conn_->session() : net::SessionId{}; }
   // Sends Leave and closes; `done` runs once the link is closed.
   void leave(uint64_t epoch, std::function<void()> done);
   void close();

@@ -119,7 +119,7 @@ void RingPool::connectOne(uint32_t index, uint64_t epoch) {
   dialWithHello(d, stale, [this](const Status& s) { finish(s); },
                 [this, index, epoch, who = d.who](net::Link link) {
                   out_[index] = std::make_shared<net::DataChannel>(std::move(link), epoch, who);
-                  if (plan_.successor_same_host && lend_) out_[index]->enableLending();
+                  if (plan_.successor_same_host && lend_) out_[index]->enableLending(net::LendRole::kDialer);
                   maybeDone();
                 });
 }
@@ -153,7 +153,7 @@ void RingPool::onHello(const std::shared_ptr<net::FrameIo>& io, const wire::P2PH
       return io->fail(Status::ok());
     }
     in_[index] = std::make_shared<net::DataChannel>(io->release(), epoch, who);
-    if (plan_.predecessor_same_host && lend_) in_[index]->enableLending();
+    if (plan_.predecessor_same_host && lend_) in_[index]->enableLending(net::LendRole::kAcceptor);
     maybeDone();
   });
 }

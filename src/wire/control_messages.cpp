@@ -39,6 +39,7 @@ void JoinRequest::encode(ByteWriter& w) const {
   w.u64(epoch);
   w.u32(static_cast<uint32_t>(ring.size()));
   for (const Uuid& id : ring) w.fixed(id);
+  if (resuming()) w.fixed(resume_sig);
 }
 Result<JoinRequest> JoinRequest::decode(ByteReader& r) {
   JoinRequest m;
@@ -62,6 +63,7 @@ Result<JoinRequest> JoinRequest::decode(ByteReader& r) {
   if (n > kMaxResumeRing) return Status::protocol(fmt::format("JoinRequest ring of {} members (max {})", n, kMaxResumeRing));
   m.ring.resize(n);
   for (Uuid& id : m.ring) PCCL_RETURN_IF_ERROR(r.fixed(&id));
+  if (m.resuming()) PCCL_RETURN_IF_ERROR(r.fixed(&m.resume_sig));
   return m;
 }
 

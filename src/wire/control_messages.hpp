@@ -32,6 +32,10 @@ struct JoinRequest {
   Uuid peer_id{};              // the id the run gave it
   uint64_t epoch = 0;          // its last installed ring's epoch (0: none)
   std::vector<Uuid> ring;      // that ring's members, in ring order (all groups)
+  // Resuming (protocol 10): `ring_key`'s signature over the control connection's session id and the
+  // resume record (net::resumeProof), so that only the holder of the member's ring key can take its
+  // place. Only on the wire when kResuming is set.
+  Signature resume_sig{};
   bool resuming() const { return (resume_flags & kResuming) != 0; }
   void encode(ByteWriter& w) const;
   static Result<JoinRequest> decode(ByteReader& r);

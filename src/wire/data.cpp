@@ -110,7 +110,7 @@ std::array<uint8_t, kLendOfferSize> encodeLendOffer(const LendOffer& o) {
   ByteWriter w(&v);
   w.u32(o.pid);
   w.u64(o.token_addr);
-  w.fixed(o.token);
+  w.fixed(o.nonce);
   return toArray<kLendOfferSize>(v);
 }
 
@@ -120,7 +120,7 @@ Result<LendOffer> decodeLendOffer(const uint8_t* data, size_t size) {
   LendOffer o;
   PCCL_RETURN_IF_ERROR(r.u32(&o.pid));
   PCCL_RETURN_IF_ERROR(r.u64(&o.token_addr));
-  PCCL_RETURN_IF_ERROR(r.fixed(&o.token));
+  PCCL_RETURN_IF_ERROR(r.fixed(&o.nonce));
   return o;
 }
 
@@ -140,6 +140,26 @@ Result<LendRecord> decodeLendRecord(const uint8_t* data, size_t size) {
   PCCL_RETURN_IF_ERROR(r.u32(&rec.bytes));
   if (rec.bytes > kMaxDataPayload) return Status::protocol(fmt::format("lend record of {} bytes", rec.bytes));
   return rec;
+}
+
+std::array<uint8_t, kLendRegionSize> encodeLendRegion(const LendRegion& reg) {
+  std::vector<uint8_t> v;
+  ByteWriter w(&v);
+  w.u64(reg.addr);
+  w.u64(reg.bytes);
+  return toArray<kLendRegionSize>(v);
+}
+
+Result<LendRegion> decodeLendRegion(const uint8_t* data, size_t size) {
+  PCCL_RETURN_IF_ERROR(exactSize(size, kLendRegionSize, "lend region"));
+  ByteReader r(data, size);
+  LendRegion reg;
+  PCCL_RETURN_IF_ERROR(r.u64(&reg.addr));
+  PCCL_RETURN_IF_ERROR(r.u64(&reg.bytes));
+  if (reg.bytes == 0 || reg.addr + reg.bytes < reg.addr) {
+    return Status::protocol(fmt::format("lend region of {} bytes at {:#x}", reg.bytes, reg.addr));
+  }
+  return reg;
 }
 
 std::vector<uint8_t> encodeRingCtl(const RingCtl& c) {

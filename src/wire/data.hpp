@@ -42,7 +42,11 @@ inline constexpr uint32_t kDataControl = 4;  // flags: the payload is a RingCtl 
 inline constexpr uint32_t kDataLendOffer = 8;    // payload: LendOffer ("read my memory, prove it on the token")
 inline constexpr uint32_t kDataLendAccept = 16;  // no payload: "I read your token: lend me payloads"
 inline constexpr uint32_t kDataLent = 32;        // payload: LendRecord (where the elements are) instead of them
-inline constexpr uint32_t kDataLinkFlags = kDataLendOffer | kDataLendAccept | kDataLent;
+// payload: LendRegion: lent records of the frame's (op_id, seq) may name bytes inside it (protocol 10)
+inline constexpr uint32_t kDataLendRegion = 64;
+inline constexpr uint32_t kDataLendRetire = 128;  // no payload: the frame's (op_id, seq) lends nothing more
+inline constexpr uint32_t kDataLinkFlags =
+    kDataLendOffer | kDataLendAccept | kDataLent | kDataLendRegion | kDataLendRetire;
 inline constexpr uint32_t kDataKnownFlags = kDataCompressed | kDataRequest | kDataControl | kDataLinkFlags;
 
 // Which collective a call is (part of the descriptor since protocol 8). Every kind runs on the ring's
@@ -110,12 +114,13 @@ struct RingCtl {
 };
 inline constexpr size_t kMaxRingCtlReason = 2048;
 
-// A kDataLendOffer's payload: the sender's process id (as its own kernel names it) and the address
-// of a random token that the offer also carries; the receiver reads the token there to prove it can.
+// A kDataLendOffer's payload: the sender's process id (as its own kernel names it), the address of a
+// 16-byte token, and the random nonce the token was derived from (with the connection's session id and
+// the sender's role, net/lending.hpp); the receiver derives the token too and reads it there.
 struct LendOffer {
   uint32_t pid = 0;
   uint64_t token_addr = 0;
-  std::array<uint8_t, 16> token{};
+  std::array<uint8_t, 16> nonce{};
 };
 inline constexpr size_t kLendOfferSize = 28;
 // A kDataLent frame's payload: `bytes` of payload lie at `addr` in the lender's memory, unchanged until
@@ -125,6 +130,15 @@ struct LendRecord {
   uint32_t bytes = 0;
 };
 inline constexpr size_t kLendRecordSize = 12;
+// A kDataLendRegion's payload: one buffer of the operation (op_id, seq) in the lender's memory; the
+// receiver reads a lent record of that operation only inside a region announced for it, and forgets
+// them at the operation's kDataLendRetire.
+struct LendRegion {
+  uint64_t addr = 0;
+  uint64_t bytes = 0;
+  bool contains(uint64_t a, uint64_t n) const { return bytes > 0 && a >= addr && n <= bytes && a - addr <= bytes - n; }
+};
+inline constexpr size_t kLendRegionSize = 16;
 
 using DataHeaderBytes = std::array<uint8_t, kDataHeaderSize>;
 // Frame header + data header for `payload_bytes` of elements.
@@ -136,6 +150,8 @@ std::array<uint8_t, kLendOfferSize> encodeLendOffer(const LendOffer& o);
 Result<LendOffer> decodeLendOffer(const uint8_t* data, size_t size);
 std::array<uint8_t, kLendRecordSize> encodeLendRecord(const LendRecord& r);
 Result<LendRecord> decodeLendRecord(const uint8_t* data, size_t size);
+std::array<uint8_t, kLendRegionSize> encodeLendRegion(const LendRegion& r);
+Result<LendRegion> decodeLendRegion(const uint8_t* data, size_t size);
 
 std::vector<uint8_t> encodeRingCtl(const RingCtl& c);
 Result<RingCtl> decodeRingCtl(const uint8_t* data, size_t size);

@@ -91,6 +91,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!lo.isOk()) checkFailure(lo.status());
   auto lr = decodeLendRecord(rest.data(), rest.size());
   if (!lr.isOk()) checkFailure(lr.status());
+  auto lg = decodeLendRegion(rest.data(), rest.size());
+  if (!lg.isOk()) checkFailure(lg.status());
   auto q = peer::decodeStateRequest(rest.data(), rest.size());
   if (!q.isOk()) checkFailure(q.status());
   return 0;

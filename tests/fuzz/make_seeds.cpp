@@ -54,6 +54,25 @@ int main(int argc, char** argv) {
   const auto bhead = wire::encodeDataFrameHead(bcast, 1, 0);
   ok = write(dir + "/frames/data-broadcast", std::vector<uint8_t>(bhead.begin(), bhead.end())) && ok;
 
+  // Protocol 10: a lend region frame (data header + its 16-byte payload) and a resuming JoinRequest
+  // (its signature follows the ring).
+  wire::DataHeader region = wire::dataHeader(7, 0, wire::kDataLendRegion, 0);
+  region.seq = 3;
+  const auto rhead = wire::encodeDataFrameHead(region, 1, wire::kLendRegionSize);
+  std::vector<uint8_t> rframe(rhead.begin(), rhead.end());
+  const auto rpayload = wire::encodeLendRegion({0x7f0000001000ull, 1u << 20});
+  rframe.insert(rframe.end(), rpayload.begin(), rpayload.end());
+  ok = write(dir + "/frames/data-lend-region", rframe) && ok;
+  wire::JoinRequest resume;
+  resume.connections = 4;
+  resume.host_connections = 1;
+  resume.resume_flags = wire::JoinRequest::kResuming | wire::JoinRequest::kRingUp;
+  resume.term = 2;
+  resume.epoch = 5;
+  resume.ring.resize(3);
+  resume.resume_sig.fill(0x5A);
+  ok = write(dir + "/frames/join-resume", wire::encodeFrame(resume, 0)) && ok;
+
   std::vector<float> values(300);
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 17) * 0.25f - 2.0f;
   for (codec::Quant q : {codec::Quant::kFp16, codec::Quant::kBf16, codec::Quant::kInt8}) {
