@@ -275,6 +275,15 @@ TEST_CASE("run recovery: a resume must match the member's known key, unknown ids
   CHECK_THAT(leader.decide(resume(leader.run().run_id, UINT64_MAX, 1, 1, {id(1)}), 1).reason,
              Catch::Contains("out of range"));
   CHECK(leader.decide(resume(leader.run().run_id, kMaxTerm - 1, 1, 1, {id(1)}), 1).verdict == Verdict::kSupersede);
+  // A peer without a ring never makes a master take a run over: not a standby's, not a newer term's.
+  RunRecovery standby(true, std::nullopt, Millis(1000), now);
+  const auto ringless = standby.decide(resume(id(0x55), 3, 9, 0, {}, false), 0);
+  CHECK(ringless.verdict == Verdict::kRefuse);
+  CHECK(ringless.code == Code::kMasterUnreachable);
+  CHECK_THAT(ringless.reason, Catch::Contains("holds no ring"));
+  CHECK(standby.decide(resume(id(0x55), 3, 9, 4, {id(9)}), 0).verdict == Verdict::kAdopt);
+  CHECK(leader.decide(resume(leader.run().run_id, 5, 9, 0, {}, false), 1).verdict == Verdict::kRefuse);
+  CHECK(leader.decide(resume(leader.run().run_id, 1, 9, 0, {}, false), 1).verdict == Verdict::kResume);
 }
 
 TEST_CASE("run recovery: etcd's run record carries the members' ring keys, and refuses a term out of range") {

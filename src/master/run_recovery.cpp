@@ -137,7 +137,7 @@ RunRecovery::RunRecovery(bool standby, std::optional<RunRecord> stored, Millis w
   }
 }
 
-RunRecovery::Decision RunRecovery::decide(const wire::JoinRequest& m, size_t members) const {
+RunRecovery::Decision RunRecovery::decideRun(const wire::JoinRequest& m, size_t members) const {
   Decision d;
   if (m.resuming() && m.term >= kMaxTerm) {
     d.verdict = Verdict::kRefuse;
@@ -192,6 +192,21 @@ RunRecovery::Decision RunRecovery::decide(const wire::JoinRequest& m, size_t mem
     return d;
   }
   d.verdict = Verdict::kResume;
+  return d;
+}
+
+RunRecovery::Decision RunRecovery::decide(const wire::JoinRequest& m, size_t members) const {
+  Decision d = decideRun(m, members);
+  // Taking a run over (and dropping what this master holds) needs a member of the run's ring: a peer
+  // that never held one (a pending peer) is admitted like a newcomer, not trusted to name the run.
+  const bool takes_over = d.verdict == Verdict::kAdopt || d.verdict == Verdict::kSupersede;
+  if (takes_over && (m.epoch == 0 || m.ring.empty())) {
+    d.verdict = Verdict::kRefuse;
+    d.code = Code::kMasterUnreachable;
+    d.reason = fmt::format("peer {} holds no ring of run {}: only a member of the run's ring can bring it to this "
+                           "master (it waits for one, or tries the run's other master addresses)",
+                           shortId(m.peer_id), shortId(m.run_id));
+  }
   return d;
 }
 

@@ -76,6 +76,8 @@ class RunRecovery {
     Code code = Code::kOk;  // kRefuse: the Error's code
     std::string reason;
   };
+  // A peer without a ring (epoch 0: pending) never makes a master take a run over (kAdopt,
+  // kSupersede): it is refused until a member of the run's ring brought the run back.
   // `members`: how many peers the master holds now (accepted or pending).
   Decision decide(const wire::JoinRequest& m, size_t members) const;
 
@@ -138,6 +140,7 @@ class RunRecovery {
   size_t returnedCount() const { return returned_.size(); }
 
  private:
+  Decision decideRun(const wire::JoinRequest& m, size_t members) const;  // decide() before the ring rule
   struct Returned {
     wire::MemberInfo info;
     uint64_t epoch = 0;
