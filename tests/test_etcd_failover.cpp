@@ -108,7 +108,7 @@ TEST_CASE("etcd failover: three masters, the leader SIGKILLed, then the next one
 }
 
 TEST_CASE("etcd failover: a leader whose etcd goes silent stops acting at its local deadline, before another master "
-          "can be elected; the run goes on under the new leader",
+          "can be elected, and the run goes on under the new leader",
           "[etcd][failover]") {
   auto etcd = startEtcd();
   if (!etcd) return;
