@@ -57,7 +57,8 @@ class EtcdLeadership {
     // Elected: `record` is the run's record with this master's new term (run id zero when no run was
     // ever recorded under the prefix; `leader`: the master that led before). Runs on the io_context.
     std::function<void(const EtcdRecord& record)> on_elected;
-    // No longer the leader (or never will be again: stop()). Runs on the io_context.
+    // No longer the leader (after on_elected; never after stop()). Runs on the io_context, at the local
+    // deadline at the latest.
     std::function<void(const Status& why)> on_lost;
     // Who leads now, as followers see it (empty: nobody); runs on the io_context when it changes.
     std::function<void(const std::string& leader)> on_leader;
