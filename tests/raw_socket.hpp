@@ -33,7 +33,8 @@ class RawSocket {
   }
 
   static RawSocket connectTo(uint16_t port) {
-    int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    // CLOEXEC: a process the test forks (pccl-master, etcd) must not hold this connection open.
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_port = htons(port);
@@ -108,7 +109,7 @@ class RawSocket {
 class RawListener {
  public:
   RawListener() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM, 0);
+    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
     sockaddr_in a{};
     a.sin_family = AF_INET;
     a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
@@ -124,7 +125,7 @@ class RawListener {
   RawSocket accept(int timeout_ms) {
     pollfd p{fd_, POLLIN, 0};
     if (::poll(&p, 1, timeout_ms) <= 0) return RawSocket();
-    return RawSocket(::accept(fd_, nullptr, nullptr));
+    return RawSocket(::accept4(fd_, nullptr, nullptr, SOCK_CLOEXEC));
   }
 
  private:

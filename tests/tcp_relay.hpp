@@ -3,6 +3,9 @@
 // silences it. A silenced connection stays open at both ends but forwards nothing (a middlebox that
 // dropped the flow, a path gone dark); its client side can also be closed while the server side stays
 // open and silent (the client notices and re-dials, the server still believes in the old connection).
+// It can also lose one answer: dropAnswerTo(needle) forwards the next request that contains `needle`,
+// then drops the server's answer to it and closes that connection's client side (the server acted on
+// the request; the client never hears, and sees its connection closed before any answer).
 // One background thread driven by poll(), non-blocking sends with per-direction queues (a side that
 // stops reading never blocks the others); an eventfd stops it, another wakes it after a change. Every
 // wait has a deadline.
@@ -18,6 +21,7 @@
 #include <cstdint>
 #include <list>
 #include <mutex>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -52,6 +56,21 @@ class TcpRelay {
   // after which the ones still open forward again (what they queued meanwhile is delivered).
   void blackhole(bool on) { change([&] { blackhole_ = on; }); }
 
+  // One-shot: the next connection whose client sends bytes containing `needle` (e.g. "/v3/kv/txn")
+  // forwards them to the server as usual; the server's answer is then dropped, the connection's client
+  // side closed and its server side left open and silent. Connections after it forward as usual.
+  void dropAnswerTo(const std::string& needle) {
+    change([&] {
+      drop_needle_ = needle;
+      answers_dropped_ = 0;
+    });
+  }
+  // Waits until the answer dropAnswerTo() armed for was dropped; false at the deadline.
+  bool waitAnswerDropped(int timeout_ms) {
+    std::unique_lock<std::mutex> lk(mu_);
+    return cv_.wait_for(lk, std::chrono::milliseconds(timeout_ms), [&] { return answers_dropped_ > 0; });
+  }
+
   // Connections accepted so far.
   size_t accepted() const {
     std::lock_guard<std::mutex> lk(mu_);
@@ -69,6 +88,8 @@ class TcpRelay {
     std::vector<uint8_t> to_server, to_client;  // received, not yet written
     bool silent = false;                        // silenced for good (silenceAll)
     bool dead = false;
+    bool drop_answer = false;                   // the request dropAnswerTo() looked for went through here
+    std::string recent;                         // the client's last bytes, for a needle split across reads
   };
 
   template <typename Fn>
@@ -97,13 +118,23 @@ class TcpRelay {
     return true;
   }
 
+  // Whether the client bytes of `p` from `from` on, with the few before them, hold `needle`.
+  static bool sawNeedle(Pair& p, const std::vector<uint8_t>& queue, size_t from, const std::string& needle) {
+    p.recent.append(queue.begin() + static_cast<std::ptrdiff_t>(from), queue.end());
+    const bool found = p.recent.find(needle) != std::string::npos;
+    if (p.recent.size() > needle.size()) p.recent.erase(0, p.recent.size() - needle.size());
+    return found;
+  }
+
   void run() {
     std::list<Pair> pairs;
     for (;;) {
       bool hole = false;
+      std::string needle;
       {
         std::lock_guard<std::mutex> lk(mu_);
         hole = blackhole_;
+        needle = drop_needle_;
         if (silence_all_ != 0) {
           for (Pair& p : pairs) {
             p.silent = true;
@@ -136,7 +167,7 @@ class TcpRelay {
         RawSocket c = listener_.accept(0);
         RawSocket s = c.ok() ? RawSocket::connectTo(target_) : RawSocket();
         if (c.ok() && s.ok()) {
-          pairs.push_back(Pair{std::move(c), std::move(s), {}, {}, false, false});
+          pairs.push_back(Pair{std::move(c), std::move(s), {}, {}, false, false, false, {}});
           std::lock_guard<std::mutex> lk(mu_);
           ++accepted_;
           cv_.notify_all();
@@ -149,13 +180,33 @@ class TcpRelay {
         const bool is_client = p.client.ok() && fds[i].fd == p.client.fd();
         std::vector<uint8_t>* in = is_client ? &p.to_server : &p.to_client;
         std::vector<uint8_t>* out = is_client ? &p.to_client : &p.to_server;
-        if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0 && !pump(fds[i].fd, in)) p.dead = true;
-        if (!p.dead && (fds[i].revents & POLLOUT) != 0 && !flush(fds[i].fd, out)) p.dead = true;
-        // Forward what just arrived at once when the other side can take it.
-        if (!p.dead && !in->empty() && !p.silent && !hole) {
-          const int other = is_client ? p.server.fd() : (p.client.ok() ? p.client.fd() : -1);
-          if (other >= 0 && !flush(other, in)) p.dead = true;
+        const int other = is_client ? p.server.fd() : (p.client.ok() ? p.client.fd() : -1);
+        const size_t had = in->size();
+        if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0 && !pump(fds[i].fd, in)) {
+          // Closed: what it sent before still goes on (best effort) before the pair is dropped.
+          if (!p.silent && !hole && other >= 0) (void)flush(other, in);
+          p.dead = true;
+          continue;
         }
+        if (is_client && !needle.empty() && in->size() > had && sawNeedle(p, *in, had, needle)) {
+          p.drop_answer = true;
+          needle.clear();
+          std::lock_guard<std::mutex> lk(mu_);
+          drop_needle_.clear();
+        }
+        if (!is_client && p.drop_answer && !in->empty()) {
+          in->clear();  // the answer is lost on its way back
+          p.client = RawSocket();
+          p.silent = true;
+          p.drop_answer = false;
+          std::lock_guard<std::mutex> lk(mu_);
+          ++answers_dropped_;
+          cv_.notify_all();
+          continue;
+        }
+        if ((fds[i].revents & POLLOUT) != 0 && !flush(fds[i].fd, out)) p.dead = true;
+        // Forward what just arrived at once when the other side can take it.
+        if (!p.dead && !in->empty() && !p.silent && !hole && other >= 0 && !flush(other, in)) p.dead = true;
       }
     }
   }
@@ -169,6 +220,8 @@ class TcpRelay {
   size_t accepted_ = 0;
   int silence_all_ = 0;  // 1: silence the open connections, 2: and close their client sides
   bool blackhole_ = false;
+  std::string drop_needle_;    // dropAnswerTo(): armed while not empty
+  size_t answers_dropped_ = 0;
   std::thread thread_;
 };
 

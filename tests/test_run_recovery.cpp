@@ -308,3 +308,25 @@ TEST_CASE("run recovery: etcd's run record carries the members' ring keys, and r
   CHECK(old->run.keys.empty());
   CHECK_FALSE(decodeEtcdRecord(R"({"run_id":"31313131313131313131313131313131","term":3,"epoch":1,"keys":{"zz":"00"}})").isOk());
 }
+
+TEST_CASE("run recovery: the state file is written (and its directory synced) also by a path without a directory") {
+  char dir_tmpl[] = "/tmp/pccl-runrec-XXXXXX";
+  REQUIRE(mkdtemp(dir_tmpl) != nullptr);
+  char old_cwd[4096];
+  REQUIRE(getcwd(old_cwd, sizeof old_cwd) != nullptr);
+  REQUIRE(chdir(dir_tmpl) == 0);
+  RunRecord rec;
+  rec.run_id = id(0x5a);
+  rec.term = 2;
+  rec.epoch = 9;
+  const Status wrote = writeRunRecord("state", rec);  // the directory to sync is "."
+  REQUIRE(chdir(old_cwd) == 0);
+  INFO(wrote.toString());
+  REQUIRE(wrote.isOk());
+  auto back = readRunRecord(std::string(dir_tmpl) + "/state");
+  REQUIRE(back.isOk());
+  REQUIRE(back->has_value());
+  CHECK((*back)->epoch == 9);
+  CHECK(access((std::string(dir_tmpl) + "/state.tmp").c_str(), F_OK) != 0);  // renamed, not left behind
+  std::system(("rm -rf '" + std::string(dir_tmpl) + "'").c_str());
+}

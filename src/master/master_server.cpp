@@ -138,6 +138,8 @@ void MasterServer::onAuthenticated(net::Authenticated auth) {
   ref.conn->start([this, serial](const wire::FrameHeader& h, const uint8_t* p, size_t n) -> Status {
         auto it = sessions_.find(serial);
         if (it == sessions_.end()) return Status::internal("frame for a closed session");
+        // Past the etcd lease's local deadline this master no longer leads: its step-down is queued.
+        if (etcd_ && etcd_->overdue()) return Status::ok();
         return it->second->dispatcher.dispatch(h, p, n);
       },
       [this, serial](const Status& reason) { onClosed(serial, reason); });
@@ -497,6 +499,10 @@ void MasterServer::publishStats() {
 
 void MasterServer::tick() {
   if (stopping_) return;
+  if (etcd_ && etcd_->overdue()) {  // past the lease's local deadline: the step-down is queued; act on nothing
+    tickLater();
+    return;
+  }
   const TimePoint now = Clock::now();
   const Millis interval(config_.heartbeat_interval_ms);
   const Millis timeout(config_.peer_timeout_ms);
@@ -523,6 +529,10 @@ void MasterServer::tick() {
     // The Error tells a frozen peer why when it wakes; the linger bounds how long we wait to close.
     conn->sendErrorAndClose(Status::kicked("removed by the master: " + why.message()), membership_.epoch(), &why);
   }
+  tickLater();
+}
+
+void MasterServer::tickLater() {
   ticker_.expires_after(tick_period_);
   ticker_.async_wait([this](const asio::error_code& ec) {
     if (!ec) tick();

@@ -70,6 +70,7 @@ class MasterServer {
   void releaseLater(std::unique_ptr<Session> s);
   void apply(const Effects& fx);
   void tick();
+  void tickLater();  // the next tick() in tick_period_
   void publishStats();
   void removePeer(const wire::Uuid& id, wire::LeaveReason why, const std::string& detail);
   Session* sessionById(const wire::Uuid& id);

@@ -92,6 +92,21 @@ Result<std::optional<RunRecord>> readRunRecord(const std::string& path) {
   return std::optional<RunRecord>(r);
 }
 
+// fsyncs the directory holding `path`, so that a rename into it survives a power loss (a file's own
+// fsync does not make its directory entry durable).
+static Status syncParentDirectory(const std::string& path) {
+  const size_t slash = path.rfind('/');
+  const std::string dir = slash == std::string::npos ? std::string(".") : slash == 0 ? std::string("/") : path.substr(0, slash);
+  const int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0) return Status::systemError(fmt::format("cannot open the state file's directory '{}': {}", dir, std::strerror(errno)));
+  // EINVAL: a file system that cannot sync directories (nothing more to do there).
+  const bool ok = ::fsync(fd) == 0 || errno == EINVAL;
+  const int err = errno;
+  ::close(fd);
+  if (!ok) return Status::systemError(fmt::format("cannot sync the state file's directory '{}': {}", dir, std::strerror(err)));
+  return Status::ok();
+}
+
 Status writeRunRecord(const std::string& path, const RunRecord& r) {
   const std::string tmp = path + ".tmp";
   std::string text =
@@ -106,7 +121,7 @@ Status writeRunRecord(const std::string& path, const RunRecord& r) {
     return Status::systemError(fmt::format("cannot write the master's state file '{}': {}", path,
                                            std::strerror(ok ? errno : err)));
   }
-  return Status::ok();
+  return syncParentDirectory(path);  // the rename itself durable: else a power loss may bring the old record back
 }
 
 const char* masterRoleName(MasterRole r) {
