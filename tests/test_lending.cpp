@@ -3,19 +3,13 @@
 // Here: the channel pair on its own (both ends willing, one end willing, sealed and in clear), a
 // hand-driven remote (a token not at its address, a lent frame without an accepted offer, an
 // unreadable address, the record a lender writes), and real peers on loopback whose results are the
-// same bits with reads on, off and mixed.
+// same bits with reads on, off and mixed. What a hostile remote cannot make a channel read:
+// test_lending_security.cpp.
 #include <catch2/catch.hpp>
 
-#include <chrono>
-#include <cstring>
-#include <functional>
-#include <memory>
-#include <sodium.h>
 #include <unistd.h>
 
-#include "net/aead.hpp"
-#include "net/data_channel.hpp"
-#include "net/lending.hpp"
+#include "lending_support.hpp"
 #include "reduce_reference.hpp"
 #include "test_support.hpp"
 #include "wire/data.hpp"
@@ -23,129 +17,8 @@
 using namespace pccl;
 using namespace pccl::test;
 
-namespace {
 
-// Runs the io_context's handlers until `done()` holds. Each wait blocks on the next event (no
-// sleeping); the deadline only ends a hang.
-bool runUntil(asio::io_context& io, const std::function<bool()>& done) {
-  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
-  while (!done()) {
-    if (std::chrono::steady_clock::now() > deadline) return false;
-    if (io.stopped()) io.restart();
-    io.run_one_for(std::chrono::milliseconds(200));
-  }
-  return true;
-}
-
-// Records every frame delivered to it (bytes, and whether they were read from the lender's memory).
-struct Recorder : net::DataSink {
-  struct Got {
-    wire::DataHeader h;
-    std::vector<uint8_t> bytes;
-    bool lent;
-  };
-  std::vector<Got> got;
-  std::vector<uint8_t> landing;
-  bool closed = false;
-  Status why;
-
-  Result<net::Placement> place(net::DataChannel&, const wire::DataHeader&, uint32_t bytes) override {
-    landing.assign(bytes, 0);
-    return net::Placement::direct(landing.data());
-  }
-  Status deliver(net::DataChannel& ch, const wire::DataHeader& h, const uint8_t* data, uint32_t bytes) override {
-    got.push_back(Got{h, std::vector<uint8_t>(data, data + bytes), ch.lentFrame()});
-    return Status::ok();
-  }
-  void channelClosed(net::DataChannel&, const Status& s) override {
-    closed = true;
-    why = s;
-  }
-};
-
-net::SessionCrypto cryptoFor(bool sealed, bool first) {
-  net::SessionCrypto c;
-  if (!sealed) return c;
-  net::AeadKey ab{}, ba{};
-  ab.fill(0x42);
-  ba.fill(0x17);
-  c.send = std::make_unique<net::AeadStream>(net::Cipher::kChaCha20Poly1305, first ? ab : ba);
-  c.recv = std::make_unique<net::AeadStream>(net::Cipher::kChaCha20Poly1305, first ? ba : ab);
-  return c;
-}
-
-struct SocketPair {
-  asio::io_context io;
-  net::Tcp::socket a{io}, b{io};
-  SocketPair() {
-    net::Tcp::acceptor acceptor(io, net::Tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
-    a.connect(acceptor.local_endpoint());
-    acceptor.accept(b);
-  }
-};
-
-std::vector<uint8_t> pattern(size_t n, uint8_t seed) {
-  std::vector<uint8_t> v(n);
-  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * 31 + seed + (i >> 12));
-  return v;
-}
-
-constexpr uint64_t kEpoch = 7;
-
-// A lending channel on one end of a socket pair, started; the test drives the other end (raw) by hand.
-// The channel dialed (its role is kDialer); the raw end plays the acceptor of session `session`.
-net::SessionId randomSession() {
-  net::SessionId s{};
-  randombytes_buf(s.data(), s.size());
-  return s;
-}
-
-struct HandDriven {
-  SocketPair sp;
-  net::SessionId session = randomSession();
-  std::shared_ptr<net::DataChannel> ch;
-  Recorder sink;
-  net::Tcp::socket& raw;
-  HandDriven()
-      : ch(std::make_shared<net::DataChannel>(net::Link{std::move(sp.a), {}, session}, kEpoch, "ch")), raw(sp.b) {
-    ch->enableLending(net::LendRole::kDialer);
-    ch->start(&sink);
-  }
-};
-
-wire::LendRegion regionOf(const std::vector<uint8_t>& v) { return {reinterpret_cast<uintptr_t>(v.data()), v.size()}; }
-
-// A whole frame from a raw (blocking) socket: its DataHeader and payload.
-std::pair<wire::DataHeader, std::vector<uint8_t>> readFrame(net::Tcp::socket& s) {
-  std::array<uint8_t, wire::kHeaderSize + wire::kDataHeaderSize> head{};
-  asio::read(s, asio::buffer(head));
-  auto h = wire::decodeHeader(head.data(), wire::kHeaderSize, 1u << 30);
-  REQUIRE(h.isOk());
-  auto d = wire::decodeDataHeader(head.data() + wire::kHeaderSize, wire::kDataHeaderSize);
-  REQUIRE(d.isOk());
-  std::vector<uint8_t> payload(h->length - wire::kDataHeaderSize);
-  asio::read(s, asio::buffer(payload));
-  return {*d, payload};
-}
-
-template <size_t N>
-void writeFrame(net::Tcp::socket& s, uint32_t flags, const std::array<uint8_t, N>& payload, uint64_t op_id = 0,
-                uint32_t seq = 0) {
-  wire::DataHeader d = wire::dataHeader(op_id, 0, flags, 0);
-  d.seq = seq;
-  const auto head = wire::encodeDataFrameHead(d, kEpoch, N);
-  asio::write(s, asio::buffer(head));
-  asio::write(s, asio::buffer(payload));
-}
-
-void writeEmptyFrame(net::Tcp::socket& s, uint32_t flags) {
-  const auto head = wire::encodeDataFrameHead(wire::dataHeader(0, 0, flags, 0), kEpoch, 0);
-  asio::write(s, asio::buffer(head));
-}
-
-}  // namespace
-
-TEST_CASE("lending: the wire layouts of the offer and the record (protocol 6), and the flag rules", "[lending][wire]") {
+TEST_CASE("lending: the wire layouts of the offer, the record and the region (protocols 6 and 10), and the flag rules", "[lending][wire]") {
   using namespace pccl::wire;
   LendOffer o;
   o.pid = 0x01020304u;
@@ -432,129 +305,6 @@ TEST_CASE("lending: a lent frame names the payload in the lender's memory, and i
 }
 
 // Issue 32 §1: a member may not make a peer read memory that is not the member's. Each case: what the
-// peer must refuse, and that it reads nothing.
-TEST_CASE("lending: a reflected offer (the receiver's own, sent back) is declined, and nothing is read", "[lending][security]") {
-  HandDriven victim;
-  auto own = readFrame(victim.raw);  // the victim's offer: its token lies in the victim's own memory
-  REQUIRE(own.first.flags == wire::kDataLendOffer);
-  std::array<uint8_t, wire::kLendOfferSize> reflected{};
-  std::copy(own.second.begin(), own.second.end(), reflected.begin());
-  writeFrame(victim.raw, wire::kDataLendOffer, reflected);
-  // What a reflection is for: records naming any address of the victim (here: a secret of its own).
-  std::vector<uint8_t> secret(64 << 10, 0x5C);
-  writeFrame(victim.raw, wire::kDataLendRegion, wire::encodeLendRegion(regionOf(secret)), 1, 1);
-  writeFrame(victim.raw, wire::kDataLent, wire::encodeLendRecord({reinterpret_cast<uintptr_t>(secret.data()), 64u << 10}), 1, 1);
-  REQUIRE(runUntil(victim.sp.io, [&] { return victim.sink.closed; }));
-  CHECK_FALSE(victim.ch->borrowing());
-  CHECK(victim.sink.why.code() == Code::kProtocolError);
-  CHECK_THAT(victim.sink.why.message(), Catch::Contains("a lend region without an accepted offer"));
-  CHECK(victim.sink.got.empty());
-}
-
-TEST_CASE("lending: an offer replayed from another connection, or naming planted bytes, is declined", "[lending][security]") {
-  // Connection 1: a genuine offer (made for connection 1's session) that a member copies.
-  HandDriven one;
-  auto genuine = readFrame(one.raw);
-  REQUIRE(genuine.first.flags == wire::kDataLendOffer);
-  auto parsed = wire::decodeLendOffer(genuine.second.data(), genuine.second.size());
-  REQUIRE(parsed.isOk());
-  // On connection 1 it verifies (for the dialer's end of its session)...
-  CHECK(net::probeLender(*parsed, one.session, net::LendRole::kDialer, nullptr).isOk());
-  // ...but nowhere else: not for another session, not for the other end.
-  CHECK_FALSE(net::probeLender(*parsed, randomSession(), net::LendRole::kDialer, nullptr).isOk());
-  CHECK_FALSE(net::probeLender(*parsed, one.session, net::LendRole::kAcceptor, nullptr).isOk());
-
-  // Connection 2: the copy is replayed as the acceptor's offer.
-  HandDriven two;
-  (void)readFrame(two.raw);
-  std::array<uint8_t, wire::kLendOfferSize> replay{};
-  std::copy(genuine.second.begin(), genuine.second.end(), replay.begin());
-  writeFrame(two.raw, wire::kDataLendOffer, replay);
-  writeFrame(two.raw, wire::kDataLent, wire::encodeLendRecord({parsed->token_addr, 16}), 1, 1);
-  REQUIRE(runUntil(two.sp.io, [&] { return two.sink.closed; }));
-  CHECK_FALSE(two.ch->borrowing());
-  CHECK_THAT(two.sink.why.message(), Catch::Contains("without an accepted offer"));
-  CHECK(two.sink.got.empty());
-
-  // Connection 3: the right token for this connection, but in a buffer of this process that is no
-  // lending slot (as if a member had sent those bytes as data): the own-process rule declines it.
-  HandDriven three;
-  (void)readFrame(three.raw);
-  wire::LendOffer planted;
-  planted.pid = static_cast<uint32_t>(::getpid());
-  randombytes_buf(planted.nonce.data(), planted.nonce.size());
-  const auto token = net::lendToken(three.session, net::LendRole::kAcceptor, planted.nonce);
-  std::vector<uint8_t> buffer(token.begin(), token.end());
-  planted.token_addr = reinterpret_cast<uintptr_t>(buffer.data());
-  auto refused = net::probeLender(planted, three.session, net::LendRole::kAcceptor, nullptr);
-  CHECK_THAT(refused.message(), Catch::Contains("no lending slot"));
-  writeFrame(three.raw, wire::kDataLendOffer, wire::encodeLendOffer(planted));
-  writeEmptyFrame(three.raw, wire::kDataLendRetire);
-  REQUIRE(runUntil(three.sp.io, [&] { return three.sink.closed; }));
-  CHECK_FALSE(three.ch->borrowing());
-  CHECK_THAT(three.sink.why.message(), Catch::Contains("announced no region"));
-}
-
-TEST_CASE("lending: a lent record outside its operation's announced regions fails the link without a read",
-          "[lending][security]") {
-  const auto inside = pattern(96 << 10, 11);
-  const auto other = pattern(64 << 10, 12);  // readable: a record there would deliver if it were read
-  const uint64_t at = reinterpret_cast<uintptr_t>(other.data());
-  const uint64_t end = reinterpret_cast<uintptr_t>(inside.data()) + inside.size();
-  struct Case {
-    const char* name;
-    std::function<void(net::Tcp::socket&)> write;
-    const char* error;
-  };
-  const std::vector<Case> cases = {
-      {"outside every region", [&](net::Tcp::socket& raw) {
-         writeFrame(raw, wire::kDataLent, wire::encodeLendRecord({at, 32u << 10}), 4, 2);
-       }, "outside the regions"},
-      {"inside a region of another operation", [&](net::Tcp::socket& raw) {
-         writeFrame(raw, wire::kDataLent, wire::encodeLendRecord({end - (32u << 10), 32u << 10}), 4, 3);
-       }, "outside the regions"},
-      {"one byte past the region", [&](net::Tcp::socket& raw) {
-         writeFrame(raw, wire::kDataLent, wire::encodeLendRecord({end - (32u << 10), (32u << 10) + 1}), 4, 2);
-       }, "outside the regions"},
-      {"after the operation retired its regions", [&](net::Tcp::socket& raw) {
-         const auto head = wire::encodeDataFrameHead([] {
-           wire::DataHeader d = wire::dataHeader(4, 0, wire::kDataLendRetire, 0);
-           d.seq = 2;
-           return d;
-         }(), kEpoch, 0);
-         asio::write(raw, asio::buffer(head));
-         writeFrame(raw, wire::kDataLent, wire::encodeLendRecord({end - (32u << 10), 32u << 10}), 4, 2);
-       }, "outside the regions"},
-      {"more regions than an operation has", [&](net::Tcp::socket& raw) {
-         for (size_t i = 0; i < net::DataChannel::kMaxLendRegionsPerOp; ++i) {
-           writeFrame(raw, wire::kDataLendRegion, wire::encodeLendRegion({at + i, 64}), 4, 2);
-         }
-       }, "more lend regions than"},
-  };
-  for (const Case& c : cases) {
-    DYNAMIC_SECTION(c.name) {
-      HandDriven hd;
-      (void)readFrame(hd.raw);
-      net::LendSlot slot;
-      writeFrame(hd.raw, wire::kDataLendOffer,
-                 wire::encodeLendOffer(net::makeLendOffer(hd.session, net::LendRole::kAcceptor, &slot)));
-      REQUIRE(runUntil(hd.sp.io, [&] { return hd.ch->borrowing(); }));
-      writeFrame(hd.raw, wire::kDataLendRegion, wire::encodeLendRegion(regionOf(inside)), 4, 2);
-      // A record inside the region is read and delivered.
-      const uint64_t in_at = reinterpret_cast<uintptr_t>(inside.data()) + 4096;
-      writeFrame(hd.raw, wire::kDataLent, wire::encodeLendRecord({in_at, 32u << 10}), 4, 2);
-      REQUIRE(runUntil(hd.sp.io, [&] { return hd.sink.got.size() == 1; }));
-      CHECK(hd.sink.got[0].lent);
-      CHECK((hd.sink.got[0].bytes == std::vector<uint8_t>(inside.begin() + 4096, inside.begin() + 4096 + (32 << 10))));
-      c.write(hd.raw);
-      REQUIRE(runUntil(hd.sp.io, [&] { return hd.sink.closed; }));
-      CHECK(hd.sink.why.code() == Code::kProtocolError);
-      CHECK_THAT(hd.sink.why.message(), Catch::Contains(c.error));
-      CHECK(hd.sink.got.size() == 1);  // nothing more delivered: the record was refused, not read
-    }
-  }
-}
-
 namespace {
 
 // `world` peers on loopback with 64 KiB segments (frames large enough to lend); reads[i] is peer i's
