@@ -34,11 +34,12 @@ struct Scene {
 };
 
 // `path`: the algorithm the all-reduce of kCount takes (the victim gets it through PCCL_GATHER_BYTES).
-Scene sceneWithVictim(Path path) {
+Scene sceneWithVictim(Path path, const CommConfig& base = fastCommConfig(0),
+                      const MasterConfig& master = fastMasterConfig()) {
   INFO(pathName(path));
   Scene s;
-  const CommConfig config = onPath(fastCommConfig(0), path);
-  s.cluster = startCluster(3, config);
+  const CommConfig config = onPath(base, path);
+  s.cluster = startCluster(3, config, master);
   REQUIRE(s.cluster.peers.size() == 3);
   s.victim = std::make_unique<ChildProcess>(
       commitPeerArgs(s.cluster.master->port()),
@@ -196,6 +197,30 @@ TEST_CASE("commit: a peer frozen (SIGSTOP) in the commit round is removed and ev
   CHECK((line->find("result ok 4") != std::string::npos || line->find("Kicked") != std::string::npos ||
          line->find("MasterUnreachable") != std::string::npos));
   s.victim->waitExit(10000);
+}
+
+TEST_CASE("commit: peers in doubt that the master never answers end with Timeout, input intact", "[commit][faults]") {
+  // The victim freezes in the commit round, and the master holds it (its peer timeout is long): it
+  // asks the victim how the call ended and never hears back. Every wait in doubt has a deadline: the
+  // call's, at least 10 s after it fell in doubt (docs/protocol.md §8.7).
+  CommConfig config = fastCommConfig(0);
+  config.op_timeout_ms = 3000;
+  MasterConfig master = fastMasterConfig();
+  master.peer_timeout_ms = 120000;
+  Scene s = sceneWithVictim(Path::kRing, config, master);
+  auto futures = reduceUntilAllPrepared(s);
+  s.victim->signal(SIGSTOP);
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < futures.size(); ++i) {
+    REQUIRE(futures[i].wait_for(std::chrono::seconds(40)) == std::future_status::ready);
+    Outcome o = futures[i].get();
+    INFO("peer " << i << ": " << o.status.toString());
+    CHECK(o.status.code() == Code::kTimeout);
+    CHECK_THAT(o.status.message(), Catch::Contains("in doubt") && Catch::Contains("may have committed"));
+    CHECK(all(o.buf, 1.0f));  // the input, restored
+  }
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
+  s.victim->signal(SIGCONT);
 }
 
 TEST_CASE("commit: a deadline that passes while the others commit does not roll this peer back", "[commit]") {
