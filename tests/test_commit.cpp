@@ -208,7 +208,23 @@ TEST_CASE("commit: peers in doubt that the master never answers end with Timeout
   MasterConfig master = fastMasterConfig();
   master.peer_timeout_ms = 120000;
   Scene s = sceneWithVictim(Path::kRing, config, master);
-  auto futures = reduceUntilAllPrepared(s);
+  // Nobody's commit round gets anywhere (every "prepared" and "commit" is dropped), so nobody commits:
+  // all of them hold their data until their deadlines, then ask the master.
+  auto watch = std::make_shared<PreparedWatch>();  // the hooks may outlive this scope
+  for (auto& p : s.cluster.peers) {
+    auto said = std::make_shared<std::atomic<bool>>(false);
+    detail::CommAccess::impl(*p).setRingCtlHookForTest([watch, said](uint64_t, uint8_t kind) {
+      if (kind == wire::RingCtl::kPrepared && !said->exchange(true)) {
+        std::lock_guard<std::mutex> lk(watch->mu);
+        ++watch->prepared;
+        watch->cv.notify_all();
+      }
+      return kind != wire::RingCtl::kPrepared && kind != wire::RingCtl::kCommit;
+    });
+  }
+  auto futures = reduceOnEach(s.cluster);
+  REQUIRE(s.victim->waitForLine("prepared", 20000));
+  REQUIRE(watch->waitFor(3, 20000));
   s.victim->signal(SIGSTOP);
   const auto start = std::chrono::steady_clock::now();
   for (size_t i = 0; i < futures.size(); ++i) {
@@ -220,6 +236,7 @@ TEST_CASE("commit: peers in doubt that the master never answers end with Timeout
     CHECK(all(o.buf, 1.0f));  // the input, restored
   }
   CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
+  for (auto& p : s.cluster.peers) detail::CommAccess::impl(*p).setRingCtlHookForTest(nullptr);
   s.victim->signal(SIGCONT);
 }
 
