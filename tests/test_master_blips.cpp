@@ -194,6 +194,11 @@ TEST_CASE("failover: blips on one peer's master connection, held open by a live 
     // Half the blips close the peer's side (it notices at once), half only go silent (it notices
     // after its peer timeout); either way the master still holds the old connection.
     relay.silenceAll(b % 2 == 0);
+    // A status query under the blip: answered, or false once the master is found lost; never an error.
+    auto pending = comms[0]->arePeersPending();
+    INFO(pending.status().toString());
+    CHECK(pending.isOk());
+    CHECK((pending.isOk() && !*pending));
     REQUIRE(relay.waitAccepted(static_cast<size_t>(b) + 2, 10000));  // it dialled again
     REQUIRE(m.loggedTimes("came back on a new connection", static_cast<size_t>(b) + 1, 10000));
     if (!loops.waitPast(loops.fastest() + 2, 30000)) FAIL(loops.summary());  // collectives went on over the blip
