@@ -86,7 +86,7 @@ class TcpRelay {
   struct Pair {
     RawSocket client, server;
     std::vector<uint8_t> to_server, to_client;  // received, not yet written
-    bool silent = false;                        // silenced for good (silenceAll)
+    bool silent = false;                        // silenced for good (silenceAll): closes are not forwarded
     bool dead = false;
     bool drop_answer = false;                   // the request dropAnswerTo() looked for went through here
     std::string recent;                         // the client's last bytes, for a needle split across reads
@@ -154,8 +154,10 @@ class TcpRelay {
           fds.push_back({p.client.fd(), cin, 0});
           owners.push_back(&p);
         }
-        fds.push_back({p.server.fd(), sin, 0});
-        owners.push_back(&p);
+        if (p.server.ok()) {
+          fds.push_back({p.server.fd(), sin, 0});
+          owners.push_back(&p);
+        }
       }
       if (::poll(fds.data(), fds.size(), 60000) < 0 && errno != EINTR) return;
       if ((fds[1].revents & POLLIN) != 0) return;
@@ -178,13 +180,20 @@ class TcpRelay {
         Pair& p = *owners[i - 3];
         if (fds[i].revents == 0 || p.dead) continue;
         const bool is_client = p.client.ok() && fds[i].fd == p.client.fd();
+        if (p.silent) {
+          // Polled only for errors and hang-ups (POLLHUP, POLLERR): a silenced connection forwards no
+          // close either. That side alone is closed; the other one stays open, and hears nothing.
+          (is_client ? p.client : p.server) = RawSocket();
+          p.dead = !p.client.ok() && !p.server.ok();
+          continue;
+        }
         std::vector<uint8_t>* in = is_client ? &p.to_server : &p.to_client;
         std::vector<uint8_t>* out = is_client ? &p.to_client : &p.to_server;
-        const int other = is_client ? p.server.fd() : (p.client.ok() ? p.client.fd() : -1);
+        const int other = is_client ? (p.server.ok() ? p.server.fd() : -1) : (p.client.ok() ? p.client.fd() : -1);
         const size_t had = in->size();
         if ((fds[i].revents & (POLLIN | POLLHUP | POLLERR)) != 0 && !pump(fds[i].fd, in)) {
           // Closed: what it sent before still goes on (best effort) before the pair is dropped.
-          if (!p.silent && !hole && other >= 0) (void)flush(other, in);
+          if (!hole && other >= 0) (void)flush(other, in);
           p.dead = true;
           continue;
         }

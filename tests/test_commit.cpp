@@ -34,11 +34,12 @@ struct Scene {
 };
 
 // `path`: the algorithm the all-reduce of kCount takes (the victim gets it through PCCL_GATHER_BYTES).
-Scene sceneWithVictim(Path path) {
+Scene sceneWithVictim(Path path, const CommConfig& base = fastCommConfig(0),
+                      const MasterConfig& master = fastMasterConfig()) {
   INFO(pathName(path));
   Scene s;
-  const CommConfig config = onPath(fastCommConfig(0), path);
-  s.cluster = startCluster(3, config);
+  const CommConfig config = onPath(base, path);
+  s.cluster = startCluster(3, config, master);
   REQUIRE(s.cluster.peers.size() == 3);
   s.victim = std::make_unique<ChildProcess>(
       commitPeerArgs(s.cluster.master->port()),
@@ -196,6 +197,47 @@ TEST_CASE("commit: a peer frozen (SIGSTOP) in the commit round is removed and ev
   CHECK((line->find("result ok 4") != std::string::npos || line->find("Kicked") != std::string::npos ||
          line->find("MasterUnreachable") != std::string::npos));
   s.victim->waitExit(10000);
+}
+
+TEST_CASE("commit: peers in doubt that the master never answers end with Timeout, input intact", "[commit][faults]") {
+  // The victim freezes in the commit round, and the master holds it (its peer timeout is long): it
+  // asks the victim how the call ended and never hears back. Every wait in doubt has a deadline: the
+  // call's, at least 10 s after it fell in doubt (docs/protocol.md §8.7).
+  CommConfig config = fastCommConfig(0);
+  config.op_timeout_ms = 3000;
+  MasterConfig master = fastMasterConfig();
+  master.peer_timeout_ms = 120000;
+  Scene s = sceneWithVictim(Path::kRing, config, master);
+  // Nobody's commit round gets anywhere (every "prepared" and "commit" is dropped), so nobody commits:
+  // all of them hold their data until their deadlines, then ask the master.
+  auto watch = std::make_shared<PreparedWatch>();  // the hooks may outlive this scope
+  for (auto& p : s.cluster.peers) {
+    auto said = std::make_shared<std::atomic<bool>>(false);
+    detail::CommAccess::impl(*p).setRingCtlHookForTest([watch, said](uint64_t, uint8_t kind) {
+      if (kind == wire::RingCtl::kPrepared && !said->exchange(true)) {
+        std::lock_guard<std::mutex> lk(watch->mu);
+        ++watch->prepared;
+        watch->cv.notify_all();
+      }
+      return kind != wire::RingCtl::kPrepared && kind != wire::RingCtl::kCommit;
+    });
+  }
+  auto futures = reduceOnEach(s.cluster);
+  REQUIRE(s.victim->waitForLine("prepared", 20000));
+  REQUIRE(watch->waitFor(3, 20000));
+  s.victim->signal(SIGSTOP);
+  const auto start = std::chrono::steady_clock::now();
+  for (size_t i = 0; i < futures.size(); ++i) {
+    REQUIRE(futures[i].wait_for(std::chrono::seconds(40)) == std::future_status::ready);
+    Outcome o = futures[i].get();
+    INFO("peer " << i << ": " << o.status.toString());
+    CHECK(o.status.code() == Code::kTimeout);
+    CHECK_THAT(o.status.message(), Catch::Contains("in doubt") && Catch::Contains("may have committed"));
+    CHECK(all(o.buf, 1.0f));  // the input, restored
+  }
+  CHECK(std::chrono::steady_clock::now() - start < std::chrono::seconds(30));
+  for (auto& p : s.cluster.peers) detail::CommAccess::impl(*p).setRingCtlHookForTest(nullptr);
+  s.victim->signal(SIGCONT);
 }
 
 TEST_CASE("commit: a deadline that passes while the others commit does not roll this peer back", "[commit]") {

@@ -93,12 +93,91 @@ TEST_CASE("op coordinator: the calls of one tag are told apart by their number",
   OpAnnounce second = ann(7);
   second.seq = 1;
   CHECK(announce(c, 1, ann(7)).empty());
-  CHECK(announce(c, 1, second).empty());  // peer 1 is a call ahead: not a duplicate
+  CHECK(announce(c, 2, second).empty());  // peer 2 is a call ahead (its call 0 ended fast): not a duplicate
   CHECK(c.pendingCount() == 2);
-  auto aborted = sent<OpAbort>(announce(c, 2, ann(7, 101)));  // differs from call 0 only
+  auto aborted = sent<OpAbort>(announce(c, 3, ann(7, 101)));  // differs from call 0 only
   REQUIRE(aborted.size() == 3);
   CHECK(aborted[0].second.seq == 0);
   CHECK(c.pendingCount() == 1);
+}
+
+TEST_CASE("op coordinator: a call announced again with the same descriptor is a no-op, a different one an error",
+          "[ops]") {
+  // A peer that came back to the master on a new connection (its old one still held here) announces
+  // its calls in flight again (docs/protocol.md §8.8).
+  OpCoordinator c;
+  CHECK(announce(c, 1, ann(7)).empty());
+  CHECK(announce(c, 2, ann(7)).empty());
+  CHECK(announce(c, 1, ann(7)).empty());  // the repeat
+  CHECK(c.pendingCount() == 1);
+  CHECK(announce(c, 3, ann(7)).empty());
+  CHECK(announce(c, 3, ann(7)).empty());
+  CHECK(c.pendingCount() == 0);
+  CHECK(c.runningCount() == 1);
+  for (uint8_t p = 1; p <= 3; ++p) CHECK(c.done(idOf(p), 0, OpDone{7, 0}).empty());
+  CHECK(c.runningCount() == 0);
+
+  CHECK(announce(c, 1, ann(8)).empty());
+  auto aborted = sent<OpAbort>(announce(c, 1, ann(8, 101)));  // the same call, another count: a bug
+  REQUIRE(aborted.size() == 3);
+  for (const auto& [to, m] : aborted) {
+    CHECK(m.code == static_cast<uint16_t>(Code::kInvalidUsage));
+    CHECK_THAT(m.reason, Catch::Contains("twice, differently") && Catch::Contains("count=101"));
+  }
+  CHECK(c.pendingCount() + c.runningCount() == 0);
+}
+
+TEST_CASE("op coordinator: a call announced after it was aborted hears the abort again, alone", "[ops]") {
+  OpCoordinator c;
+  CHECK(announce(c, 1, ann(7)).empty());
+  REQUIRE(sent<OpAbort>(c.failed(idOf(1), 0, OpFailed{7, 0, static_cast<uint16_t>(Code::kTimeout), 0, "late"})).size() ==
+          3);
+  // Peer 2 missed it (sent on a connection that went dark) and announces the call from a new one.
+  auto again = sent<OpAbort>(announce(c, 2, ann(7)));
+  REQUIRE(again.size() == 1);
+  CHECK(again[0].first == idOf(2));
+  CHECK(again[0].second.code == static_cast<uint16_t>(Code::kTimeout));
+  CHECK(c.pendingCount() + c.runningCount() == 0);
+  // The same (tag, call) on the next ring is another call.
+  CHECK(c.announce(idOf(2), 0, kThree, kEpoch + 1, Status::ok(), ann(7, 100, kEpoch + 1)).empty());
+  CHECK(c.pendingCount() == 1);
+}
+
+TEST_CASE("op coordinator: reports lost with a connection leave nothing behind", "[ops]") {
+  OpCoordinator c;
+  // Call 0 of tag 7: everyone announced it, peer 3's OpDone never came (its connection went dark).
+  for (uint8_t p = 1; p <= 3; ++p) CHECK(announce(c, p, ann(7)).empty());
+  CHECK(c.done(idOf(1), 0, OpDone{7, 0}).empty());
+  CHECK(c.done(idOf(2), 0, OpDone{7, 0}).empty());
+  // Call 0 of tag 8: peer 2's announcement was lost.
+  CHECK(announce(c, 1, ann(8)).empty());
+  CHECK(announce(c, 3, ann(8)).empty());
+  CHECK(c.runningCount() == 1);
+  CHECK(c.pendingCount() == 1);
+  // Announcing call 1 of a tag, a peer has ended call 0 of it.
+  OpAnnounce next7 = ann(7);
+  next7.seq = 1;
+  CHECK(announce(c, 3, next7).empty());
+  CHECK(c.runningCount() == 0);  // tag 7 call 0 is gone
+  OpAnnounce next8 = ann(8);
+  next8.seq = 1;
+  CHECK(announce(c, 2, next8).empty());
+  CHECK(c.pendingCount() == 2);  // call 1 of tags 7 and 8; call 0 of tag 8 waits for peers 1 and 3's OpDone
+  CHECK(c.done(idOf(1), 0, OpDone{8, 0}).empty());
+  CHECK(c.done(idOf(3), 0, OpDone{8, 0}).empty());
+  CHECK(c.pendingCount() == 2);  // tag 7 call 1, tag 8 call 1
+  CHECK(c.runningCount() == 0);
+
+  // A call whose books survived its ring (the last OpDone lost) does not collide with the same (tag, call)
+  // on the next ring.
+  OpCoordinator d;
+  for (uint8_t p = 1; p <= 3; ++p) CHECK(announce(d, p, ann(9)).empty());
+  for (uint8_t p = 1; p <= 3; ++p) {
+    CHECK(d.announce(idOf(p), 0, kThree, kEpoch + 1, Status::ok(), ann(9, 100, kEpoch + 1)).empty());
+  }
+  CHECK(d.runningCount() == 1);
+  for (uint8_t p = 1; p <= 3; ++p) CHECK(d.done(idOf(p), 0, OpDone{9, 0}).empty());
+  CHECK(d.runningCount() + d.pendingCount() == 0);
 }
 
 TEST_CASE("op coordinator: OpFailed from a member aborts it on every member, from anyone else nothing", "[ops]") {
@@ -325,4 +404,23 @@ TEST_CASE("op resolver: a peer that leaves is not waited for, and the survivors 
   REQUIRE(outcome.size() == 2);
   CHECK(outcome[0].second.committed == 1);
   CHECK_FALSE(failed);
+}
+
+TEST_CASE("op resolver: a peer in doubt that asks again gets the peers not yet heard from asked again", "[ops]") {
+  // A query lost with a connection (its peer came back on a new one) costs a round, not the operation.
+  OpResolver r;
+  bool failed = false;
+  REQUIRE(sent<OpQuery>(r.state(idOf(1), 0, st(7, OpPhase::kPrepared), kThree, &failed)).size() == 2);
+  CHECK(sent<OpOutcome>(r.state(idOf(2), 0, st(7, OpPhase::kPrepared), kThree, &failed)).empty());
+  auto again = sent<OpQuery>(r.state(idOf(1), 0, st(7, OpPhase::kPrepared), kThree, &failed));
+  REQUIRE(again.size() == 1);
+  CHECK(again[0].first == idOf(3));
+  CHECK(again[0].second.tag == 7);
+  auto outcome = sent<OpOutcome>(r.state(idOf(3), 0, st(7, OpPhase::kPrepared), kThree, &failed));
+  REQUIRE(outcome.size() == 3);
+  CHECK(outcome[0].second.committed == 1);
+  // Its answer lost too: asking again after the decision repeats the outcome to the asker.
+  auto late = sent<OpOutcome>(r.state(idOf(1), 0, st(7, OpPhase::kPrepared), kThree, &failed));
+  REQUIRE(late.size() == 1);
+  CHECK(late[0].first == idOf(1));
 }

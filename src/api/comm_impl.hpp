@@ -172,6 +172,7 @@ class Communicator::Impl {
   uint64_t term_ = 0;
   // The master's absence (requires mu_): set when the link is lost, cleared by RunResumed.
   bool away_ = false;
+  uint64_t losses_ = 0;  // times the master was lost: a query sent before one may have gone with it
   TimePoint away_since_{};
   Status away_why_;
   bool vote_optimize_ = false;  // the kind of the vote under way (sent again to a master that comes back)

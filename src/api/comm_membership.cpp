@@ -90,23 +90,31 @@ Result<std::vector<LinkInfo>> Communicator::Impl::links() {
   PCCL_RETURN_IF_ERROR(record(waitMaster(lk, deadlineAfterMs(config_.peer_timeout_ms))));
   std::vector<wire::LinkEntry> entries;
   uint32_t first = 0;
+  int lost = 0;  // queries lost with the master's connection
   while (true) {
     const uint64_t id = ++next_query_;
+    const uint64_t losses = losses_;
     waiting_.insert(id);
     asio::post(io_, [this, id, first] {
       if (link_) link_->send(wire::LinkQuery{id, first}, epoch());
     });
-    bool answered = cv_.wait_for(lk, Millis(config_.peer_timeout_ms), [&] {
-      return !fatal_.isOk() || link_answers_.count(id) != 0 || away_;
+    // Twice the link's own timeout: a connection gone dark under the query is noticed (a loss) first.
+    bool answered = cv_.wait_for(lk, Millis(2 * int64_t{config_.peer_timeout_ms}), [&] {
+      return !fatal_.isOk() || link_answers_.count(id) != 0 || away_ || losses_ != losses;
     });
     waiting_.erase(id);
     if (!fatal_.isOk()) return record(fatal_);
-    if (away_ && link_answers_.count(id) == 0) {
-      return record(Status::timeout("the master was lost while it answered a link query; ask again once it is back"));
+    if ((away_ || losses_ != losses) && link_answers_.count(id) == 0) {
+      // The query went with the connection: the same page again, once a master took this peer back.
+      if (++lost > 3) {
+        return record(Status::timeout("the master was lost while it answered a link query; ask again once it is back"));
+      }
+      PCCL_RETURN_IF_ERROR(record(waitMaster(lk, deadlineAfterMs(config_.peer_timeout_ms))));
+      continue;
     }
     if (!answered) {
       return record(Status::masterUnreachable(
-          fmt::format("master did not answer a link query within {} ms", config_.peer_timeout_ms)));
+          fmt::format("master did not answer a link query within {} ms", 2 * int64_t{config_.peer_timeout_ms})));
     }
     wire::LinkReport page = std::move(link_answers_[id]);
     link_answers_.erase(id);
@@ -148,19 +156,23 @@ Result<bool> Communicator::Impl::arePeersPending() {
   // safe point. A master that takes the run back without every member makes the run stale (true).
   if (away_) return false;
   const uint64_t id = ++next_query_;
+  const uint64_t losses = losses_;
   waiting_.insert(id);
   asio::post(io_, [this, id] {
     if (link_) link_->send(wire::QueryStatus{id}, epoch());
   });
-  bool answered = cv_.wait_for(lk, Millis(config_.peer_timeout_ms), [&] {
-    return !fatal_.isOk() || answers_.count(id) != 0 || away_;
+  // A loss ends the wait even when the master is back by the time this thread looks (a quick re-dial):
+  // the query may have gone with the old connection. Twice the link's own timeout: a connection gone
+  // dark under the query is noticed (a loss) first.
+  bool answered = cv_.wait_for(lk, Millis(2 * int64_t{config_.peer_timeout_ms}), [&] {
+    return !fatal_.isOk() || answers_.count(id) != 0 || away_ || losses_ != losses;
   });
   waiting_.erase(id);
   if (!fatal_.isOk()) return record(fatal_);
-  if (away_ && answers_.count(id) == 0) return false;  // lost the master meanwhile: as above
+  if ((away_ || losses_ != losses) && answers_.count(id) == 0) return false;  // lost the master meanwhile: as above
   if (!answered) {
     return record(Status::masterUnreachable(
-        fmt::format("master did not answer a status query within {} ms", config_.peer_timeout_ms)));
+        fmt::format("master did not answer a status query within {} ms", 2 * int64_t{config_.peer_timeout_ms})));
   }
   wire::MembershipStatus st = answers_[id];
   answers_.erase(id);

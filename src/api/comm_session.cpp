@@ -176,6 +176,7 @@ void Communicator::Impl::masterAway(const Status& s) {
   sync_->interrupt(Status::topologyChanged(
       fmt::format("the master was lost during the shared-state sync ({}); sync again once it is back", s.message())));
   std::lock_guard<std::mutex> lk(mu_);
+  ++losses_;
   if (!away_) {
     away_ = true;
     away_since_ = Clock::now();

@@ -337,8 +337,35 @@ void Collectives::inDoubt(Op& op, const std::string& why) {
   if (link_ == nullptr) {
     return endFailed(op, link_down_.isOk() ? Status::masterUnreachable("the master is gone") : link_down_);
   }
-  if (!ready()) return;  // the master is away: asked again when it is back (masterBack)
+  // It waits for the master's answer until its own deadline, or kDoubtGrace when that came first;
+  // meanwhile it asks again every kAskAgainEvery (a query or answer may be lost with a connection).
+  op.doubt_deadline = std::max(op.req.submitted + op.req.timeout, Clock::now() + kDoubtGrace);
+  armDoubtTimer(op);
+  if (!ready()) return;  // the master is away: asked when it is back (masterBack), or by the timer
   askOutcome(op);
+}
+
+void Collectives::armDoubtTimer(Op& op) {
+  op.timer.expires_at(std::min(op.doubt_deadline, Clock::now() + kAskAgainEvery));  // cancels the op's deadline
+  const OpKey key = op.key;
+  op.timer.async_wait([this, key](const asio::error_code& ec) {
+    if (!ec) stillInDoubt(key);
+  });
+}
+
+void Collectives::stillInDoubt(const OpKey& key) {
+  Op* op = find(key);
+  if (op == nullptr || op->state != State::kInDoubt) return;
+  if (Clock::now() < op->doubt_deadline) {
+    if (ready()) askOutcome(*op);
+    return armDoubtTimer(*op);
+  }
+  const auto waited = std::chrono::duration_cast<Millis>(Clock::now() - op->req.submitted).count();
+  endFailed(*op, Status::timeout(fmt::format(
+                     "{} {} was in doubt (this peer held its result when the commit round was cut short) and the "
+                     "master did not say how it ended within {} ms of the call (op_timeout_ms {}): the other peers "
+                     "may have committed it; the input is restored",
+                     wire::collectiveName(op->req.kind), describeKey(key), waited, op->req.timeout.count())));
 }
 
 // The master settles an operation in doubt: it must know the call, then hear that we are prepared.
@@ -454,6 +481,7 @@ void Collectives::timedOut(const OpKey& key) {
                                            wire::collectiveName(op->req.kind), key.tag,
                                            op->req.timeout.count(),
                                            op->data_in ? "waiting for the other peers to finish" : "running"));
+  if (op->state == State::kFailing) return;  // ends when its frames are quiet
   if (op->state != State::kRunning) return inDoubt(*op, why.message());
   // The others hear it (ring abort and master); a frame still being written (a successor that does
   // not read) closes the ring, so the call returns on time.

@@ -137,6 +137,7 @@ class Collectives : public net::DataSink {
     bool data_in = false;        // every segment arrived and every send completed
     bool successor_ok = false;   // the successor's hello matched our call
     bool announced = false;      // the master was told of it (OpAnnounce; op_reports.cpp)
+    TimePoint doubt_deadline{};  // kInDoubt: when it stops waiting for the master's answer
     CommitRound commit;
     std::shared_ptr<RingOp> ring;
     BufferPool::Buffer wire;  // coded operations: the segments' wire bytes; gather: every input
@@ -156,6 +157,12 @@ class Collectives : public net::DataSink {
   void commitOp(Op& op);
   void inDoubt(Op& op, const std::string& why);
   void askOutcome(Op& op);  // in doubt, the master reachable: announce it and report it prepared
+  // In doubt, the op's timer asks the master again every kAskAgainEvery until doubt_deadline (the op's
+  // deadline, at least kDoubtGrace after it fell in doubt); then the call fails with Timeout.
+  static constexpr Millis kAskAgainEvery{1000};
+  static constexpr Millis kDoubtGrace{10000};
+  void armDoubtTimer(Op& op);
+  void stillInDoubt(const OpKey& key);
   // A failure before this peer was prepared: the operation fails here and everywhere. `flood` sends a
   // ring abort both ways (ring kept); `close_ring` closes the ring's connections instead (a connection
   // broke, a deadline, a member left); `tell_master` reports it (OpFailed).

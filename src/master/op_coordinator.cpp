@@ -31,7 +31,21 @@ Effects OpCoordinator::announce(const wire::Uuid& peer, uint32_t group, const st
                                 uint64_t epoch, const Status& blocked, const wire::OpAnnounce& a) {
   Effects fx;
   const Key key{group, a.tag, a.seq};
+  if (const wire::OpAbort* ab = abortedBefore(key, a.epoch)) {
+    // It was aborted while this peer could not hear it (its old connection, before it came back on a
+    // new one): it hears it now, and nobody else again.
+    fx.push_back(Outgoing{peer, wire::encodeFrame(*ab, a.epoch)});
+    return fx;
+  }
   auto it = entries_.find(key);
+  if (it != entries_.end() && it->second.epoch < a.epoch && a.epoch == epoch) {
+    // The same (tag, call) on an older ring, whose last reports were lost: that ring is gone.
+    PCCL_LOG_DEBUG(kLog, "tag={} call={}: dropping the books of its epoch {} call (epoch {} now)", a.tag, a.seq,
+                   it->second.epoch, epoch);
+    entries_.erase(it);
+    it = entries_.end();
+  }
+  endEarlierCalls(peer, group, a);
   if (it == entries_.end()) {
     if (entries_.size() >= max_ops_) {
       wire::OpAbort abort{a.tag, a.seq, static_cast<uint16_t>(Code::kInvalidUsage),
@@ -48,8 +62,13 @@ Effects OpCoordinator::announce(const wire::Uuid& peer, uint32_t group, const st
   }
   changed_.insert(group);
   Entry& e = it->second;
-  if (e.announced.count(peer) != 0) {
-    abort(fx, key, Code::kInvalidUsage, fmt::format("peer {} announced tag {} (call {}) twice", shortId(peer), a.tag, a.seq));
+  if (auto prev = e.announced.find(peer); prev != e.announced.end()) {
+    // A peer announces a call again when it came back to the master on a new connection (the master
+    // may still have held its old one): the same call, nothing new.
+    if (prev->second.desc() == a.desc() && prev->second.epoch == a.epoch) return fx;
+    abort(fx, key, Code::kInvalidUsage,
+          fmt::format("peer {} announced tag {} (call {}) twice, differently: {}, then {}", shortId(peer), a.tag, a.seq,
+                      describe(prev->second), describe(a)));
     return fx;
   }
   e.announced[peer] = a;
@@ -204,7 +223,39 @@ void OpCoordinator::abort(Effects& fx, const Key& key, Code code, const std::str
   // Every member hears it: one that has not called it yet fails the call when it comes.
   const std::vector<uint8_t> frame = wire::encodeFrame(ab, it->second.epoch);
   for (const auto& id : it->second.members) fx.push_back(Outgoing{id, frame});
+  aborted_[key] = Aborted{it->second.epoch, ab};
+  aborted_order_.push_back(key);
+  while (aborted_order_.size() > kKeepAborted) {
+    aborted_.erase(aborted_order_.front());
+    aborted_order_.pop_front();
+  }
   entries_.erase(it);
+}
+
+const wire::OpAbort* OpCoordinator::abortedBefore(const Key& key, uint64_t epoch) const {
+  auto it = aborted_.find(key);
+  return it != aborted_.end() && it->second.epoch == epoch ? &it->second.abort : nullptr;
+}
+
+// Calls of one tag follow each other on a peer: announcing call k, `peer` has ended every earlier call
+// of the tag on this ring, whether or not its reports of them reached us (sent on a connection that
+// went dark). It counts as having announced them and reported them done.
+void OpCoordinator::endEarlierCalls(const wire::Uuid& peer, uint32_t group, const wire::OpAnnounce& a) {
+  auto it = entries_.lower_bound(Key{group, a.tag, 0});
+  while (it != entries_.end() && std::get<0>(it->first) == group && std::get<1>(it->first) == a.tag &&
+         std::get<2>(it->first) < a.seq) {
+    Entry& e = it->second;
+    if (e.epoch != a.epoch || !e.isMember(peer) || e.announced.empty()) {
+      ++it;
+      continue;
+    }
+    e.announced.emplace(peer, e.announced.begin()->second);
+    e.done.insert(peer);
+    const bool all_done = std::all_of(e.announced.begin(), e.announced.end(),
+                                      [&](const auto& kv) { return e.done.count(kv.first) != 0; });
+    changed_.insert(group);
+    it = all_done ? entries_.erase(it) : std::next(it);
+  }
 }
 
 }  // namespace pccl::master

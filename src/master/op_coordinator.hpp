@@ -4,7 +4,10 @@
 // in doubt first), OpDone when an announced call committed, OpFailed when it failed. The master never holds an operation up; it aborts one that
 // cannot go on, on every member (OpAbort): peers that announced different calls (naming who differs),
 // a member announcing on a stale epoch or while a vote is open, a member that failed it or left, and
-// tags that stay crossed for `announce_window` (tag_divergence.hpp). Operations left in doubt by a
+// tags that stay crossed for `announce_window` (tag_divergence.hpp). A peer that came back on a new
+// connection announces its calls in flight again: the same call again is a no-op, a call aborted
+// meanwhile hears its abort again, and a call of a tag ends the peer's earlier calls of it (reports lost
+// with the old connection leave nothing behind; docs/protocol.md §5.3). Operations left in doubt by a
 // failure during the peers' commit round are settled by OpResolver. An operation is named by
 // (group, tag, seq). Pure logic, like Membership: time comes in through tick(). Thread: MasterServer's
 // event loop.
@@ -12,6 +15,7 @@
 #define PCCL_MASTER_OP_COORDINATOR_HPP_
 
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <optional>
 #include <set>
@@ -67,7 +71,15 @@ class OpCoordinator {
   };
   using Key = std::tuple<uint32_t, uint64_t, uint32_t>;  // (group, tag, seq)
 
+  struct Aborted {
+    uint64_t epoch = 0;
+    wire::OpAbort abort;
+  };
+  static constexpr size_t kKeepAborted = 1024;
+
   void abort(Effects& fx, const Key& key, Code code, const std::string& reason);
+  const wire::OpAbort* abortedBefore(const Key& key, uint64_t epoch) const;  // null: not aborted
+  void endEarlierCalls(const wire::Uuid& peer, uint32_t group, const wire::OpAnnounce& a);
   void checkCrossings(uint32_t group, TimePoint now);
   static std::string describe(const wire::OpAnnounce& a);
 
@@ -75,6 +87,9 @@ class OpCoordinator {
   size_t max_ops_;
   Millis window_;
   std::set<uint32_t> changed_;  // groups whose pending tags changed since the last tick
+  // The latest aborts, for a member that announces an aborted call again after it missed the abort.
+  std::map<Key, Aborted> aborted_;
+  std::deque<Key> aborted_order_;
 };
 
 }  // namespace pccl::master

@@ -37,6 +37,19 @@ Effects OpResolver::state(const wire::Uuid& peer, uint32_t group, const wire::Op
     PCCL_LOG_WARN(kLog, "tag={} call={} epoch={}: peer {} is in doubt; asking {} peers", m.tag, m.seq, m.epoch,
                   shortId(peer), o.waiting.size());
     it = open_.emplace(key, std::move(o)).first;
+  } else if (phase == OpPhase::kPrepared && it->second.waiting.count(peer) == 0) {
+    // The peer in doubt asks again (it came back on a new connection, or waited long): an answer may
+    // have been lost on the way, a query on a connection its peer has since replaced. Everyone not yet
+    // heard from is asked again, on the connection it has now.
+    Open& o = it->second;
+    o.asked.insert(peer);
+    for (const auto& p : o.waiting) {
+      fx.push_back(Outgoing{p, wire::encodeFrame(wire::OpQuery{m.epoch, m.tag, m.seq}, m.epoch)});
+    }
+    if (!o.waiting.empty()) {
+      PCCL_LOG_INFO(kLog, "tag={} call={} epoch={}: peer {} asks again; asking the {} peers not yet heard from again",
+                    m.tag, m.seq, m.epoch, shortId(peer), o.waiting.size());
+    }
   } else {
     Open& o = it->second;
     o.waiting.erase(peer);

@@ -4,8 +4,10 @@
 // waiting for data fails the operation on the spot and answers "failed", one that holds its data
 // answers "prepared", one that finished answers from its history. Once every peer asked has answered
 // or left: the operation committed unless some peer failed it, since no peer can commit before every
-// peer held its data. Everyone asked hears the outcome (OpOutcome). Pure logic. Thread: MasterServer's
-// event loop.
+// peer held its data. Everyone asked hears the outcome (OpOutcome). A peer in doubt asks again while
+// it waits (docs/protocol.md §8.7): each time, the peers not yet heard from are asked again, so a query
+// or an answer lost with a connection (a peer that came back on a new one) costs one round, not the
+// operation. Pure logic. Thread: MasterServer's event loop.
 #ifndef PCCL_MASTER_OP_RESOLVER_HPP_
 #define PCCL_MASTER_OP_RESOLVER_HPP_
 

@@ -22,11 +22,9 @@ Effects SyncCoordinator::announce(const wire::Uuid& peer, uint32_t group, const 
   auto it = pending_.find(group);
   if (it == pending_.end()) it = pending_.emplace(group, Pending{members, {}}).first;
   Pending& p = it->second;
-  if (p.announced.count(peer) != 0) {
-    abortPending(fx, group, Code::kInvalidUsage,
-                 fmt::format("peer {} called the shared-state sync twice at once", shortId(peer)));
-    return fx;
-  }
+  // A peer runs one sync at a time: announcing again, it has ended its earlier call (it lost the master
+  // meanwhile, and came back on a new connection): this call takes that one's place, and the others'
+  // calls go on.
   p.announced[peer] = a;
   if (!blocked.isOk()) {  // first: after a failed ring build every peer is an epoch behind the master
     abortPending(fx, group, blocked.code(), "shared-state sync: " + blocked.message());
