@@ -58,17 +58,35 @@ void victimsGoOn(Peers& peers) {
   for (const auto& l : peers.loops) CHECK(l->errors.empty());
 }
 
+// A pccl-master process with a state file, two in-process members looping verified all-reduces
+// through it (the victims), and the run's id and term.
+struct LiveRun {
+  TempDir dir;
+  std::string state = dir.path + "/run.state";
+  MasterProcess master;
+  std::unique_ptr<Peers> peers;
+  RunFacts run;
+  explicit LiveRun(std::vector<std::string> extra = {}) {
+    extra.insert(extra.begin(), {"--state-file", state});
+    master = MasterProcess::start(0, extra);
+    REQUIRE(master.port != 0);
+    peers = Peers::join(2, master.address(), master);
+    run = runOf(state);
+  }
+  void loop() {
+    peers->start();
+    REQUIRE(peers->waitPast(2, 60000));
+  }
+};
+
 }  // namespace
 
 TEST_CASE("resume identity: at a live leader, nobody but the member itself can come back as it", "[security][failover]") {
-  TempDir dir;
-  const std::string state = dir.path + "/run.state";
-  MasterProcess master = MasterProcess::start(0, {"--state-file", state});
-  REQUIRE(master.port != 0);
-  auto peers = Peers::join(2, master.address(), master);
-  peers->start();
-  REQUIRE(peers->waitPast(2, 60000));
-  const RunFacts run = runOf(state);
+  LiveRun live;
+  live.loop();
+  MasterProcess& master = live.master;
+  auto& peers = live.peers;
+  const RunFacts run = live.run;
   Communicator& victim = *peers->comms[1];
   const wire::Uuid victim_id = victim.id();
   const uint64_t epoch = victim.topology().epoch;
@@ -105,19 +123,15 @@ TEST_CASE("resume identity: at a live leader, nobody but the member itself can c
 
 TEST_CASE("resume identity: a restarted master knows its members' keys from the state file, unknown ids are pinned",
           "[security][failover]") {
-  TempDir dir;
-  const std::string state = dir.path + "/run.state";
-  MasterProcess first = MasterProcess::start(0, {"--state-file", state});
-  REQUIRE(first.port != 0);
-  auto peers = Peers::join(2, first.address(), first);
-  const RunFacts run = runOf(state);
-  const wire::Uuid victim_id = peers->comms[1]->id();
-  const uint64_t epoch = peers->comms[1]->topology().epoch;
-  const std::vector<wire::Uuid> ring = ringIds(*peers->comms[1]);
-  first.proc->signal(SIGKILL);
+  LiveRun live;
+  const RunFacts run = live.run;
+  const wire::Uuid victim_id = live.peers->comms[1]->id();
+  const uint64_t epoch = live.peers->comms[1]->topology().epoch;
+  const std::vector<wire::Uuid> ring = ringIds(*live.peers->comms[1]);
+  live.master.proc->signal(SIGKILL);
   // The run's master restarts elsewhere with the run's record: it waits for the members (rebuild
   // window) and the attacker gets there first.
-  MasterProcess second = MasterProcess::start(0, {"--state-file", state, "--rebuild-window-ms", "60000"});
+  MasterProcess second = MasterProcess::start(0, {"--state-file", live.state, "--rebuild-window-ms", "60000"});
   REQUIRE(second.port != 0);
   REQUIRE(second.logged("waiting up to", 10000));
   {
@@ -141,12 +155,10 @@ TEST_CASE("resume identity: a restarted master knows its members' keys from the 
 
 TEST_CASE("resume identity: a pending member coming back is admitted as a newcomer would be (max_peers)",
           "[security][failover]") {
-  TempDir dir;
-  const std::string state = dir.path + "/run.state";
-  MasterProcess master = MasterProcess::start(0, {"--state-file", state, "--max-peers", "2"});
-  REQUIRE(master.port != 0);
-  auto peers = Peers::join(2, master.address(), master);
-  const RunFacts run = runOf(state);
+  LiveRun live({"--max-peers", "2"});
+  MasterProcess& master = live.master;
+  auto& peers = live.peers;
+  const RunFacts run = live.run;
   // The run is full: a fresh join is refused...
   HostilePeer newcomer(master.port, "");
   const wire::Error fresh = refusal(newcomer, newcomer.freshJoin());
@@ -163,14 +175,11 @@ TEST_CASE("resume identity: a pending member coming back is admitted as a newcom
 }
 
 TEST_CASE("resume identity: a term at the top of its range is refused, and the run goes on", "[security][failover]") {
-  TempDir dir;
-  const std::string state = dir.path + "/run.state";
-  MasterProcess master = MasterProcess::start(0, {"--state-file", state});
-  REQUIRE(master.port != 0);
-  auto peers = Peers::join(2, master.address(), master);
-  peers->start();
-  REQUIRE(peers->waitPast(2, 60000));
-  const RunFacts run = runOf(state);
+  LiveRun live;
+  live.loop();
+  MasterProcess& master = live.master;
+  auto& peers = live.peers;
+  const RunFacts run = live.run;
   // A member's own id, properly signed, but a term no master could go above (it would wrap to 0, and a
   // "newer master" would make this one drop every member).
   HostilePeer h(master.port, "");
@@ -179,7 +188,7 @@ TEST_CASE("resume identity: a term at the top of its range is refused, and the r
   const wire::Error e = refusal(h, h.resume(run.run_id, UINT64_MAX, made_up, 0, {}));
   CHECK(e.code == static_cast<uint16_t>(Code::kInvalidUsage));
   CHECK_THAT(e.message, Catch::Contains("out of range"));
-  CHECK(runOf(state).term == run.term);
+  CHECK(runOf(live.state).term == run.term);
   victimsGoOn(*peers);
   CHECK_FALSE(master.logged("stepping down", 0));
 }

@@ -189,6 +189,21 @@ TEST_CASE("ring pool: an index is given out once, even while its first P2PAccept
   CHECK(open_channels.get_future().get() == 2);
 }
 
+namespace {
+// A probe round in which we receive from `source` (member 1) on one connection.
+wire::ProbePlan receivingPlan(const net::SigningKey& source, uint64_t probe, uint32_t budget_ms, uint64_t max_bytes) {
+  wire::ProbePlan plan;
+  plan.probe_id = probe;
+  plan.budget_ms = budget_ms;
+  plan.max_bytes = max_bytes;
+  plan.has_source = true;
+  plan.source.id = idOf(1);
+  plan.source.ring_key = source.publicKey();
+  plan.source_connections = 1;
+  return plan;
+}
+}  // namespace
+
 // Probe connections (peer/link_probe.hpp) are introduced the same way: the hello must be signed by the
 // source the round's plan names, for this connection, and carry the round's probe id.
 TEST_CASE("link probe: a probe hello is accepted only from the plan's source, signed, for its round",
@@ -217,14 +232,7 @@ TEST_CASE("link probe: a probe hello is accepted only from the plan's source, si
       Acceptor a(source, 1);
       auto prober = std::make_shared<peer::LinkProber>(a.io, std::make_shared<net::AuthKey>(""),
                                                        std::make_shared<net::SigningKey>(), Millis(3000));
-      wire::ProbePlan plan;
-      plan.probe_id = kProbe;
-      plan.budget_ms = 100;
-      plan.max_bytes = 1;
-      plan.has_source = true;
-      plan.source.id = idOf(1);
-      plan.source.ring_key = source.publicKey();
-      plan.source_connections = 1;
+      const wire::ProbePlan plan = receivingPlan(source, kProbe, 100, 1);
       auto [link, theirs] = a.connection(sessionOf(7));
       REQUIRE(theirs.sendBytes(helloFrame(*k.signer, sessionOf(k.signed_session), k.sender, 0, k.probe)));
       auto shared = std::make_shared<net::Link>(std::move(link));
@@ -255,14 +263,7 @@ TEST_CASE("link probe: an oversized probe frame is refused, and probe payloads a
   Acceptor a(source, 1);
   auto prober = std::make_shared<peer::LinkProber>(a.io, std::make_shared<net::AuthKey>(""),
                                                    std::make_shared<net::SigningKey>(), Millis(3000));
-  wire::ProbePlan plan;
-  plan.probe_id = kProbe;
-  plan.budget_ms = 10000;
-  plan.max_bytes = 1u << 30;
-  plan.has_source = true;
-  plan.source.id = idOf(1);
-  plan.source.ring_key = source.publicKey();
-  plan.source_connections = 1;
+  const wire::ProbePlan plan = receivingPlan(source, kProbe, 10000, 1u << 30);
   auto [link, theirs] = a.connection(sessionOf(7));
   REQUIRE(theirs.sendBytes(helloFrame(source, sessionOf(7), idOf(1), 0, kProbe)));
   auto shared = std::make_shared<net::Link>(std::move(link));
