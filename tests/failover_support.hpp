@@ -44,7 +44,7 @@ struct MasterProcess {
     argv.insert(argv.end(), extra.begin(), extra.end());
     MasterProcess m;
     m.proc = std::make_unique<ChildProcess>(argv, std::vector<std::string>{"PCCL_LOG_LEVEL=info"}, true);
-    auto line = m.proc->waitForLine("listening on", 10000);
+    auto line = m.proc->waitForLine("listening on", 30000);  // a loaded machine, a sanitizer, a slow fsync
     if (line) m.port = static_cast<uint16_t>(std::stoi(line->substr(line->rfind(':') + 1)));
     return m;
   }

@@ -293,8 +293,9 @@ TEST_CASE("link probe: an oversized probe frame is refused, and probe payloads a
   CHECK(theirs.waitClosed(3000));
   std::promise<size_t> peak;
   asio::post(a.io, [&] {
-    peak.set_value(prober->receiveBufferPeak());
-    prober.reset();
+    const size_t held = prober->receiveBufferPeak();
+    prober.reset();  // on the io thread, before the main thread may go on
+    peak.set_value(held);
   });
   const size_t held = peak.get_future().get();
   CHECK(held > 0);

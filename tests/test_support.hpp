@@ -27,7 +27,13 @@
 namespace pccl::test {
 
 constexpr uint32_t kHeartbeatMs = 100;
+#ifdef PCCL_TESTS_SANITIZED
+// Sanitized builds run several times slower, and a loaded machine stalls them for a second at times: a
+// second of silence is no death there.
+constexpr uint32_t kTimeoutMs = 2500;
+#else
 constexpr uint32_t kTimeoutMs = 1000;
+#endif
 
 inline MasterConfig fastMasterConfig(const std::string& secret = "") {
   MasterConfig c;
