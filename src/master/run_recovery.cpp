@@ -24,15 +24,17 @@ constexpr const char* kRecordHeaderV1 = "pccl-run 1";
 
 }  // namespace
 
-std::string uuidHex(const wire::Uuid& id) {
+namespace {
+// `n` bytes as 2n lowercase hex digits, and back (false: not exactly that).
+std::string hexOf(const uint8_t* bytes, size_t n) {
   std::string s;
-  for (uint8_t b : id) s += fmt::format("{:02x}", b);
+  for (size_t i = 0; i < n; ++i) s += fmt::format("{:02x}", bytes[i]);
   return s;
 }
 
-bool parseUuidHex(const std::string& s, wire::Uuid* id) {
-  if (s.size() != 32) return false;
-  for (size_t i = 0; i < 16; ++i) {
+bool parseHex(const std::string& s, uint8_t* out, size_t n) {
+  if (s.size() != 2 * n) return false;
+  for (size_t i = 0; i < n; ++i) {
     unsigned v = 0;
     for (size_t j = 0; j < 2; ++j) {
       const char c = s[2 * i + j];
@@ -40,24 +42,16 @@ bool parseUuidHex(const std::string& s, wire::Uuid* id) {
       if (d < 0) return false;
       v = v * 16 + static_cast<unsigned>(d);
     }
-    (*id)[i] = static_cast<uint8_t>(v);
+    out[i] = static_cast<uint8_t>(v);
   }
   return true;
 }
+}  // namespace
 
-std::string signKeyHex(const wire::SignKey& k) {
-  std::string s;
-  for (uint8_t b : k) s += fmt::format("{:02x}", b);
-  return s;
-}
-
-bool parseSignKeyHex(const std::string& s, wire::SignKey* k) {
-  wire::Uuid a{}, b{};
-  if (s.size() != 64 || !parseUuidHex(s.substr(0, 32), &a) || !parseUuidHex(s.substr(32), &b)) return false;
-  std::copy(a.begin(), a.end(), k->begin());
-  std::copy(b.begin(), b.end(), k->begin() + 16);
-  return true;
-}
+std::string uuidHex(const wire::Uuid& id) { return hexOf(id.data(), id.size()); }
+bool parseUuidHex(const std::string& s, wire::Uuid* id) { return parseHex(s, id->data(), id->size()); }
+std::string signKeyHex(const wire::SignKey& k) { return hexOf(k.data(), k.size()); }
+bool parseSignKeyHex(const std::string& s, wire::SignKey* k) { return parseHex(s, k->data(), k->size()); }
 
 Result<std::optional<RunRecord>> readRunRecord(const std::string& path) {
   std::ifstream in(path);
