@@ -1,14 +1,14 @@
 #!/usr/bin/env bash
-# Regenerates the files docs/benchmarks.md cites for its loopback tables and its emulated-WAN scenarios,
-# under the names it cites them by, into OUT_DIR (default docs/benchmarks/v2); every WAN row is one
-# warm-up and 3 timed operations, pccl at K = 1, 4, 16 and 64. Then the tables (bench/tables.py) and the
-# plots (bench/plot.sh). The WAN part needs root.
+# Regenerates the files docs/benchmarks.md and docs/benchmarks-history.md cite for their loopback tables
+# and emulated-WAN scenarios, under the names they cite them by, into OUT_DIR (default
+# docs/benchmarks/v2); every WAN row is one warm-up and 3 timed operations, pccl at K = 1, 4, 16 and 64.
+# Then the tables (bench/tables.py) and the plots (bench/plot.sh). The WAN part needs root.
 set -euo pipefail
 usage() {
   cat <<'EOF'
 usage: bench/run_all.sh [--part all|loopback|validation|wan] [OUT_DIR]
-  Regenerates the files docs/benchmarks.md cites, by the names it cites, into OUT_DIR (default
-  docs/benchmarks/v2; the series before it stays in docs/benchmarks/):
+  Regenerates the files docs/benchmarks.md and docs/benchmarks-history.md cite, by the names they cite,
+  into OUT_DIR (default docs/benchmarks/v2; the series before it stays in docs/benchmarks/):
   loopback (pccl-bench --ranks N, as the doc's commands):
     loopback-4ranks-sizes.json, loopback-4ranks-256M-K{1,4,16,64}.json, loopback-4ranks-256M-inplace.json,
     loopback-{2,4}ranks-4K.json, loopback-{2,4,8}ranks.json (bench/loopback.sh), loopback-{2,4}ranks-both.json,
