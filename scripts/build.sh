@@ -11,7 +11,8 @@ usage: scripts/build.sh [-DVAR=VALUE | -UVAR]...
   Installs the build dependencies when missing (scripts/deps.sh), configures pccl with CMake and Ninja
   and builds it. Arguments are CMake cache settings for the configure step (e.g. -DPCCL_BUILD_DILOCO=ON).
   Environment: PCCL_BUILD_DIR (default build), PCCL_BUILD_TYPE (default Release), PCCL_WERROR=ON|OFF
-  (warnings as errors; default: the tree's setting, OFF in a new one), PCCL_JOBS (default 2).
+  (warnings as errors; default: the tree's setting, OFF in a new one), PCCL_JOBS (default 2),
+  PCCL_BUILD_TARGET (one target to build instead of all, e.g. pccl-release-suite).
 EOF
 }
 for arg in "$@"; do
@@ -27,4 +28,6 @@ BUILD_DIR=${PCCL_BUILD_DIR:-build}
 werror=()
 [ -z "${PCCL_WERROR:-}" ] || werror=(-DPCCL_WERROR="$PCCL_WERROR")
 cmake -S . -B "$BUILD_DIR" -G Ninja -DCMAKE_BUILD_TYPE="${PCCL_BUILD_TYPE:-Release}" "${werror[@]}" "$@" > /dev/null
-cmake --build "$BUILD_DIR" -j "${PCCL_JOBS:-2}"
+targets=()
+[ -z "${PCCL_BUILD_TARGET:-}" ] || targets=(--target "$PCCL_BUILD_TARGET")
+cmake --build "$BUILD_DIR" -j "${PCCL_JOBS:-2}" "${targets[@]}"

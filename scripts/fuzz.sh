@@ -30,7 +30,9 @@ fi
 SECONDS_EACH=${1:-20}
 BUILD=build-fuzz
 bash scripts/deps.sh clang libclang-rt-dev
+# -O1 -g1: what libFuzzer's documentation suggests, and about half the compile time of -O2 -g.
 CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCCL_FUZZ=ON \
+  -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
   -DPCCL_SANITIZE=address,undefined -DPCCL_WERROR=ON >/dev/null
 cmake --build "$BUILD" -j "${PCCL_JOBS:-2}" --target fuzz_frames fuzz_codec fuzz_handshake pccl-fuzz-seeds
 rm -rf "$BUILD/seeds" "$BUILD/corpus"

@@ -1,46 +1,65 @@
 #!/usr/bin/env bash
 # The README's test command (CI runs it: .ci/run). Installs dependencies and then:
-#  1. builds build/ with scripts/build.sh: gcc, Release (-O3), warnings as errors, with the DiLoCo
-#     example;
+#  1. builds in build/ (scripts/build.sh: gcc, Release (-O3), warnings as errors, with the DiLoCo
+#     example) what the release-only tests run: the library, pccl-master, pccl-bench, the emulator,
+#     the examples, the GPU modules (target pccl-release-suite; not the unit and cluster test programs,
+#     which run in the sanitizer trees);
 #  2. compiles the GPU backend modules and runs their kernel test where a GPU is present (scripts/gpu.sh);
 #  3. runs every fuzz harness for a bounded time (scripts/fuzz.sh: clang + libFuzzer, warnings as errors);
-#  4. runs the suite: the tests only the release build has (pccl-bench, the WAN emulator, the GPU
-#     emulation, DiLoCo, the Python package, whose ctypes cannot load a sanitizer build into python3, the
-#     install of pccl-bench, the scripts' --help) in build/, and the whole rest twice, under ASan+UBSan
-#     (gcc -O1) and under TSan (gcc at RelWithDebInfo's -O2) (scripts/sanitize.sh).
+#  4. runs the tests labelled release:* (pccl-bench, the WAN emulator, the GPU emulation, DiLoCo, the
+#     Python package, whose ctypes cannot load a sanitizer build into python3, packaging, docs, the
+#     scripts' --help) in build/, and the whole suite under ASan+UBSan (gcc -O1) and under TSan (gcc at
+#     RelWithDebInfo's -O2) (scripts/sanitize.sh).
 # Every tree with warnings as errors: gcc compiles each change at -O3 and at -O2, clang compiles the
-# library (build-fuzz/). PCCL_SANITIZE=0 runs the whole suite in build/ instead (faster, no sanitizers,
-# no -O2 build).
+# library (build-fuzz/). PCCL_SANITIZE=0 runs the whole suite in build/ instead (no sanitizers, no -O2
+# build). Each ctest phase ends with its slowest tests and the tightest share of a timeout
+# (scripts/test_times.py). docs/testing.md has the phases, their times and the labels.
+#   scripts/test.sh --quick [LABEL]: the contributors' inner loop: builds build/ (everything) and runs the
+#   tests labelled LABEL (a ctest -L regex, default ^unit:) there, nothing else.
 set -euo pipefail
 
 usage() {
-  cat <<'EOF'
+  cat <<'USAGE'
 usage: scripts/test.sh [-DVAR=VALUE | -UVAR]...
-  The test command: build (Release, warnings as errors), GPU modules, fuzzing, then the suite in the
-  release build and under ASan+UBSan and TSan. Arguments go to the configure step of build/
-  (scripts/build.sh). Environment: PCCL_DILOCO=0 (no DiLoCo example, no libtorch), PCCL_SANITIZE=0 (the
-  whole suite once in build/ instead of the sanitizer builds), PCCL_FUZZ=0, PCCL_FUZZ_SECONDS (default
-  10), PCCL_GPU_BUILDS=0, PCCL_JOBS (default 2), PCCL_BUILD_DIR (default build).
-EOF
+       scripts/test.sh --quick [LABEL] [-DVAR=VALUE | -UVAR]...
+  The test command: build (Release, warnings as errors), GPU modules, fuzzing, then the release-only
+  tests in the release build and the whole suite under ASan+UBSan and TSan. Arguments go to the
+  configure step of build/ (scripts/build.sh). --quick: build build/ and run only the tests whose label
+  matches LABEL (default ^unit:; labels: docs/testing.md), e.g. --quick collective or --quick cluster:master.
+  Environment: PCCL_DILOCO=0 (no DiLoCo example, no libtorch), PCCL_SANITIZE=0 (the whole suite once
+  in build/ instead of the sanitizer builds), PCCL_FUZZ=0, PCCL_FUZZ_SECONDS (default 10),
+  PCCL_GPU_BUILDS=0, PCCL_JOBS (parallel compiles, default 2), PCCL_TEST_JOBS (parallel tests, default
+  4), PCCL_BUILD_DIR (default build), PCCL_TEST_HOGS=N (N busy loops beside it all: the load check).
+USAGE
 }
-for arg in "$@"; do
-  case "$arg" in
+quick=0
+label='^unit:'
+args=()
+while [ $# -gt 0 ]; do
+  case "$1" in
     -h | --help) usage; exit 0 ;;
-    -D?* | -U?*) ;;
-    *) echo "test.sh: unknown argument '$arg'" >&2; usage >&2; exit 2 ;;
+    --quick)
+      quick=1
+      if [ $# -gt 1 ] && [[ "$2" != -* ]]; then label=$2; shift; fi ;;
+    -D?* | -U?*) args+=("$1") ;;
+    *) echo "test.sh: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
   esac
+  shift
 done
+set -- "${args[@]+"${args[@]}"}"
 cd "$(dirname "$0")/.."
 # The DiLoCo example's smoke test (examples/diloco, libtorch) is part of the suite; PCCL_DILOCO=0 leaves
-# it out (and libtorch uninstalled).
+# it out (and libtorch uninstalled). The Python package's ctests (python/, docs/python.md) run with
+# /usr/bin/python3 and need numpy; torch for its tensor tests and the torch example (without them,
+# configure skips those ctests). --quick installs neither.
 extra=()
-if [ "${PCCL_DILOCO:-1}" != "0" ]; then
-  bash scripts/deps.sh libtorch-dev libopenblas0-pthread
-  extra=(-DPCCL_BUILD_DILOCO=ON)
+if [ "$quick" = 0 ]; then
+  if [ "${PCCL_DILOCO:-1}" != "0" ]; then
+    bash scripts/deps.sh libtorch-dev libopenblas0-pthread
+    extra=(-DPCCL_BUILD_DILOCO=ON)
+  fi
+  bash scripts/deps.sh python3-numpy python3-torch
 fi
-# The Python package's ctests (python/, docs/python.md) run with /usr/bin/python3 and need numpy; torch
-# for its tensor tests and the torch example (without them, configure skips those ctests).
-bash scripts/deps.sh python3-numpy python3-torch
 phase() {  # phase NAME COMMAND...: runs COMMAND and reports its wall time
   local name=$1 start
   shift
@@ -48,14 +67,41 @@ phase() {  # phase NAME COMMAND...: runs COMMAND and reports its wall time
   "$@"
   echo "pccl: test.sh phase '$name' took $(($(date +%s) - start)) s"
 }
-phase build env PCCL_WERROR=ON bash scripts/build.sh "${extra[@]}" "$@"
+# PCCL_TEST_HOGS=N: N busy loops run beside the whole command (how docs/testing.md checks that every
+# test stays within half its timeout on a busy machine); ended with the script.
+hogs=()
+stop_hogs() { [ ${#hogs[@]} -eq 0 ] || kill "${hogs[@]}" 2> /dev/null || true; }
+trap stop_hogs EXIT
+for ((i = 0; i < ${PCCL_TEST_HOGS:-0}; ++i)); do
+  sh -c 'while :; do :; done' &
+  hogs+=($!)
+done
+BUILD_DIR=${PCCL_BUILD_DIR:-build}
+TEST_JOBS=${PCCL_TEST_JOBS:-4}
+suite() {  # suite LABEL_REGEX|all: the ctest run in build/, then where its time went
+  local select=()
+  [ "$1" = all ] || select=(-L "$1")
+  local rc=0
+  ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$TEST_JOBS" --timeout 300 "${select[@]}" \
+    --output-junit ctest-junit.xml || rc=$?
+  /usr/bin/python3 scripts/test_times.py "$BUILD_DIR" --timeout 300 || true
+  return "$rc"
+}
+if [ "$quick" = 1 ]; then
+  phase build env PCCL_WERROR=ON bash scripts/build.sh "$@"
+  phase "quick suite ($label)" suite "$label"
+  exit 0
+fi
+if [ "${PCCL_SANITIZE:-1}" = "0" ]; then
+  phase build env PCCL_WERROR=ON bash scripts/build.sh "${extra[@]}" "$@"
+else
+  phase build env PCCL_WERROR=ON PCCL_BUILD_TARGET=pccl-release-suite bash scripts/build.sh "${extra[@]}" "$@"
+fi
 phase gpu bash scripts/gpu.sh
 phase fuzz bash scripts/fuzz.sh "${PCCL_FUZZ_SECONDS:-10}"
-BUILD_DIR=${PCCL_BUILD_DIR:-build}
 if [ "${PCCL_SANITIZE:-1}" = "0" ]; then
-  phase suite ctest --test-dir "$BUILD_DIR" --output-on-failure -j "${PCCL_JOBS:-2}" --timeout 300
+  phase suite suite all
 else
-  phase "release-only suite" ctest --test-dir "$BUILD_DIR" --output-on-failure -j "${PCCL_JOBS:-2}" --timeout 300 \
-    -R "^(bench|wanem|diloco|gpu bench|gpu emu|gpu kernels: emu|python|packaging|docs|scripts)"
+  phase "release-only suite" suite '^release:'
   phase sanitizers bash scripts/sanitize.sh all
 fi

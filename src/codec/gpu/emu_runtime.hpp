@@ -66,9 +66,10 @@ class Fibers {
     blockDim.x = block;
     for (unsigned b = 0; b < grid; ++b) {
       blockIdx.x = b;
-      for (unsigned t = 0; t < block; ++t) start(t);
       // Thread 0 first. A block reaches __syncthreads() in all of its threads or in none (as CUDA and
-      // HIP require), so if thread 0 ends without one, the others run straight through, unswitched.
+      // HIP require), so if thread 0 ends without one, the others run straight through, unswitched (and
+      // their fibers are never made: getcontext costs a system call).
+      start(0);
       bool synced = false;
       resume(0, &synced);
       if (done_[0] && !synced) {
@@ -78,6 +79,7 @@ class Fibers {
         }
         continue;
       }
+      for (unsigned t = 1; t < block; ++t) start(t);
       // Rounds: each fiber to its next barrier (thread 0 is already at its first).
       unsigned left = block - (done_[0] ? 1 : 0);
       for (unsigned from = 1; left > 0; from = 0) {

@@ -1,0 +1,32 @@
+# pccl_label_tests(): gives every add_test() test of the calling directory that has no label one by
+# its name's prefix, KIND:AREA. "release:*" marks the tests only the release build runs in
+# scripts/test.sh (pccl-bench, the emulator, the GPU modules and emulation, Python, packaging, docs,
+# DiLoCo, the scripts); the Catch2 programs label their own tests (tests/CMakeLists.txt). A test whose
+# prefix is not known here fails configure, so none is left out of `ctest -L`.
+function(pccl_label_tests)
+  get_property(tests DIRECTORY PROPERTY TESTS)
+  foreach(test IN LISTS tests)
+    get_test_property("${test}" LABELS labels)
+    if(labels)
+      continue()
+    endif()
+    if(test MATCHES "^(bench|wanem|scripts):")
+      set(label release:bench)
+    elseif(test MATCHES "^gpu (kernels|bench|emu):")
+      set(label release:gpu)
+    elseif(test MATCHES "^python:")
+      set(label release:python)
+    elseif(test MATCHES "^packaging:")
+      set(label release:packaging)
+    elseif(test MATCHES "^docs:")
+      set(label release:docs)
+    elseif(test MATCHES "^diloco:")
+      set(label release:diloco)
+    elseif(test MATCHES "^c api:")
+      set(label cluster:capi)
+    else()
+      message(FATAL_ERROR "pccl_label_tests: no label for the test '${test}' (cmake/TestLabels.cmake)")
+    endif()
+    set_tests_properties("${test}" PROPERTIES LABELS ${label})
+  endforeach()
+endfunction()
