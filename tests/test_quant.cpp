@@ -11,12 +11,16 @@
 
 #include "codec/compress.hpp"
 #include "collective/ring_allreduce.hpp"
-#include "codec/half.hpp"
+#include "kernels/half.hpp"
 #include "codec/quant.hpp"
 #include "kernels/quant_math.hpp"
 
 using namespace pccl;
 using namespace pccl::codec;
+using pccl::kernels::bf16ToFloat;
+using pccl::kernels::floatToBf16;
+using pccl::kernels::floatToHalf;
+using pccl::kernels::halfToFloat;
 
 namespace {
 
