@@ -142,7 +142,7 @@ class Communicator::Impl {
   std::thread thread_;
   std::shared_ptr<net::Listener> listener_;
   std::unique_ptr<peer::MasterLink> link_;  // io thread
-  std::unique_ptr<peer::RingPool> pool_;    // io thread
+  std::unique_ptr<peer::RingPool> ring_pool_;  // io thread
   std::unique_ptr<peer::LinkProber> prober_;  // io thread
   collective::BufferPool buffers_;          // thread-safe
   DeviceBuffers device_;                    // thread-safe; outlives colls_ (which holds its blocks)

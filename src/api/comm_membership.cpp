@@ -194,7 +194,7 @@ Status Communicator::Impl::leaveWith(const Status& why) {
   auto acknowledged = left->get_future();
   asio::post(io_, [this, left, why] {
     colls_->failAll(why);
-    pool_->reset(Status::ok());
+    ring_pool_->reset(Status::ok());
     prober_->cancel();
     if (!link_) return left->set_value();
     link_->leave(epoch(), [left] { left->set_value(); });
@@ -226,7 +226,7 @@ void Communicator::Impl::teardown() {
   std::promise<void> done;
   asio::post(io_, [this, &done] {
     colls_->failAll(Status::timeout("connect() gave up"));
-    pool_->reset(Status::ok());
+    ring_pool_->reset(Status::ok());
     prober_->cancel();
     if (link_) link_->close();
     std::lock_guard<std::mutex> lk(mu_);
@@ -313,7 +313,7 @@ Status Communicator::Impl::onTopology(const wire::TopologyUpdate& m) {
   peer::RingPlan plan = peer::planRing(m.ring, id_, m.epoch);
   building_.successor_connections = plan.successor_connections;
   building_.predecessor_connections = plan.predecessor_connections;
-  pool_->build(plan, [this](uint64_t epoch, const Status& s) {
+  ring_pool_->build(plan, [this](uint64_t epoch, const Status& s) {
     if (!link_) return;
     if (s.isOk()) {
       link_->send(wire::P2PReady{epoch}, epoch);
@@ -341,8 +341,8 @@ Status Communicator::Impl::onReady(const wire::TopologyReady& m) {
   const std::string pred = n > 0 ? wire::shortId(group[(self + n - 1) % n]->id) : "?";
   const std::string succ = n > 0 ? wire::shortId(group[(self + 1) % n]->id) : "?";
   colls_->setSelf(wire::shortId(id_));
-  colls_->setRing(building_.epoch, building_.group_rank, building_.group_world_size, pool_->outbound(),
-                  pool_->inbound(), pred, succ, gatherLimit(config_, one_host));
+  colls_->setRing(building_.epoch, building_.group_rank, building_.group_world_size, ring_pool_->outbound(),
+                  ring_pool_->inbound(), pred, succ, gatherLimit(config_, one_host));
   std::lock_guard<std::mutex> lk(mu_);
   topology_ = building_;
   last_build_ = Status::ok();
@@ -359,7 +359,7 @@ Status Communicator::Impl::onFailed(const wire::TopologyFailed& m) {
   const Status failed(wire::codeFromWire(m.code, Code::kPeerLost),
                       fmt::format("topology update to epoch {} failed: {}", m.epoch, m.reason));
   colls_->clearRing(Status(failed.code(), fmt::format("the ring build of epoch {} failed: {}", m.epoch, m.reason)));
-  pool_->reset(Status::ok());
+  ring_pool_->reset(Status::ok());
   prober_->cancel();
   std::lock_guard<std::mutex> lk(mu_);
   last_build_ = failed;

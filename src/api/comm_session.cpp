@@ -144,7 +144,7 @@ void Communicator::Impl::giveUp(const Status& s) {
 
 void Communicator::Impl::goFatal(const Status& s) {
   colls_->linkLost(s);
-  pool_->reset(Status::ok());
+  ring_pool_->reset(Status::ok());
   prober_->cancel();
   std::lock_guard<std::mutex> lk(mu_);
   if (state_ == PeerState::kLeft || state_ == PeerState::kIdle || state_ == PeerState::kFailed) return;
@@ -192,7 +192,7 @@ void Communicator::Impl::masterAway(const Status& s) {
         "the master was lost while the ring of epoch {} was being built; call pcclUpdateTopology once it is back",
         building_.epoch));
     colls_->clearRing(why);
-    pool_->reset(Status::ok());
+    ring_pool_->reset(Status::ok());
     last_build_ = why;
     ++builds_done_;
     setState(PeerState::kMember);

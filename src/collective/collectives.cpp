@@ -56,8 +56,8 @@ uint64_t maxPacingRate() {
 
 }  // namespace
 
-Collectives::Collectives(asio::io_context& io, BufferPool* pool, ResetRing reset_ring)
-    : io_(io), pool_(pool), reset_ring_(std::move(reset_ring)), announce_timer_(io) {}
+Collectives::Collectives(asio::io_context& io, BufferPool* buffers, ResetRing reset_ring)
+    : io_(io), buffers_(buffers), reset_ring_(std::move(reset_ring)), announce_timer_(io) {}
 
 Collectives::~Collectives() { failAll(Status::invalidUsage("the communicator was destroyed")); }
 
@@ -73,7 +73,7 @@ void Collectives::setRing(uint64_t epoch, uint32_t rank, uint32_t world, Channel
   successor_id_ = std::move(successor_id);
   ring_broken_ = Status::ok();
   next_seq_.clear();
-  early_.clear();
+  before_call_.clear();
   striper_ = std::make_shared<Striper>(successor_);
   striper_->attach();
   back_striper_ = std::make_shared<Striper>(predecessor_);
@@ -97,7 +97,7 @@ void Collectives::clearRing(const Status& why) {
   back_striper_.reset();
   successor_.clear();
   predecessor_.clear();
-  early_.clear();
+  before_call_.clear();
   ring_broken_ = why.isOk() ? Status::peerLost("the ring is being rebuilt") : why;
 }
 
@@ -167,7 +167,7 @@ void Collectives::submit(ReduceRequest req, Completion done) {
                         o.req.root};
   const OpKey key = o.key;
   if (auto ended = history_.find(key)) {  // the others failed this call before we made it: so do we
-    early_.drop(key);
+    before_call_.drop(key);
     return finishOp(o, ended->isOk() ? Status::internal("a call ended twice") : *ended);
   }
   if (!ring_broken_.isOk() || successor_.empty()) {
@@ -191,15 +191,15 @@ void Collectives::submit(ReduceRequest req, Completion done) {
   if (o.req.count == 0) {
     o.data_in = true;
   } else if (Status st = startRing(o); !st.isOk()) {
-    if (Op* p = find(key)) failOp(*p, st, true, false, true);
+    if (Op* p = find(key)) failOp(*p, st, FailSpread::kRingAbort | FailSpread::kTellMaster);
     return;
   }
   if (find(key) == nullptr) return;
-  if (auto theirs = early_.takeHello(key)) {
+  if (auto theirs = before_call_.takeHello(key)) {
     if (!onHello(o, *theirs)) return;
   }
-  if (Status st = replayEarly(o); !st.isOk()) {
-    if (Op* p = find(key)) failOp(*p, st, false, true, true);
+  if (Status st = replayBeforeCall(o); !st.isOk()) {
+    if (Op* p = find(key)) failOp(*p, st, FailSpread::kCloseRing | FailSpread::kTellMaster);
     return;
   }
   if (Op* p = find(key)) maybePrepared(*p);
@@ -246,15 +246,15 @@ Status Collectives::startRing(Op& op) {
     spec.device_wire = op.wire_device.data();
     spec.post = [this](std::function<void()> fn) { asio::post(io_, std::move(fn)); };
   } else if (spec.coded()) {
-    op.wire = pool_->acquire(wireRegionBytes(spec));
+    op.wire = buffers_->acquire(wireRegionBytes(spec));
     spec.wire = op.wire.data.get();
   }
   if (r.kind == wire::Collective::kReduceScatter) {
-    op.scratch = pool_->acquire(r.count * codec::dtypeSize(r.dtype));
+    op.scratch = buffers_->acquire(r.count * codec::dtypeSize(r.dtype));
     spec.scratch = op.scratch.data.get();
   }
   const OpKey key = op.key;
-  op.ring = std::make_shared<RingAllReduce>(spec, striper_, [this, key](const Status& s) { ringFinished(key, s); });
+  op.ring = std::make_shared<RingCollective>(spec, striper_, [this, key](const Status& s) { ringFinished(key, s); });
   auto ring = op.ring;
   ring->start();
   return Status::ok();
@@ -266,14 +266,14 @@ Status Collectives::startGather(Op& op, RingOpSpec spec) {
   if (r.device != nullptr) {
     // Small by construction: the input comes to host memory, the result goes back in ringFinished.
     const size_t bytes = r.count * codec::dtypeSize(r.dtype);
-    op.staged_in = pool_->acquire(bytes);
-    op.staged_out = pool_->acquire(bytes);
+    op.staged_in = buffers_->acquire(bytes);
+    op.staged_out = buffers_->acquire(bytes);
     PCCL_RETURN_IF_ERROR(deviceCopy(*r.device, op.staged_in.data.get(), r.input, bytes, PCCL_GPU_COPY_D2H));
     spec.input = op.staged_in.data.get();
     spec.output = op.staged_out.data.get();
     spec.device = nullptr;
   }
-  op.wire = pool_->acquire(gatherRegionBytes(spec));
+  op.wire = buffers_->acquire(gatherRegionBytes(spec));
   spec.wire = op.wire.data.get();
   const OpKey key = op.key;
   op.ring = std::make_shared<GatherAllReduce>(spec, striper_, back_striper_,
@@ -286,11 +286,11 @@ Status Collectives::startGather(Op& op, RingOpSpec spec) {
 void Collectives::ringFinished(const OpKey& key, const Status& s) {
   Op* op = find(key);
   if (op == nullptr || op->state != State::kRunning) return;
-  if (!s.isOk()) return failOp(*op, s, false, true, true);
+  if (!s.isOk()) return failOp(*op, s, FailSpread::kCloseRing | FailSpread::kTellMaster);
   if (op->staged_out.data) {  // a gathered device operation: the result to the GPU
     const size_t bytes = op->req.count * codec::dtypeSize(op->req.dtype);
     Status st = deviceCopy(*op->req.device, op->req.output, op->staged_out.data.get(), bytes, PCCL_GPU_COPY_H2D);
-    if (!st.isOk()) return failOp(*op, st, true, false, true);
+    if (!st.isOk()) return failOp(*op, st, FailSpread::kRingAbort | FailSpread::kTellMaster);
   }
   op->data_in = true;
   maybePrepared(*op);
@@ -375,7 +375,7 @@ void Collectives::askOutcome(Op& op) {
               epoch_);
 }
 
-void Collectives::failOp(Op& op, const Status& why_seen, bool flood, bool close_ring, bool tell_master) {
+void Collectives::failOp(Op& op, const Status& why_seen, FailSpread spread) {
   if (op.state == State::kFailing) return;
   // A dead master takes the whole run down, and a neighbour that noticed first closes the ring: when our
   // own master connection is already closed too (its EOF waiting, unread), that is the cause to report.
@@ -386,13 +386,14 @@ void Collectives::failOp(Op& op, const Status& why_seen, bool flood, bool close_
   if (op.state == State::kPrepared || op.state == State::kInDoubt) return inDoubt(op, why.message());
   op.state = State::kFailing;  // closing the ring below reports back here: do not fail twice
   history_.failed(op.key, why);
-  if (tell_master && ready()) {
+  const bool close_ring = has(spread, FailSpread::kCloseRing);
+  if (has(spread, FailSpread::kTellMaster) && ready()) {
     announce(op);  // the master aborts it on every member: it must know the call
     link_->send(wire::OpFailed{op.key.tag, op.key.seq, static_cast<uint16_t>(why.code()),
                                static_cast<uint8_t>(close_ring ? 1 : 0), why.message()},
                 epoch_);
   }
-  if (flood) {
+  if (has(spread, FailSpread::kRingAbort)) {
     wire::RingCtl c;
     c.kind = wire::RingCtl::kAbort;
     c.code = static_cast<uint16_t>(why.code());
@@ -447,15 +448,15 @@ void Collectives::finishOp(Op& op, const Status& s) {
   out.seconds = std::chrono::duration<double>(Clock::now() - op.req.submitted).count();
   op.timer.cancel();
   Completion done = std::move(op.done);
-  pool_->release(std::move(op.req.saved));
-  pool_->release(std::move(op.wire));
-  pool_->release(std::move(op.scratch));
-  pool_->release(std::move(op.staged_in));
-  pool_->release(std::move(op.staged_out));
+  buffers_->release(std::move(op.req.saved));
+  buffers_->release(std::move(op.wire));
+  buffers_->release(std::move(op.scratch));
+  buffers_->release(std::move(op.staged_in));
+  buffers_->release(std::move(op.staged_out));
   op.req.saved_device.reset();
   op.wire_pinned.reset();
   op.wire_device.reset();
-  early_.drop(op.key);  // frames of this call still being read are freed once read
+  before_call_.drop(op.key);  // frames of this call still being read are freed once read
   // Drop the bookkeeping before telling the user: the tag may be reused at once.
   std::unique_ptr<Op> keep;
   auto t = by_tag_.find(op.req.tag);
@@ -485,7 +486,7 @@ void Collectives::timedOut(const OpKey& key) {
   if (op->state != State::kRunning) return inDoubt(*op, why.message());
   // The others hear it (ring abort and master); a frame still being written (a successor that does
   // not read) closes the ring, so the call returns on time.
-  failOp(*op, why, true, false, true);
+  failOp(*op, why, FailSpread::kRingAbort | FailSpread::kTellMaster);
   if (Op* p = find(key); p != nullptr && p->ring && p->ring->sendsInFlight() > 0) {
     if (ring_broken_.isOk()) ring_broken_ = why;
     reset_ring_(why);
@@ -502,12 +503,12 @@ void Collectives::onAbort(const wire::OpAbort& m, uint64_t epoch) {
   if (op == nullptr) {
     if (isFuture(key) && !history_.find(key)) {
       history_.failed(key, why);  // we have not made this call yet: it fails when we do
-      early_.drop(key);
+      before_call_.drop(key);
     }
     return;
   }
   // A member that left broke the ring: close it. Other aborts leave the ring to the next operation.
-  failOp(*op, why, false, why.code() == Code::kPeerLost, false);
+  failOp(*op, why, why.code() == Code::kPeerLost ? FailSpread::kCloseRing : FailSpread::kHere);
 }
 
 void Collectives::onQuery(const wire::OpQuery& m) {
@@ -519,7 +520,7 @@ void Collectives::onQuery(const wire::OpQuery& m) {
     // settles it: every peer fails the operation.
     failOp(*op, Status::peerLost(fmt::format("{} failed: another peer lost its ring while this peer still waited "
                                              "for data; call pcclUpdateTopology and retry", describeKey(key))),
-           false, true, false);
+           FailSpread::kCloseRing);
     phase = wire::OpPhase::kFailed;
   } else if (op != nullptr && op->state == State::kFailing) {
     phase = wire::OpPhase::kFailed;
@@ -530,7 +531,7 @@ void Collectives::onQuery(const wire::OpQuery& m) {
   } else if (isFuture(key)) {
     history_.failed(key, Status::peerLost(fmt::format("{} failed on the other peers before this peer called it; "
                                                       "call pcclUpdateTopology and retry", describeKey(key))));
-    early_.drop(key);
+    before_call_.drop(key);
     phase = wire::OpPhase::kFailed;
   }
   if (ready()) link_->send(wire::OpState{m.epoch, m.tag, m.seq, static_cast<uint8_t>(phase)}, epoch_);
@@ -553,7 +554,7 @@ void Collectives::failAll(const Status& why) {
     Op* op = find(k);
     if (op == nullptr || op->state == State::kFailing) continue;
     if (op->state == State::kRunning) {
-      failOp(*op, why, false, true, false);
+      failOp(*op, why, FailSpread::kCloseRing);
     } else {
       endFailed(*op, why);  // prepared or in doubt: we are leaving, nobody can settle it for us
     }

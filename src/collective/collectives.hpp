@@ -30,7 +30,7 @@
 #include "collective/commit_round.hpp"
 #include "collective/gather_allreduce.hpp"
 #include "collective/op_book.hpp"
-#include "collective/ring_allreduce.hpp"
+#include "collective/ring_collective.hpp"
 #include "net/data_channel.hpp"
 #include "peer/master_link.hpp"
 #include "util/clock.hpp"
@@ -70,16 +70,29 @@ struct ReduceOutcome {
 };
 using Completion = std::function<void(const ReduceOutcome&)>;
 
+// How a failure before this peer was prepared reaches the others (Collectives::failOp); flags, combined
+// with |.
+enum class FailSpread : uint8_t {
+  kHere = 0,               // the others learn it their own way (the master's abort, a ring abort, their leave)
+  kRingAbort = 1 << 0,     // a ring abort both ways; the ring's connections are kept
+  kCloseRing = 1 << 1,     // the ring's connections close instead (a connection broke, a deadline, a member left)
+  kTellMaster = 1 << 2,    // OpFailed to the master, which aborts the call on every member
+};
+constexpr FailSpread operator|(FailSpread a, FailSpread b) {
+  return static_cast<FailSpread>(static_cast<uint8_t>(a) | static_cast<uint8_t>(b));
+}
+constexpr bool has(FailSpread s, FailSpread flag) { return (static_cast<uint8_t>(s) & static_cast<uint8_t>(flag)) != 0; }
+
 // Test hooks (tests only; never set in production): called on the io thread before the commit round's
 // message of `kind` (wire::RingCtl::Kind) for `tag` is sent; returning false drops it.
 using RingCtlHook = std::function<bool(uint64_t tag, uint8_t kind)>;
 
 class Collectives : public net::DataSink {
  public:
-  using Channels = RingAllReduce::Channels;
+  using Channels = RingCollective::Channels;
   using ResetRing = std::function<void(const Status&)>;
 
-  Collectives(asio::io_context& io, BufferPool* pool, ResetRing reset_ring);
+  Collectives(asio::io_context& io, BufferPool* buffers, ResetRing reset_ring);
   ~Collectives() override;
 
   void setLink(peer::MasterLink* link) {  // a new session (after connect()) clears an old loss
@@ -163,10 +176,8 @@ class Collectives : public net::DataSink {
   static constexpr Millis kDoubtGrace{10000};
   void armDoubtTimer(Op& op);
   void stillInDoubt(const OpKey& key);
-  // A failure before this peer was prepared: the operation fails here and everywhere. `flood` sends a
-  // ring abort both ways (ring kept); `close_ring` closes the ring's connections instead (a connection
-  // broke, a deadline, a member left); `tell_master` reports it (OpFailed).
-  void failOp(Op& op, const Status& why, bool flood, bool close_ring, bool tell_master);
+  // A failure before this peer was prepared: the operation fails here, and everywhere as `spread` says.
+  void failOp(Op& op, const Status& why, FailSpread spread);
   void endFailed(Op& op, const Status& why);
   void finishOp(Op& op, const Status& s);
   Status deviceCopy(codec::gpu::Engine& e, void* dst, const void* src, size_t bytes, int kind = PCCL_GPU_COPY_D2D);
@@ -189,12 +200,12 @@ class Collectives : public net::DataSink {
   Status onCtl(bool from_predecessor, const wire::DataHeader& h, const wire::RingCtl& c);
   bool onHello(Op& op, const wire::OpDesc& theirs);  // false: the operation failed on a mismatch
   void onRingAbort(const OpKey& k, const wire::RingCtl& c, bool from_predecessor);
-  Status replayEarly(Op& op);
+  Status replayBeforeCall(Op& op);
   Result<uint8_t*> placeData(Op& op, const std::string& from, const wire::DataHeader& h, uint32_t bytes);
   bool ours(const net::DataChannel& ch, const Channels& list) const;
 
   asio::io_context& io_;
-  BufferPool* pool_;
+  BufferPool* buffers_;  // scratch buffers (the communicator's, thread-safe)
   codec::Compressor compressor_;  // zstd contexts of this io thread
   ResetRing reset_ring_;
   uint64_t gather_bytes_ = 0;
@@ -218,7 +229,7 @@ class Collectives : public net::DataSink {
   std::unordered_map<uint64_t, const Op*> by_tag_;   // the tags in flight
   std::unordered_map<uint64_t, uint32_t> next_seq_;  // per tag: the next call's number on this ring
   OpHistory history_;
-  EarlyFrames early_;
+  EarlyFrames before_call_;  // frames and hellos of calls this peer has not made yet
   RingCtlHook ctl_hook_;
   std::function<void(uint64_t)> read_hook_;
   std::vector<OpKey> unannounced_;  // calls made since the announce timer was armed
