@@ -27,6 +27,7 @@
 #include "api/comm_config.hpp"
 #include "api/comm_stats.hpp"
 #include "api/device_buffers.hpp"
+#include "api/link_master_port.hpp"
 #include "api/reduce_handle.hpp"
 #include "api/shared_state.hpp"
 #include "collective/buffer_pool.hpp"
@@ -142,6 +143,7 @@ class Communicator::Impl {
   std::thread thread_;
   std::shared_ptr<net::Listener> listener_;
   std::unique_ptr<peer::MasterLink> link_;  // io thread
+  std::unique_ptr<LinkMasterPort> master_port_;  // io thread: the collectives' master, over link_
   std::unique_ptr<peer::RingPool> ring_pool_;  // io thread
   std::unique_ptr<peer::LinkProber> prober_;  // io thread
   collective::BufferPool buffers_;          // thread-safe

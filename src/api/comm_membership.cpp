@@ -244,18 +244,6 @@ void Communicator::Impl::teardown() {
 
 void Communicator::Impl::registerSessionHandlers() {
   wire::Dispatcher& d = link_->dispatcher();
-  d.on<wire::OpAbort>([this](const wire::FrameHeader& h, const wire::OpAbort& m) {
-    colls_->onAbort(m, h.epoch);
-    return Status::ok();
-  });
-  d.on<wire::OpQuery>([this](const wire::FrameHeader&, const wire::OpQuery& m) {
-    colls_->onQuery(m);
-    return Status::ok();
-  });
-  d.on<wire::OpOutcome>([this](const wire::FrameHeader&, const wire::OpOutcome& m) {
-    colls_->onOutcome(m);
-    return Status::ok();
-  });
   d.on<wire::SyncPlan>([this](const wire::FrameHeader&, const wire::SyncPlan& m) {
     sync_->onPlan(m);
     return Status::ok();

@@ -31,7 +31,8 @@ bool endsAttempts(Code c) {
 void Communicator::Impl::ioStartSession() {
   if (!link_) {
     link_ = std::make_unique<peer::MasterLink>(io_, key_, Millis(config_.handshake_timeout_ms));
-    colls_->setLink(link_.get());
+    master_port_ = std::make_unique<LinkMasterPort>(*link_, *colls_);
+    colls_->setMaster(master_port_.get());
     registerSessionHandlers();
   }
   attempts_since_ = Clock::now();

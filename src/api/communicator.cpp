@@ -53,6 +53,7 @@ Communicator::Impl::~Impl() {
   sync_->shutdown(why);
   io_.restart();
   io_.poll();  // what was queued: submissions fail at once; leave()'s steps run
+  master_port_.reset();
   link_.reset();
   prober_.reset();
   ring_pool_.reset();  // closes the ring's connections, which report to colls_

@@ -128,8 +128,8 @@ void Collectives::submit(ReduceRequest req, Completion done) {
   o.world = world_;
   const uint64_t tag = o.req.tag;
   if (by_tag_.count(tag) != 0) return finishOp(o, Status::invalidUsage(fmt::format("tag {} is already in flight", tag)));
-  if (!link_down_.isOk()) return finishOp(o, link_down_);
-  if (link_ == nullptr) return finishOp(o, Status::masterUnreachable("not connected to the master"));
+  if (!master_gone_.isOk()) return finishOp(o, master_gone_);
+  if (master_ == nullptr) return finishOp(o, Status::masterUnreachable("not connected to the master"));
   if (!ring_broken_.isOk() && successor_.empty() && world_ <= 1) {  // no ring installed: a build failed
     return finishOp(o, Status(ring_broken_.code(), ring_broken_.message() + "; call pcclUpdateTopology"));
   }
@@ -173,7 +173,7 @@ void Collectives::submit(ReduceRequest req, Completion done) {
   if (!ring_broken_.isOk() || successor_.empty()) {
     Status why = Status::peerLost(fmt::format("the ring's connections are down ({}); call pcclUpdateTopology",
                                               ring_broken_.isOk() ? "none" : ring_broken_.message()));
-    if (ready()) link_->send(wire::OpFailed{tag, key.seq, static_cast<uint16_t>(why.code()), 1, why.message()}, epoch_);
+    reportFailed(key, why, true);
     history_.failed(key, why);
     return finishOp(o, why);
   }
@@ -323,63 +323,15 @@ void Collectives::applyCommit(Op& op, const CommitRound::Sends& s) {
 
 void Collectives::commitOp(Op& op) {
   history_.committed(op.key);
-  if (ready() && op.announced) link_->send(wire::OpDone{op.key.tag, op.key.seq}, epoch_);
+  reportDone(op);
   finishOp(op, Status::ok());
-}
-
-// A failure after this peer was prepared: it holds the result, and some peer may already have
-// committed, so it must not fail on its own. The master asks every peer and answers.
-void Collectives::inDoubt(Op& op, const std::string& why) {
-  if (op.state == State::kInDoubt) return;
-  op.state = State::kInDoubt;
-  PCCL_LOG_WARN(kLog, "{} epoch={}: {} is in doubt ({}): asking the master how it ended", name_, epoch_,
-                describeKey(op.key), why);
-  if (link_ == nullptr) {
-    return endFailed(op, link_down_.isOk() ? Status::masterUnreachable("the master is gone") : link_down_);
-  }
-  // It waits for the master's answer until its own deadline, or kDoubtGrace when that came first;
-  // meanwhile it asks again every kAskAgainEvery (a query or answer may be lost with a connection).
-  op.doubt_deadline = std::max(op.req.submitted + op.req.timeout, Clock::now() + kDoubtGrace);
-  armDoubtTimer(op);
-  if (!ready()) return;  // the master is away: asked when it is back (masterBack), or by the timer
-  askOutcome(op);
-}
-
-void Collectives::armDoubtTimer(Op& op) {
-  op.timer.expires_at(std::min(op.doubt_deadline, Clock::now() + kAskAgainEvery));  // cancels the op's deadline
-  const OpKey key = op.key;
-  op.timer.async_wait([this, key](const asio::error_code& ec) {
-    if (!ec) stillInDoubt(key);
-  });
-}
-
-void Collectives::stillInDoubt(const OpKey& key) {
-  Op* op = find(key);
-  if (op == nullptr || op->state != State::kInDoubt) return;
-  if (Clock::now() < op->doubt_deadline) {
-    if (ready()) askOutcome(*op);
-    return armDoubtTimer(*op);
-  }
-  const auto waited = std::chrono::duration_cast<Millis>(Clock::now() - op->req.submitted).count();
-  endFailed(*op, Status::timeout(fmt::format(
-                     "{} {} was in doubt (this peer held its result when the commit round was cut short) and the "
-                     "master did not say how it ended within {} ms of the call (op_timeout_ms {}): the other peers "
-                     "may have committed it; the input is restored",
-                     wire::collectiveName(op->req.kind), describeKey(key), waited, op->req.timeout.count())));
-}
-
-// The master settles an operation in doubt: it must know the call, then hear that we are prepared.
-void Collectives::askOutcome(Op& op) {
-  announce(op);
-  link_->send(wire::OpState{op.key.epoch, op.key.tag, op.key.seq, static_cast<uint8_t>(wire::OpPhase::kPrepared)},
-              epoch_);
 }
 
 void Collectives::failOp(Op& op, const Status& why_seen, FailSpread spread) {
   if (op.state == State::kFailing) return;
   // A dead master takes the whole run down, and a neighbour that noticed first closes the ring: when our
   // own master connection is already closed too (its EOF waiting, unread), that is the cause to report.
-  const Status why = why_seen.code() == Code::kPeerLost && !reconnects_ && link_ != nullptr && link_->remoteClosed()
+  const Status why = why_seen.code() == Code::kPeerLost && !reconnects_ && master_ != nullptr && master_->remoteClosed()
                          ? Status::masterUnreachable(fmt::format("the connection to the master is closed (and the "
                                                                  "ring with it: {})", why_seen.message()))
                          : why_seen;
@@ -389,9 +341,7 @@ void Collectives::failOp(Op& op, const Status& why_seen, FailSpread spread) {
   const bool close_ring = has(spread, FailSpread::kCloseRing);
   if (has(spread, FailSpread::kTellMaster) && ready()) {
     announce(op);  // the master aborts it on every member: it must know the call
-    link_->send(wire::OpFailed{op.key.tag, op.key.seq, static_cast<uint16_t>(why.code()),
-                               static_cast<uint8_t>(close_ring ? 1 : 0), why.message()},
-                epoch_);
+    reportFailed(op.key, why, close_ring);
   }
   if (has(spread, FailSpread::kRingAbort)) {
     wire::RingCtl c;
@@ -493,57 +443,6 @@ void Collectives::timedOut(const OpKey& key) {
   }
 }
 
-// ---- the master ---------------------------------------------------------------------------------
-
-void Collectives::onAbort(const wire::OpAbort& m, uint64_t epoch) {
-  if (epoch != epoch_) return;  // an operation of another ring: none of ours is in flight
-  const OpKey key{epoch_, m.tag, m.seq};
-  const Status why(wire::codeFromWire(m.code, Code::kPeerLost), m.reason);
-  Op* op = find(key);
-  if (op == nullptr) {
-    if (isFuture(key) && !history_.find(key)) {
-      history_.failed(key, why);  // we have not made this call yet: it fails when we do
-      before_call_.drop(key);
-    }
-    return;
-  }
-  // A member that left broke the ring: close it. Other aborts leave the ring to the next operation.
-  failOp(*op, why, why.code() == Code::kPeerLost ? FailSpread::kCloseRing : FailSpread::kHere);
-}
-
-void Collectives::onQuery(const wire::OpQuery& m) {
-  const OpKey key{m.epoch, m.tag, m.seq};
-  wire::OpPhase phase = wire::OpPhase::kUnknown;
-  Op* op = find(key);
-  if (op != nullptr && op->state == State::kRunning) {
-    // Another peer is in doubt and we are not prepared: no peer can have committed. Failing here
-    // settles it: every peer fails the operation.
-    failOp(*op, Status::peerLost(fmt::format("{} failed: another peer lost its ring while this peer still waited "
-                                             "for data; call pcclUpdateTopology and retry", describeKey(key))),
-           FailSpread::kCloseRing);
-    phase = wire::OpPhase::kFailed;
-  } else if (op != nullptr && op->state == State::kFailing) {
-    phase = wire::OpPhase::kFailed;
-  } else if (op != nullptr) {
-    phase = wire::OpPhase::kPrepared;
-  } else if (auto ended = history_.find(key)) {
-    phase = ended->isOk() ? wire::OpPhase::kCommitted : wire::OpPhase::kFailed;
-  } else if (isFuture(key)) {
-    history_.failed(key, Status::peerLost(fmt::format("{} failed on the other peers before this peer called it; "
-                                                      "call pcclUpdateTopology and retry", describeKey(key))));
-    before_call_.drop(key);
-    phase = wire::OpPhase::kFailed;
-  }
-  if (ready()) link_->send(wire::OpState{m.epoch, m.tag, m.seq, static_cast<uint8_t>(phase)}, epoch_);
-}
-
-void Collectives::onOutcome(const wire::OpOutcome& m) {
-  Op* op = find(OpKey{m.epoch, m.tag, m.seq});
-  if (op == nullptr || (op->state != State::kPrepared && op->state != State::kInDoubt)) return;
-  if (m.committed != 0) return commitOp(*op);
-  endFailed(*op, Status(wire::codeFromWire(m.code, Code::kPeerLost), m.reason));
-}
-
 void Collectives::failAll(const Status& why) {
   // Failing the first running operation closes the ring, which reports back through channelClosed:
   // the operations still running then fail with `why` as well, not with the ring's loss.
@@ -560,28 +459,6 @@ void Collectives::failAll(const Status& why) {
     }
   }
   failing_all_ = Status::ok();
-}
-
-void Collectives::masterBack() {
-  if (!ready()) return;
-  std::vector<OpKey> keys;
-  for (const auto& kv : ops_) keys.push_back(kv.first);
-  for (const OpKey& k : keys) {
-    Op* op = find(k);
-    if (op == nullptr || op->state == State::kFailing) continue;
-    op->announced = false;  // the master that heard of it is gone
-    if (op->state == State::kInDoubt) {
-      askOutcome(*op);
-    } else {
-      announce(*op);
-    }
-  }
-}
-
-void Collectives::linkLost(const Status& why) {
-  link_down_ = why.isOk() ? Status::masterUnreachable("the connection to the master is closed") : why;
-  failAll(link_down_);
-  link_ = nullptr;
 }
 
 }  // namespace pccl::collective

@@ -29,10 +29,10 @@
 #include "collective/buffer_pool.hpp"
 #include "collective/commit_round.hpp"
 #include "collective/gather_allreduce.hpp"
+#include "collective/master_port.hpp"
 #include "collective/op_book.hpp"
 #include "collective/ring_collective.hpp"
 #include "net/data_channel.hpp"
-#include "peer/master_link.hpp"
 #include "util/clock.hpp"
 
 namespace pccl::collective {
@@ -95,9 +95,10 @@ class Collectives : public net::DataSink {
   Collectives(asio::io_context& io, BufferPool* buffers, ResetRing reset_ring);
   ~Collectives() override;
 
-  void setLink(peer::MasterLink* link) {  // a new session (after connect()) clears an old loss
-    link_ = link;
-    if (link != nullptr) link_down_ = Status::ok();
+  // The master (op_reports.cpp); a new session (after connect()) clears an old loss.
+  void setMaster(MasterPort* master) {
+    master_ = master;
+    if (master != nullptr) master_gone_ = Status::ok();
   }
   void setName(std::string name) { name_ = std::move(name); }
   void setSelf(std::string short_id) { self_ = std::move(short_id); }
@@ -114,7 +115,7 @@ class Collectives : public net::DataSink {
   void clearRing(const Status& why = Status::ok());
 
   void submit(ReduceRequest req, Completion done);
-  // From the master.
+  // From the master (op_reports.cpp).
   void onAbort(const wire::OpAbort& m, uint64_t epoch);
   void onQuery(const wire::OpQuery& m);
   void onOutcome(const wire::OpOutcome& m);
@@ -160,7 +161,7 @@ class Collectives : public net::DataSink {
     asio::steady_timer timer;
   };
 
-  // collectives.cpp: the life of an operation.
+  // collectives.cpp: the life of an operation on the ring.
   Status startRing(Op& op);
   Status startGather(Op& op, RingOpSpec spec);
   wire::Algo chooseAlgo(const ReduceRequest& r) const;
@@ -168,14 +169,6 @@ class Collectives : public net::DataSink {
   void maybePrepared(Op& op);
   void applyCommit(Op& op, const CommitRound::Sends& s);
   void commitOp(Op& op);
-  void inDoubt(Op& op, const std::string& why);
-  void askOutcome(Op& op);  // in doubt, the master reachable: announce it and report it prepared
-  // In doubt, the op's timer asks the master again every kAskAgainEvery until doubt_deadline (the op's
-  // deadline, at least kDoubtGrace after it fell in doubt); then the call fails with Timeout.
-  static constexpr Millis kAskAgainEvery{1000};
-  static constexpr Millis kDoubtGrace{10000};
-  void armDoubtTimer(Op& op);
-  void stillInDoubt(const OpKey& key);
   // A failure before this peer was prepared: the operation fails here, and everywhere as `spread` says.
   void failOp(Op& op, const Status& why, FailSpread spread);
   void endFailed(Op& op, const Status& why);
@@ -195,6 +188,17 @@ class Collectives : public net::DataSink {
   void queueAnnounce(const OpKey& key);
   void announceWaiting();
   void announce(Op& op);
+  void reportDone(const Op& op);
+  void reportFailed(const OpKey& key, const Status& why, bool ring_closed);
+  // op_reports.cpp: a call in doubt, settled by the master.
+  void inDoubt(Op& op, const std::string& why);
+  void askOutcome(Op& op);  // in doubt, the master reachable: announce it and report it prepared
+  // In doubt, the op's timer asks the master again every kAskAgainEvery until doubt_deadline (the op's
+  // deadline, at least kDoubtGrace after it fell in doubt); then the call fails with Timeout.
+  static constexpr Millis kAskAgainEvery{1000};
+  static constexpr Millis kDoubtGrace{10000};
+  void armDoubtTimer(Op& op);
+  void stillInDoubt(const OpKey& key);
   // ring_frames.cpp: frames of the ring.
   void sendCtl(const OpKey& k, bool to_successor, const wire::RingCtl& c);
   Status onCtl(bool from_predecessor, const wire::DataHeader& h, const wire::RingCtl& c);
@@ -209,10 +213,10 @@ class Collectives : public net::DataSink {
   codec::Compressor compressor_;  // zstd contexts of this io thread
   ResetRing reset_ring_;
   uint64_t gather_bytes_ = 0;
-  bool ready() const { return link_ != nullptr && link_->isReady(); }  // reports may go to the master
-  peer::MasterLink* link_ = nullptr;
+  bool ready() const { return master_ != nullptr && master_->ready(); }  // reports may go to the master
+  MasterPort* master_ = nullptr;
   bool reconnects_ = false;
-  Status link_down_;  // why the master cannot be reached any more (OK while it can)
+  Status master_gone_;  // why the master cannot be reached any more (OK while it can)
   std::string name_ = "peer=?";
   std::string self_ = "?";
   uint64_t epoch_ = 0;
