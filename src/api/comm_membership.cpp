@@ -1,6 +1,7 @@
 // Communicator::Impl, membership: the calls that join, vote, query and leave (user threads, waiting
-// with deadlines), and the io thread's side of the master session (JoinAccepted, topology builds,
-// the loss of the master). The state machine is docs/architecture.md §4.
+// with deadlines), and the io thread's side of the master's messages about membership (topology
+// builds, status and link queries, link surveys). The state machine is docs/architecture.md §4; the
+// master session itself (joining, losing and finding a master) is comm_session.cpp.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -193,6 +194,7 @@ Status Communicator::Impl::leaveWith(const Status& why) {
   auto left = std::make_shared<std::promise<void>>();
   auto acknowledged = left->get_future();
   asio::post(io_, [this, left, why] {
+    session_->stop();
     colls_->failAll(why);
     ring_pool_->reset(Status::ok());
     prober_->cancel();
@@ -225,6 +227,7 @@ void Communicator::Impl::setState(PeerState to) {  // requires mu_
 void Communicator::Impl::teardown() {
   std::promise<void> done;
   asio::post(io_, [this, &done] {
+    session_->stop();
     colls_->failAll(Status::timeout("connect() gave up"));
     ring_pool_->reset(Status::ok());
     prober_->cancel();
@@ -240,20 +243,10 @@ void Communicator::Impl::teardown() {
   done.get_future().wait();
 }
 
-// ---- io thread: the master session ----------------------------------------------------------------
+// ---- io thread: the master's messages about membership ------------------------------------------
 
-void Communicator::Impl::registerSessionHandlers() {
+void Communicator::Impl::registerMembershipHandlers() {
   wire::Dispatcher& d = link_->dispatcher();
-  d.on<wire::SyncPlan>([this](const wire::FrameHeader&, const wire::SyncPlan& m) {
-    sync_->onPlan(m);
-    return Status::ok();
-  });
-  d.on<wire::SyncComplete>([this](const wire::FrameHeader&, const wire::SyncComplete& m) {
-    sync_->onComplete(m);
-    return Status::ok();
-  });
-  d.on<wire::JoinAccepted>([this](const wire::FrameHeader&, const wire::JoinAccepted& m) { return onJoined(m); });
-  d.on<wire::RunResumed>([this](const wire::FrameHeader&, const wire::RunResumed& m) { return onRunResumed(m); });
   d.on<wire::TopologyUpdate>([this](const wire::FrameHeader&, const wire::TopologyUpdate& m) { return onTopology(m); });
   d.on<wire::TopologyReady>([this](const wire::FrameHeader&, const wire::TopologyReady& m) { return onReady(m); });
   d.on<wire::TopologyFailed>([this](const wire::FrameHeader&, const wire::TopologyFailed& m) { return onFailed(m); });
@@ -283,7 +276,8 @@ void Communicator::Impl::registerSessionHandlers() {
     return Status::ok();
   });
   d.on<wire::PeerLeft>([this](const wire::FrameHeader&, const wire::PeerLeft& m) {
-    PCCL_LOG_INFO(kLog, "peer={} epoch={}: peer {} left the run{}{}", wire::shortId(id_), epoch(), wire::shortId(m.peer_id), m.detail.empty() ? "" : ": ", m.detail);
+    PCCL_LOG_INFO(kLog, "peer={} epoch={}: peer {} left the run{}{}", wire::shortId(id_), epoch(),
+                  wire::shortId(m.peer_id), m.detail.empty() ? "" : ": ", m.detail);
     return Status::ok();
   });
 }

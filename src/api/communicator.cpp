@@ -11,8 +11,11 @@ namespace pccl {
 Communicator::Impl::Impl(CommConfig config, std::vector<net::HostPort> masters, net::HostPort listen,
                          std::shared_ptr<const net::AuthKey> key)
     : config_(std::move(config)),
-      masters_(std::move(masters)),
+      master_count_(masters.size()),
       key_(std::move(key)),
+      session_(std::make_unique<peer::MasterSession>(sessionConfig(config_, std::move(masters)),
+                                                     static_cast<peer::MasterSession::Io&>(*this),
+                                                     static_cast<peer::MasterSession::Listener&>(*this))),
       ring_pool_(std::make_unique<peer::RingPool>(io_, key_, identity_, Millis(config_.handshake_timeout_ms),
                                                   Millis(config_.connect_timeout_ms), config_.same_host_reads == 1)),
       prober_(std::make_unique<peer::LinkProber>(io_, key_, identity_, Millis(config_.handshake_timeout_ms))),
@@ -53,6 +56,7 @@ Communicator::Impl::~Impl() {
   sync_->shutdown(why);
   io_.restart();
   io_.poll();  // what was queued: submissions fail at once; leave()'s steps run
+  session_.reset();
   master_port_.reset();
   link_.reset();
   prober_.reset();
