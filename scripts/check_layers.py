@@ -77,12 +77,13 @@ def upward_includes(root, ranks):
     return found, unlayered
 
 
+REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
 def main(argv):
-    here = os.path.dirname(os.path.abspath(__file__))
     parser = argparse.ArgumentParser(description="no file under src/ includes from a higher layer")
-    parser.add_argument("--root", default=os.path.dirname(here), help="repository root (default: this script's ../)")
-    args = parser.parse_args(argv)
-    root = os.path.abspath(args.root)
+    parser.add_argument("--root", default=REPO, help="repository root (default: this script's ../)")
+    root = os.path.abspath(parser.parse_args(argv).root)
     ranks = layer_ranks(root)
     found, unlayered = upward_includes(root, ranks)
     status = 0

@@ -245,20 +245,27 @@ TEST_CASE("wire: strings longer than their limits are rejected") {
   }
 }
 
+namespace {
+// A TopologyUpdate payload of one real, minimal member (64 bytes) whose count says `claimed` members.
+std::vector<uint8_t> oneMemberClaiming(uint32_t claimed) {
+  std::vector<uint8_t> p;
+  ByteWriter w(&p);
+  w.u64(1);
+  w.u32(claimed);
+  w.fixed(pattern<16>(1));
+  w.str("");
+  w.u16(1);
+  w.u32(2);
+  w.u32(3);
+  w.u32(4);
+  w.fixed(pattern<32>(5));
+  return p;
+}
+}  // namespace
+
 TEST_CASE("wire: a TopologyUpdate member count beyond its bytes is rejected without allocating") {
   for (uint32_t claimed : {0xFFFFFFFFu, 0x10000000u, 1000000u, 2u}) {
-    std::vector<uint8_t> p;
-    ByteWriter w(&p);
-    w.u64(1);
-    w.u32(claimed);
-    // One real, minimal member (64 bytes): room for exactly one.
-    w.fixed(pattern<16>(1));
-    w.str("");
-    w.u16(1);
-    w.u32(2);
-    w.u32(3);
-    w.u32(4);
-    w.fixed(pattern<32>(5));
+    const std::vector<uint8_t> p = oneMemberClaiming(claimed);
     INFO("claimed " << claimed);
     AllocWatch watch;
     auto m = decodePayload<TopologyUpdate>(p.data(), p.size());
@@ -269,17 +276,7 @@ TEST_CASE("wire: a TopologyUpdate member count beyond its bytes is rejected with
     CHECK(biggest < 4096);
   }
   // The same bytes with a truthful count of one decode.
-  std::vector<uint8_t> p;
-  ByteWriter w(&p);
-  w.u64(1);
-  w.u32(1);
-  w.fixed(pattern<16>(1));
-  w.str("");
-  w.u16(1);
-  w.u32(2);
-  w.u32(3);
-  w.u32(4);
-  w.fixed(pattern<32>(5));
+  const std::vector<uint8_t> p = oneMemberClaiming(1);
   auto m = decodePayload<TopologyUpdate>(p.data(), p.size());
   REQUIRE(m.isOk());
   REQUIRE(m->ring.size() == 1);

@@ -13,17 +13,12 @@ namespace {
 constexpr size_t kMaxParked = 64;  // inbound connections waiting for their round's plan
 
 HelloAcceptor::Rules probeRules() {
-  HelloAcceptor::Rules r;
-  r.kind = "probe";
-  r.who = "probe source";
-  r.max_parked = kMaxParked;
-  r.too_many = "too many probe connections waiting";
-  r.refuse = [](const wire::P2PHello& hello, uint64_t) {
+  auto refuse = [](const wire::P2PHello& hello, uint64_t) {
     return Status::invalidUsage(fmt::format("peer {} is not measuring its link to us in probe {}",
                                             wire::shortId(hello.sender_id), hello.epoch));
   };
-  r.listed_for = [](uint64_t) { return std::string(); };
-  return r;
+  return {"probe", "probe source", kMaxParked, "too many probe connections waiting", refuse,
+          [](uint64_t) { return std::string(); }};
 }
 
 uint64_t micros(std::chrono::steady_clock::duration d) {

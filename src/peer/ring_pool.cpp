@@ -13,20 +13,15 @@ namespace {
 constexpr size_t kMaxParked = 256;  // inbound connections waiting for their epoch
 
 HelloAcceptor::Rules ringRules() {
-  HelloAcceptor::Rules r;
-  r.kind = "ring";
-  r.who = "ring predecessor";
-  r.max_parked = kMaxParked;
-  r.too_many = "too many ring connections waiting for their epoch";
-  r.refuse = [](const wire::P2PHello& hello, uint64_t epoch) {
+  auto refuse = [](const wire::P2PHello& hello, uint64_t epoch) {
     if (hello.epoch < epoch) {
       return Status::invalidUsage(fmt::format("stale epoch {}: this peer is at epoch {}", hello.epoch, epoch));
     }
     return Status::invalidUsage(
         fmt::format("peer {} is not our ring predecessor in epoch {}", wire::shortId(hello.sender_id), epoch));
   };
-  r.listed_for = [](uint64_t epoch) { return fmt::format(" in epoch {}", epoch); };
-  return r;
+  return {"ring", "ring predecessor", kMaxParked, "too many ring connections waiting for their epoch", refuse,
+          [](uint64_t epoch) { return fmt::format(" in epoch {}", epoch); }};
 }
 }  // namespace
 
