@@ -19,16 +19,6 @@ bool endsAttempts(Code c) {
 }
 }  // namespace
 
-const char* sessionStateName(MasterSession::State s) {
-  switch (s) {
-    case MasterSession::State::kIdle: return "idle";
-    case MasterSession::State::kJoining: return "joining";
-    case MasterSession::State::kJoined: return "joined";
-    case MasterSession::State::kAway: return "away";
-  }
-  return "?";
-}
-
 MasterSession::MasterSession(Config config, Io& io, Listener& listener)
     : config_(std::move(config)), io_(io), listener_(listener) {}
 

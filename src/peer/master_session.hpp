@@ -92,8 +92,6 @@ class MasterSession {
 
   State state() const { return state_; }
   bool member() const { return state_ == State::kJoined || state_ == State::kAway; }
-  bool away() const { return state_ == State::kAway; }
-  size_t masterIndex() const { return at_; }
   uint64_t term() const { return term_; }
 
  private:
@@ -123,8 +121,6 @@ class MasterSession {
   bool resume_sent_ = false;  // the current connection's JoinRequest was a resume
   bool joined_link_ = false;  // the current connection answered JoinAccepted
 };
-
-const char* sessionStateName(MasterSession::State s);
 
 }  // namespace pccl::peer
 
