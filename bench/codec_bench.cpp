@@ -9,7 +9,7 @@
 #include <random>
 #include <vector>
 
-#include "codec/half.hpp"
+#include "kernels/half.hpp"
 #include "codec/quant.hpp"
 #include "codec/hash.hpp"
 #include "codec/reduce.hpp"
@@ -18,6 +18,8 @@
 namespace {
 
 using namespace pccl::codec;
+using pccl::kernels::floatToBf16;
+using pccl::kernels::floatToHalf;
 
 constexpr size_t kElems = size_t{4} << 20;  // 16 MiB of float32: well out of the caches
 

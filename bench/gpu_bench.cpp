@@ -20,7 +20,7 @@
 
 #include "codec/dtype.hpp"
 #include "codec/gpu/loader.hpp"
-#include "codec/half.hpp"
+#include "kernels/half.hpp"
 #include "codec/quant.hpp"
 
 using namespace pccl;
@@ -140,7 +140,7 @@ class Bench {
       } else if (t == DType::kFloat32) {
         std::memcpy(host.data() + 4 * i, &values[i], 4);
       } else {
-        const uint16_t h = t == DType::kFloat16 ? codec::floatToHalf(values[i]) : codec::floatToBf16(values[i]);
+        const uint16_t h = t == DType::kFloat16 ? kernels::floatToHalf(values[i]) : kernels::floatToBf16(values[i]);
         std::memcpy(host.data() + 2 * i, &h, 2);
       }
     }

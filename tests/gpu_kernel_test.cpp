@@ -26,7 +26,7 @@
 
 #include "codec/dtype.hpp"
 #include "codec/gpu/loader.hpp"
-#include "codec/half.hpp"
+#include "kernels/half.hpp"
 #include "codec/partial_sum.hpp"
 #include "codec/quant.hpp"
 #include "codec/reduce.hpp"
@@ -152,7 +152,7 @@ void storeFloat(DType t, uint8_t* p, double v, std::mt19937_64& rng, bool make_n
     std::memcpy(p, &f, 4);
     return;
   }
-  const uint16_t h = t == DType::kFloat16 ? codec::floatToHalf(f) : codec::floatToBf16(f);
+  const uint16_t h = t == DType::kFloat16 ? kernels::floatToHalf(f) : kernels::floatToBf16(f);
   std::memcpy(p, &h, 2);
 }
 

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "codec/half.hpp"
+#include "kernels/half.hpp"
 #include "pccl/types.hpp"
 
 namespace pccl::test {
@@ -62,8 +62,8 @@ inline double loadFloat(DataType t, const void* buf, size_t k) {
   float f;
   double d;
   switch (t) {
-    case DataType::kFloat16: std::memcpy(&h, p, 2); return codec::halfToFloat(h);
-    case DataType::kBfloat16: std::memcpy(&h, p, 2); return codec::bf16ToFloat(h);
+    case DataType::kFloat16: std::memcpy(&h, p, 2); return kernels::halfToFloat(h);
+    case DataType::kBfloat16: std::memcpy(&h, p, 2); return kernels::bf16ToFloat(h);
     case DataType::kFloat32: std::memcpy(&f, p, 4); return f;
     default: std::memcpy(&d, p, 8); return d;
   }
@@ -73,8 +73,8 @@ inline void storeFloat(DataType t, void* buf, size_t k, double v) {
   uint16_t h;
   float f = static_cast<float>(v);
   switch (t) {
-    case DataType::kFloat16: h = codec::floatToHalf(f); std::memcpy(p, &h, 2); return;
-    case DataType::kBfloat16: h = codec::floatToBf16(f); std::memcpy(p, &h, 2); return;
+    case DataType::kFloat16: h = kernels::floatToHalf(f); std::memcpy(p, &h, 2); return;
+    case DataType::kBfloat16: h = kernels::floatToBf16(f); std::memcpy(p, &h, 2); return;
     case DataType::kFloat32: std::memcpy(p, &f, 4); return;
     default: std::memcpy(p, &v, 8); return;
   }

@@ -7,7 +7,7 @@
 #include <cstring>
 #include <random>
 
-#include "codec/half.hpp"
+#include "kernels/half.hpp"
 #include "test_support.hpp"
 
 using namespace pccl;
@@ -143,7 +143,7 @@ TEST_CASE("allreduce quant: int8 of float64 and bfloat16 data, min and max, 3 pe
   cluster.onEach([&](size_t r) {
     std::vector<float> f = input(r, n, 99);
     d[r].assign(f.begin(), f.end());
-    for (float x : f) b[r].push_back(codec::floatToBf16(x));
+    for (float x : f) b[r].push_back(kernels::floatToBf16(x));
     mx[r] = f;
     ReduceOptions o;
     o.quant = Quant::kInt8;
@@ -162,11 +162,11 @@ TEST_CASE("allreduce quant: int8 of float64 and bfloat16 data, min and max, 3 pe
     for (size_t r = 0; r < 3; ++r) {
       const float x = input(r, n, 99)[k];
       sum += x;
-      avg += codec::bf16ToFloat(codec::floatToBf16(x)) / 3.0;
+      avg += kernels::bf16ToFloat(kernels::floatToBf16(x)) / 3.0;
       m = std::max(m, x);
     }
     REQUIRE(std::fabs(d[0][k] - sum) <= 3 * 3.0 / 255 * 1.001);
-    REQUIRE(std::fabs(codec::bf16ToFloat(b[0][k]) - avg) <= 3.0 / 255 * 1.001 + 3 * 0x1.0p-8);
+    REQUIRE(std::fabs(kernels::bf16ToFloat(b[0][k]) - avg) <= 3.0 / 255 * 1.001 + 3 * 0x1.0p-8);
     REQUIRE(std::fabs(mx[0][k] - m) <= 3 * 2.0 / 255);  // max: each hop re-quantizes within its block's range
   }
   for (size_t r = 1; r < 3; ++r) {

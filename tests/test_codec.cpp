@@ -8,10 +8,15 @@
 #include <random>
 #include <vector>
 
-#include "codec/half.hpp"
+#include "kernels/half.hpp"
 #include "codec/reduce.hpp"
 
 using namespace pccl::codec;
+using pccl::kernels::bitsFloat;
+using pccl::kernels::bf16ToFloat;
+using pccl::kernels::floatToBf16;
+using pccl::kernels::floatToHalf;
+using pccl::kernels::halfToFloat;
 
 TEST_CASE("codec: every float16 converts to float32 and back to the same bits") {
   for (uint32_t h = 0; h < 0x10000; ++h) {

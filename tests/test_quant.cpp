@@ -10,13 +10,17 @@
 #include <vector>
 
 #include "codec/compress.hpp"
-#include "collective/ring_allreduce.hpp"
-#include "codec/half.hpp"
+#include "collective/ring_collective.hpp"
+#include "kernels/half.hpp"
 #include "codec/quant.hpp"
 #include "kernels/quant_math.hpp"
 
 using namespace pccl;
 using namespace pccl::codec;
+using pccl::kernels::bf16ToFloat;
+using pccl::kernels::floatToBf16;
+using pccl::kernels::floatToHalf;
+using pccl::kernels::halfToFloat;
 
 namespace {
 
@@ -325,7 +329,7 @@ struct CodedRing {
   std::vector<uint8_t> wire;
   Compressor zstd;
   std::shared_ptr<collective::Striper> striper;
-  std::shared_ptr<collective::RingAllReduce> ring;
+  std::shared_ptr<collective::RingCollective> ring;
   Status finished = Status::internal("not finished");
 
   CodedRing(Quant q, int compress) {
@@ -349,7 +353,7 @@ struct CodedRing {
     spec.wire = wire.data();
     striper = std::make_shared<collective::Striper>(collective::Striper::Channels{out});
     striper->attach();
-    ring = std::make_shared<collective::RingAllReduce>(spec, striper, [this](const Status& s) { finished = s; });
+    ring = std::make_shared<collective::RingCollective>(spec, striper, [this](const Status& s) { finished = s; });
     ring->start();
     peer_ = std::move(server);
   }

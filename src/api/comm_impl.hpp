@@ -5,9 +5,11 @@
 // Where each part lives:
 //   communicator.cpp     the public facade, creation, the io thread and destruction, attributes
 //   comm_membership.cpp  connect / updateTopology / arePeersPending / leave, and the io thread's side
-//                        of the master session's messages (topology builds, queries)
-//   comm_session.cpp     the io thread's side of the master connection: trying the run's masters in turn,
-//                        joining, coming back to a master after losing one, giving up
+//                        of the master's messages about membership (topology builds, queries, surveys)
+//   comm_session.cpp     the io thread's side of the master session (peer::MasterSession, the state
+//                        machine: trying the run's masters in turn, joining, coming back to a master
+//                        after losing one, giving up): its hands (the MasterLink, a timer) and what the
+//                        communicator does when it joined, lost its master, got it back, or gave up
 //   comm_collectives.cpp startCollective and syncSharedState: checks, bookkeeping, hand-off to the io thread
 #ifndef PCCL_API_COMM_IMPL_HPP_
 #define PCCL_API_COMM_IMPL_HPP_
@@ -27,6 +29,7 @@
 #include "api/comm_config.hpp"
 #include "api/comm_stats.hpp"
 #include "api/device_buffers.hpp"
+#include "api/link_master_port.hpp"
 #include "api/reduce_handle.hpp"
 #include "api/shared_state.hpp"
 #include "collective/buffer_pool.hpp"
@@ -35,6 +38,7 @@
 #include "net/identity.hpp"
 #include "net/listener.hpp"
 #include "peer/master_link.hpp"
+#include "peer/master_session.hpp"
 #include "peer/peer_state.hpp"
 #include "peer/link_probe.hpp"
 #include "peer/ring_pool.hpp"
@@ -42,12 +46,12 @@
 
 namespace pccl {
 
-class Communicator::Impl {
+class Communicator::Impl : private peer::MasterSession::Io, private peer::MasterSession::Listener {
  public:
   // `config.secret` is already wiped: `key` is all the communicator keeps of it.
   Impl(CommConfig config, std::vector<net::HostPort> masters, net::HostPort listen,
        std::shared_ptr<const net::AuthKey> key);
-  ~Impl();
+  ~Impl() override;
   Status init();
 
   // ---- membership (comm_membership.cpp) ----------------------------------------------------------
@@ -113,36 +117,44 @@ class Communicator::Impl {
   void teardown();                    // abandons a connect() that timed out
 
   // io thread: the master session (comm_session.cpp).
+  static peer::MasterSession::Config sessionConfig(const CommConfig& config, std::vector<net::HostPort> masters);
   void ioStartSession();
-  void registerSessionHandlers();
-  void openMaster();                      // tries masters_[master_at_]
-  void onMasterOpened(const Status& s);
-  void sendJoin();
-  void attemptFailed(const Status& s);    // this master could not take us: the next one, or give up
-  void giveUp(const Status& s);
-  void goFatal(const Status& s);          // the communicator is dead: everything fails with `s`
-  void masterAway(const Status& s);       // lost the master: collectives go on, we look for one
-  Status onJoined(const wire::JoinAccepted& m);
-  Status onRunResumed(const wire::RunResumed& m);
+  void registerMembershipHandlers();  // the master's messages about membership (comm_membership.cpp)
+  // peer::MasterSession::Io: the session's hands.
+  void dial(const net::HostPort& master) override;
+  void sendJoin(peer::MasterSession::Join kind, const wire::Uuid& run_id, uint64_t term) override;
+  void startHeartbeats(Millis interval, Millis timeout) override;
+  void setReady(bool ready) override;
+  void close() override;
+  void retryAfter(Millis pause) override;
+  void later(std::function<void()> fn) override;
+  std::string masterName() const override;
+  // peer::MasterSession::Listener: what the communicator does about it.
+  void joined(const wire::JoinAccepted& m) override;
+  void away(const Status& why) override;  // lost the master: collectives go on, the session looks for one
+  void back(const wire::RunResumed& m, int64_t away_ms) override;
+  void fatal(const Status& why) override;  // a connect() fails, or the communicator is dead
+  void goFatal(const Status& s);           // the communicator is dead: everything fails with `s`
   void sendVote();
   // Blocks (mu_ held through `lk`) until the master is back, the communicator failed, or `deadline`.
   Status waitMaster(std::unique_lock<std::mutex>& lk, TimePoint deadline);
   Status onTopology(const wire::TopologyUpdate& m);
   Status onReady(const wire::TopologyReady& m);
   Status onFailed(const wire::TopologyFailed& m);
-  void onLost(const Status& s);
 
   CommConfig config_;
-  std::vector<net::HostPort> masters_;  // the run's masters, tried in this order
+  size_t master_count_;  // the run's master addresses (the session tries them in turn)
   std::shared_ptr<const net::AuthKey> key_;
   // Our ring identity: the JoinRequest carries its public half, our ring hellos are signed with it.
   std::shared_ptr<const net::SigningKey> identity_ = std::make_shared<const net::SigningKey>();
   asio::io_context io_;
-  asio::steady_timer retry_timer_{io_};  // io thread: the next attempt to reach a master
+  asio::steady_timer retry_timer_{io_};  // io thread: the session's next attempt to reach a master
   std::thread thread_;
   std::shared_ptr<net::Listener> listener_;
   std::unique_ptr<peer::MasterLink> link_;  // io thread
-  std::unique_ptr<peer::RingPool> pool_;    // io thread
+  std::unique_ptr<LinkMasterPort> master_port_;  // io thread: the collectives' master, over link_
+  std::unique_ptr<peer::MasterSession> session_;  // io thread: which master, joined or away, over link_
+  std::unique_ptr<peer::RingPool> ring_pool_;  // io thread
   std::unique_ptr<peer::LinkProber> prober_;  // io thread
   collective::BufferPool buffers_;          // thread-safe
   DeviceBuffers device_;                    // thread-safe; outlives colls_ (which holds its blocks)
@@ -166,24 +178,13 @@ class Communicator::Impl {
   std::set<uint64_t> inflight_;  // tags of collectives not yet done
   bool syncing_ = false;         // a syncSharedState() call is under way
   PeerId id_{};
-  // The run we belong to (from JoinAccepted): a master of another run, or of an older term, is refused.
-  bool has_run_ = false;
-  wire::Uuid run_id_{};
-  uint64_t term_ = 0;
-  // The master's absence (requires mu_): set when the link is lost, cleared by RunResumed.
+  // The master's absence as the calling threads see it (requires mu_): the session's away() sets it,
+  // its back() clears it (the session itself is the io thread's).
   bool away_ = false;
   uint64_t losses_ = 0;  // times the master was lost: a query sent before one may have gone with it
   TimePoint away_since_{};
   Status away_why_;
   bool vote_optimize_ = false;  // the kind of the vote under way (sent again to a master that comes back)
-  // io thread: the current round of attempts to reach a master.
-  size_t master_at_ = 0;
-  TimePoint attempts_since_{};
-  size_t tried_ = 0, refused_ = 0;  // in this cycle over masters_
-  uint32_t cycles_ = 0;
-  bool any_master_ = false;     // every master refused us as a standby: ask one to start the run
-  bool resume_sent_ = false;    // the current link's JoinRequest was a resume
-  bool joined_link_ = false;    // the current link answered JoinAccepted
 
   StatsRecorder stats_;  // thread-safe
   mutable std::mutex err_mu_;

@@ -1,6 +1,7 @@
 // Communicator::Impl, membership: the calls that join, vote, query and leave (user threads, waiting
-// with deadlines), and the io thread's side of the master session (JoinAccepted, topology builds,
-// the loss of the master). The state machine is docs/architecture.md §4.
+// with deadlines), and the io thread's side of the master's messages about membership (topology
+// builds, status and link queries, link surveys). The state machine is docs/architecture.md §4; the
+// master session itself (joining, losing and finding a master) is comm_session.cpp.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -193,8 +194,9 @@ Status Communicator::Impl::leaveWith(const Status& why) {
   auto left = std::make_shared<std::promise<void>>();
   auto acknowledged = left->get_future();
   asio::post(io_, [this, left, why] {
+    session_->stop();
     colls_->failAll(why);
-    pool_->reset(Status::ok());
+    ring_pool_->reset(Status::ok());
     prober_->cancel();
     if (!link_) return left->set_value();
     link_->leave(epoch(), [left] { left->set_value(); });
@@ -225,8 +227,9 @@ void Communicator::Impl::setState(PeerState to) {  // requires mu_
 void Communicator::Impl::teardown() {
   std::promise<void> done;
   asio::post(io_, [this, &done] {
+    session_->stop();
     colls_->failAll(Status::timeout("connect() gave up"));
-    pool_->reset(Status::ok());
+    ring_pool_->reset(Status::ok());
     prober_->cancel();
     if (link_) link_->close();
     std::lock_guard<std::mutex> lk(mu_);
@@ -240,32 +243,10 @@ void Communicator::Impl::teardown() {
   done.get_future().wait();
 }
 
-// ---- io thread: the master session ----------------------------------------------------------------
+// ---- io thread: the master's messages about membership ------------------------------------------
 
-void Communicator::Impl::registerSessionHandlers() {
+void Communicator::Impl::registerMembershipHandlers() {
   wire::Dispatcher& d = link_->dispatcher();
-  d.on<wire::OpAbort>([this](const wire::FrameHeader& h, const wire::OpAbort& m) {
-    colls_->onAbort(m, h.epoch);
-    return Status::ok();
-  });
-  d.on<wire::OpQuery>([this](const wire::FrameHeader&, const wire::OpQuery& m) {
-    colls_->onQuery(m);
-    return Status::ok();
-  });
-  d.on<wire::OpOutcome>([this](const wire::FrameHeader&, const wire::OpOutcome& m) {
-    colls_->onOutcome(m);
-    return Status::ok();
-  });
-  d.on<wire::SyncPlan>([this](const wire::FrameHeader&, const wire::SyncPlan& m) {
-    sync_->onPlan(m);
-    return Status::ok();
-  });
-  d.on<wire::SyncComplete>([this](const wire::FrameHeader&, const wire::SyncComplete& m) {
-    sync_->onComplete(m);
-    return Status::ok();
-  });
-  d.on<wire::JoinAccepted>([this](const wire::FrameHeader&, const wire::JoinAccepted& m) { return onJoined(m); });
-  d.on<wire::RunResumed>([this](const wire::FrameHeader&, const wire::RunResumed& m) { return onRunResumed(m); });
   d.on<wire::TopologyUpdate>([this](const wire::FrameHeader&, const wire::TopologyUpdate& m) { return onTopology(m); });
   d.on<wire::TopologyReady>([this](const wire::FrameHeader&, const wire::TopologyReady& m) { return onReady(m); });
   d.on<wire::TopologyFailed>([this](const wire::FrameHeader&, const wire::TopologyFailed& m) { return onFailed(m); });
@@ -295,7 +276,8 @@ void Communicator::Impl::registerSessionHandlers() {
     return Status::ok();
   });
   d.on<wire::PeerLeft>([this](const wire::FrameHeader&, const wire::PeerLeft& m) {
-    PCCL_LOG_INFO(kLog, "peer={} epoch={}: peer {} left the run{}{}", wire::shortId(id_), epoch(), wire::shortId(m.peer_id), m.detail.empty() ? "" : ": ", m.detail);
+    PCCL_LOG_INFO(kLog, "peer={} epoch={}: peer {} left the run{}{}", wire::shortId(id_), epoch(),
+                  wire::shortId(m.peer_id), m.detail.empty() ? "" : ": ", m.detail);
     return Status::ok();
   });
 }
@@ -313,7 +295,7 @@ Status Communicator::Impl::onTopology(const wire::TopologyUpdate& m) {
   peer::RingPlan plan = peer::planRing(m.ring, id_, m.epoch);
   building_.successor_connections = plan.successor_connections;
   building_.predecessor_connections = plan.predecessor_connections;
-  pool_->build(plan, [this](uint64_t epoch, const Status& s) {
+  ring_pool_->build(plan, [this](uint64_t epoch, const Status& s) {
     if (!link_) return;
     if (s.isOk()) {
       link_->send(wire::P2PReady{epoch}, epoch);
@@ -341,8 +323,8 @@ Status Communicator::Impl::onReady(const wire::TopologyReady& m) {
   const std::string pred = n > 0 ? wire::shortId(group[(self + n - 1) % n]->id) : "?";
   const std::string succ = n > 0 ? wire::shortId(group[(self + 1) % n]->id) : "?";
   colls_->setSelf(wire::shortId(id_));
-  colls_->setRing(building_.epoch, building_.group_rank, building_.group_world_size, pool_->outbound(),
-                  pool_->inbound(), pred, succ, gatherLimit(config_, one_host));
+  colls_->setRing(building_.epoch, building_.group_rank, building_.group_world_size, ring_pool_->outbound(),
+                  ring_pool_->inbound(), pred, succ, gatherLimit(config_, one_host));
   std::lock_guard<std::mutex> lk(mu_);
   topology_ = building_;
   last_build_ = Status::ok();
@@ -359,7 +341,7 @@ Status Communicator::Impl::onFailed(const wire::TopologyFailed& m) {
   const Status failed(wire::codeFromWire(m.code, Code::kPeerLost),
                       fmt::format("topology update to epoch {} failed: {}", m.epoch, m.reason));
   colls_->clearRing(Status(failed.code(), fmt::format("the ring build of epoch {} failed: {}", m.epoch, m.reason)));
-  pool_->reset(Status::ok());
+  ring_pool_->reset(Status::ok());
   prober_->cancel();
   std::lock_guard<std::mutex> lk(mu_);
   last_build_ = failed;

@@ -11,13 +11,16 @@ namespace pccl {
 Communicator::Impl::Impl(CommConfig config, std::vector<net::HostPort> masters, net::HostPort listen,
                          std::shared_ptr<const net::AuthKey> key)
     : config_(std::move(config)),
-      masters_(std::move(masters)),
+      master_count_(masters.size()),
       key_(std::move(key)),
-      pool_(std::make_unique<peer::RingPool>(io_, key_, identity_, Millis(config_.handshake_timeout_ms),
-                                             Millis(config_.connect_timeout_ms), config_.same_host_reads == 1)),
+      session_(std::make_unique<peer::MasterSession>(sessionConfig(config_, std::move(masters)),
+                                                     static_cast<peer::MasterSession::Io&>(*this),
+                                                     static_cast<peer::MasterSession::Listener&>(*this))),
+      ring_pool_(std::make_unique<peer::RingPool>(io_, key_, identity_, Millis(config_.handshake_timeout_ms),
+                                                  Millis(config_.connect_timeout_ms), config_.same_host_reads == 1)),
       prober_(std::make_unique<peer::LinkProber>(io_, key_, identity_, Millis(config_.handshake_timeout_ms))),
       colls_(std::make_unique<collective::Collectives>(io_, &buffers_,
-                                                       [this](const Status& s) { pool_->reset(s); })),
+                                                       [this](const Status& s) { ring_pool_->reset(s); })),
       sync_(std::make_unique<SharedStateSync>(
           io_, key_,
           SharedStateSync::Hooks{[this](const wire::SyncAnnounce& m) {
@@ -53,9 +56,11 @@ Communicator::Impl::~Impl() {
   sync_->shutdown(why);
   io_.restart();
   io_.poll();  // what was queued: submissions fail at once; leave()'s steps run
+  session_.reset();
+  master_port_.reset();
   link_.reset();
   prober_.reset();
-  pool_.reset();  // closes the ring's connections, which report to colls_
+  ring_pool_.reset();  // closes the ring's connections, which report to colls_
   io_.poll();     // the completions of what was just closed
   colls_.reset();
 }
@@ -69,7 +74,7 @@ Status Communicator::Impl::init() {
       PCCL_LOG_WARN(kLog, "dropping a master-role connection sent to a peer");
       return;
     }
-    pool_->adopt(std::move(a.link));
+    ring_pool_->adopt(std::move(a.link));
   });
   thread_ = std::thread([this] {
     auto guard = asio::make_work_guard(io_);

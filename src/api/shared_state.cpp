@@ -310,6 +310,17 @@ Result<peer::FetchPlan> SharedStateSync::fetchPlan(const wire::SyncPlan& plan) {
   return fp;
 }
 
+void SharedStateSync::registerHandlers(wire::Dispatcher& d) {
+  d.on<wire::SyncPlan>([this](const wire::FrameHeader&, const wire::SyncPlan& m) {
+    onPlan(m);
+    return Status::ok();
+  });
+  d.on<wire::SyncComplete>([this](const wire::FrameHeader&, const wire::SyncComplete& m) {
+    onComplete(m);
+    return Status::ok();
+  });
+}
+
 void SharedStateSync::onPlan(const wire::SyncPlan& m) {
   std::unique_lock<std::mutex> lk(mu_);
   if (!active_ || planned_) {

@@ -20,6 +20,7 @@
 #include "pccl/communicator.hpp"
 #include "peer/state_transfer.hpp"
 #include "util/clock.hpp"
+#include "wire/dispatch.hpp"
 #include "wire/sync_messages.hpp"
 
 namespace pccl {
@@ -51,6 +52,7 @@ class SharedStateSync {
   Result<SyncInfo> run(SharedState& state, SyncStrategy strategy, const SyncContext& ctx);
 
   // ---- io thread ----
+  void registerHandlers(wire::Dispatcher& d);  // the master's SyncPlan and SyncComplete
   void onPlan(const wire::SyncPlan& m);
   void onComplete(const wire::SyncComplete& m);
   void adopt(net::Link link, uint64_t epoch);  // an authenticated kStateFetch connection

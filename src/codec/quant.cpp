@@ -16,6 +16,10 @@ namespace pccl::codec {
 
 namespace {
 
+using kernels::bf16ToFloat;
+using kernels::floatToBf16;
+using kernels::floatToHalf;
+using kernels::halfToFloat;
 using kernels::Int8Header;
 using kernels::kInt8Block;
 

@@ -1,5 +1,5 @@
 // x86 vector building blocks of the CPU loops (codec/quant.cpp, codec/reduce.cpp): eight float16 or
-// bfloat16 elements <-> one __m256 of float32, bit for bit the scalar conversions of codec/half.hpp
+// bfloat16 elements <-> one __m256 of float32, bit for bit the scalar conversions of kernels/half.hpp
 // (round to nearest even, subnormals exact, NaN quieted with its payload), and the run-time CPU checks
 // that choose them. The library is built for baseline x86-64, so each function carries its own
 // target attribute and is called only from code of the same target, behind the check.
@@ -42,7 +42,7 @@ struct F32x16 {
   __m256 a, b;
 };
 
-// float16 by F16C: vcvtph2ps/vcvtps2ph round and treat NaN exactly as codec::halfToFloat/floatToHalf.
+// float16 by F16C: vcvtph2ps/vcvtps2ph round and treat NaN exactly as kernels::halfToFloat/floatToHalf.
 // Eight elements in order.
 struct HalfX8 {
   PCCL_TARGET_F16C static __m256 load(const uint16_t* p) {
@@ -60,7 +60,7 @@ struct HalfX16 {  // a = elements 0..7, b = 8..15
   }
 };
 
-// bfloat16: codec::bf16ToFloat/floatToBf16 on 32-bit integer lanes. Unpacking against zero puts each
+// bfloat16: kernels::bf16ToFloat/floatToBf16 on 32-bit integer lanes. Unpacking against zero puts each
 // element in the top half of a 32-bit lane, per 128-bit half of the register: a = elements 0..3 and
 // 8..11, b = 4..7 and 12..15, the order in which the saturating pack of the store puts them back.
 struct Bf16X16 {

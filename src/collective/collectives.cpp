@@ -56,8 +56,8 @@ uint64_t maxPacingRate() {
 
 }  // namespace
 
-Collectives::Collectives(asio::io_context& io, BufferPool* pool, ResetRing reset_ring)
-    : io_(io), pool_(pool), reset_ring_(std::move(reset_ring)), announce_timer_(io) {}
+Collectives::Collectives(asio::io_context& io, BufferPool* buffers, ResetRing reset_ring)
+    : io_(io), buffers_(buffers), reset_ring_(std::move(reset_ring)), announce_timer_(io) {}
 
 Collectives::~Collectives() { failAll(Status::invalidUsage("the communicator was destroyed")); }
 
@@ -73,7 +73,7 @@ void Collectives::setRing(uint64_t epoch, uint32_t rank, uint32_t world, Channel
   successor_id_ = std::move(successor_id);
   ring_broken_ = Status::ok();
   next_seq_.clear();
-  early_.clear();
+  before_call_.clear();
   striper_ = std::make_shared<Striper>(successor_);
   striper_->attach();
   back_striper_ = std::make_shared<Striper>(predecessor_);
@@ -97,7 +97,7 @@ void Collectives::clearRing(const Status& why) {
   back_striper_.reset();
   successor_.clear();
   predecessor_.clear();
-  early_.clear();
+  before_call_.clear();
   ring_broken_ = why.isOk() ? Status::peerLost("the ring is being rebuilt") : why;
 }
 
@@ -128,8 +128,8 @@ void Collectives::submit(ReduceRequest req, Completion done) {
   o.world = world_;
   const uint64_t tag = o.req.tag;
   if (by_tag_.count(tag) != 0) return finishOp(o, Status::invalidUsage(fmt::format("tag {} is already in flight", tag)));
-  if (!link_down_.isOk()) return finishOp(o, link_down_);
-  if (link_ == nullptr) return finishOp(o, Status::masterUnreachable("not connected to the master"));
+  if (!master_gone_.isOk()) return finishOp(o, master_gone_);
+  if (master_ == nullptr) return finishOp(o, Status::masterUnreachable("not connected to the master"));
   if (!ring_broken_.isOk() && successor_.empty() && world_ <= 1) {  // no ring installed: a build failed
     return finishOp(o, Status(ring_broken_.code(), ring_broken_.message() + "; call pcclUpdateTopology"));
   }
@@ -167,13 +167,13 @@ void Collectives::submit(ReduceRequest req, Completion done) {
                         o.req.root};
   const OpKey key = o.key;
   if (auto ended = history_.find(key)) {  // the others failed this call before we made it: so do we
-    early_.drop(key);
+    before_call_.drop(key);
     return finishOp(o, ended->isOk() ? Status::internal("a call ended twice") : *ended);
   }
   if (!ring_broken_.isOk() || successor_.empty()) {
     Status why = Status::peerLost(fmt::format("the ring's connections are down ({}); call pcclUpdateTopology",
                                               ring_broken_.isOk() ? "none" : ring_broken_.message()));
-    if (ready()) link_->send(wire::OpFailed{tag, key.seq, static_cast<uint16_t>(why.code()), 1, why.message()}, epoch_);
+    reportFailed(key, why, true);
     history_.failed(key, why);
     return finishOp(o, why);
   }
@@ -191,15 +191,15 @@ void Collectives::submit(ReduceRequest req, Completion done) {
   if (o.req.count == 0) {
     o.data_in = true;
   } else if (Status st = startRing(o); !st.isOk()) {
-    if (Op* p = find(key)) failOp(*p, st, true, false, true);
+    if (Op* p = find(key)) failOp(*p, st, FailSpread::kRingAbort | FailSpread::kTellMaster);
     return;
   }
   if (find(key) == nullptr) return;
-  if (auto theirs = early_.takeHello(key)) {
+  if (auto theirs = before_call_.takeHello(key)) {
     if (!onHello(o, *theirs)) return;
   }
-  if (Status st = replayEarly(o); !st.isOk()) {
-    if (Op* p = find(key)) failOp(*p, st, false, true, true);
+  if (Status st = replayBeforeCall(o); !st.isOk()) {
+    if (Op* p = find(key)) failOp(*p, st, FailSpread::kCloseRing | FailSpread::kTellMaster);
     return;
   }
   if (Op* p = find(key)) maybePrepared(*p);
@@ -246,15 +246,15 @@ Status Collectives::startRing(Op& op) {
     spec.device_wire = op.wire_device.data();
     spec.post = [this](std::function<void()> fn) { asio::post(io_, std::move(fn)); };
   } else if (spec.coded()) {
-    op.wire = pool_->acquire(wireRegionBytes(spec));
+    op.wire = buffers_->acquire(wireRegionBytes(spec));
     spec.wire = op.wire.data.get();
   }
   if (r.kind == wire::Collective::kReduceScatter) {
-    op.scratch = pool_->acquire(r.count * codec::dtypeSize(r.dtype));
+    op.scratch = buffers_->acquire(r.count * codec::dtypeSize(r.dtype));
     spec.scratch = op.scratch.data.get();
   }
   const OpKey key = op.key;
-  op.ring = std::make_shared<RingAllReduce>(spec, striper_, [this, key](const Status& s) { ringFinished(key, s); });
+  op.ring = std::make_shared<RingCollective>(spec, striper_, [this, key](const Status& s) { ringFinished(key, s); });
   auto ring = op.ring;
   ring->start();
   return Status::ok();
@@ -266,14 +266,14 @@ Status Collectives::startGather(Op& op, RingOpSpec spec) {
   if (r.device != nullptr) {
     // Small by construction: the input comes to host memory, the result goes back in ringFinished.
     const size_t bytes = r.count * codec::dtypeSize(r.dtype);
-    op.staged_in = pool_->acquire(bytes);
-    op.staged_out = pool_->acquire(bytes);
+    op.staged_in = buffers_->acquire(bytes);
+    op.staged_out = buffers_->acquire(bytes);
     PCCL_RETURN_IF_ERROR(deviceCopy(*r.device, op.staged_in.data.get(), r.input, bytes, PCCL_GPU_COPY_D2H));
     spec.input = op.staged_in.data.get();
     spec.output = op.staged_out.data.get();
     spec.device = nullptr;
   }
-  op.wire = pool_->acquire(gatherRegionBytes(spec));
+  op.wire = buffers_->acquire(gatherRegionBytes(spec));
   spec.wire = op.wire.data.get();
   const OpKey key = op.key;
   op.ring = std::make_shared<GatherAllReduce>(spec, striper_, back_striper_,
@@ -286,11 +286,11 @@ Status Collectives::startGather(Op& op, RingOpSpec spec) {
 void Collectives::ringFinished(const OpKey& key, const Status& s) {
   Op* op = find(key);
   if (op == nullptr || op->state != State::kRunning) return;
-  if (!s.isOk()) return failOp(*op, s, false, true, true);
+  if (!s.isOk()) return failOp(*op, s, FailSpread::kCloseRing | FailSpread::kTellMaster);
   if (op->staged_out.data) {  // a gathered device operation: the result to the GPU
     const size_t bytes = op->req.count * codec::dtypeSize(op->req.dtype);
     Status st = deviceCopy(*op->req.device, op->req.output, op->staged_out.data.get(), bytes, PCCL_GPU_COPY_H2D);
-    if (!st.isOk()) return failOp(*op, st, true, false, true);
+    if (!st.isOk()) return failOp(*op, st, FailSpread::kRingAbort | FailSpread::kTellMaster);
   }
   op->data_in = true;
   maybePrepared(*op);
@@ -323,76 +323,27 @@ void Collectives::applyCommit(Op& op, const CommitRound::Sends& s) {
 
 void Collectives::commitOp(Op& op) {
   history_.committed(op.key);
-  if (ready() && op.announced) link_->send(wire::OpDone{op.key.tag, op.key.seq}, epoch_);
+  reportDone(op);
   finishOp(op, Status::ok());
 }
 
-// A failure after this peer was prepared: it holds the result, and some peer may already have
-// committed, so it must not fail on its own. The master asks every peer and answers.
-void Collectives::inDoubt(Op& op, const std::string& why) {
-  if (op.state == State::kInDoubt) return;
-  op.state = State::kInDoubt;
-  PCCL_LOG_WARN(kLog, "{} epoch={}: {} is in doubt ({}): asking the master how it ended", name_, epoch_,
-                describeKey(op.key), why);
-  if (link_ == nullptr) {
-    return endFailed(op, link_down_.isOk() ? Status::masterUnreachable("the master is gone") : link_down_);
-  }
-  // It waits for the master's answer until its own deadline, or kDoubtGrace when that came first;
-  // meanwhile it asks again every kAskAgainEvery (a query or answer may be lost with a connection).
-  op.doubt_deadline = std::max(op.req.submitted + op.req.timeout, Clock::now() + kDoubtGrace);
-  armDoubtTimer(op);
-  if (!ready()) return;  // the master is away: asked when it is back (masterBack), or by the timer
-  askOutcome(op);
-}
-
-void Collectives::armDoubtTimer(Op& op) {
-  op.timer.expires_at(std::min(op.doubt_deadline, Clock::now() + kAskAgainEvery));  // cancels the op's deadline
-  const OpKey key = op.key;
-  op.timer.async_wait([this, key](const asio::error_code& ec) {
-    if (!ec) stillInDoubt(key);
-  });
-}
-
-void Collectives::stillInDoubt(const OpKey& key) {
-  Op* op = find(key);
-  if (op == nullptr || op->state != State::kInDoubt) return;
-  if (Clock::now() < op->doubt_deadline) {
-    if (ready()) askOutcome(*op);
-    return armDoubtTimer(*op);
-  }
-  const auto waited = std::chrono::duration_cast<Millis>(Clock::now() - op->req.submitted).count();
-  endFailed(*op, Status::timeout(fmt::format(
-                     "{} {} was in doubt (this peer held its result when the commit round was cut short) and the "
-                     "master did not say how it ended within {} ms of the call (op_timeout_ms {}): the other peers "
-                     "may have committed it; the input is restored",
-                     wire::collectiveName(op->req.kind), describeKey(key), waited, op->req.timeout.count())));
-}
-
-// The master settles an operation in doubt: it must know the call, then hear that we are prepared.
-void Collectives::askOutcome(Op& op) {
-  announce(op);
-  link_->send(wire::OpState{op.key.epoch, op.key.tag, op.key.seq, static_cast<uint8_t>(wire::OpPhase::kPrepared)},
-              epoch_);
-}
-
-void Collectives::failOp(Op& op, const Status& why_seen, bool flood, bool close_ring, bool tell_master) {
+void Collectives::failOp(Op& op, const Status& why_seen, FailSpread spread) {
   if (op.state == State::kFailing) return;
   // A dead master takes the whole run down, and a neighbour that noticed first closes the ring: when our
   // own master connection is already closed too (its EOF waiting, unread), that is the cause to report.
-  const Status why = why_seen.code() == Code::kPeerLost && !reconnects_ && link_ != nullptr && link_->remoteClosed()
+  const Status why = why_seen.code() == Code::kPeerLost && !reconnects_ && master_ != nullptr && master_->remoteClosed()
                          ? Status::masterUnreachable(fmt::format("the connection to the master is closed (and the "
                                                                  "ring with it: {})", why_seen.message()))
                          : why_seen;
   if (op.state == State::kPrepared || op.state == State::kInDoubt) return inDoubt(op, why.message());
   op.state = State::kFailing;  // closing the ring below reports back here: do not fail twice
   history_.failed(op.key, why);
-  if (tell_master && ready()) {
+  const bool close_ring = has(spread, FailSpread::kCloseRing);
+  if (has(spread, FailSpread::kTellMaster) && ready()) {
     announce(op);  // the master aborts it on every member: it must know the call
-    link_->send(wire::OpFailed{op.key.tag, op.key.seq, static_cast<uint16_t>(why.code()),
-                               static_cast<uint8_t>(close_ring ? 1 : 0), why.message()},
-                epoch_);
+    reportFailed(op.key, why, close_ring);
   }
-  if (flood) {
+  if (has(spread, FailSpread::kRingAbort)) {
     wire::RingCtl c;
     c.kind = wire::RingCtl::kAbort;
     c.code = static_cast<uint16_t>(why.code());
@@ -447,15 +398,15 @@ void Collectives::finishOp(Op& op, const Status& s) {
   out.seconds = std::chrono::duration<double>(Clock::now() - op.req.submitted).count();
   op.timer.cancel();
   Completion done = std::move(op.done);
-  pool_->release(std::move(op.req.saved));
-  pool_->release(std::move(op.wire));
-  pool_->release(std::move(op.scratch));
-  pool_->release(std::move(op.staged_in));
-  pool_->release(std::move(op.staged_out));
+  buffers_->release(std::move(op.req.saved));
+  buffers_->release(std::move(op.wire));
+  buffers_->release(std::move(op.scratch));
+  buffers_->release(std::move(op.staged_in));
+  buffers_->release(std::move(op.staged_out));
   op.req.saved_device.reset();
   op.wire_pinned.reset();
   op.wire_device.reset();
-  early_.drop(op.key);  // frames of this call still being read are freed once read
+  before_call_.drop(op.key);  // frames of this call still being read are freed once read
   // Drop the bookkeeping before telling the user: the tag may be reused at once.
   std::unique_ptr<Op> keep;
   auto t = by_tag_.find(op.req.tag);
@@ -485,62 +436,11 @@ void Collectives::timedOut(const OpKey& key) {
   if (op->state != State::kRunning) return inDoubt(*op, why.message());
   // The others hear it (ring abort and master); a frame still being written (a successor that does
   // not read) closes the ring, so the call returns on time.
-  failOp(*op, why, true, false, true);
+  failOp(*op, why, FailSpread::kRingAbort | FailSpread::kTellMaster);
   if (Op* p = find(key); p != nullptr && p->ring && p->ring->sendsInFlight() > 0) {
     if (ring_broken_.isOk()) ring_broken_ = why;
     reset_ring_(why);
   }
-}
-
-// ---- the master ---------------------------------------------------------------------------------
-
-void Collectives::onAbort(const wire::OpAbort& m, uint64_t epoch) {
-  if (epoch != epoch_) return;  // an operation of another ring: none of ours is in flight
-  const OpKey key{epoch_, m.tag, m.seq};
-  const Status why(wire::codeFromWire(m.code, Code::kPeerLost), m.reason);
-  Op* op = find(key);
-  if (op == nullptr) {
-    if (isFuture(key) && !history_.find(key)) {
-      history_.failed(key, why);  // we have not made this call yet: it fails when we do
-      early_.drop(key);
-    }
-    return;
-  }
-  // A member that left broke the ring: close it. Other aborts leave the ring to the next operation.
-  failOp(*op, why, false, why.code() == Code::kPeerLost, false);
-}
-
-void Collectives::onQuery(const wire::OpQuery& m) {
-  const OpKey key{m.epoch, m.tag, m.seq};
-  wire::OpPhase phase = wire::OpPhase::kUnknown;
-  Op* op = find(key);
-  if (op != nullptr && op->state == State::kRunning) {
-    // Another peer is in doubt and we are not prepared: no peer can have committed. Failing here
-    // settles it: every peer fails the operation.
-    failOp(*op, Status::peerLost(fmt::format("{} failed: another peer lost its ring while this peer still waited "
-                                             "for data; call pcclUpdateTopology and retry", describeKey(key))),
-           false, true, false);
-    phase = wire::OpPhase::kFailed;
-  } else if (op != nullptr && op->state == State::kFailing) {
-    phase = wire::OpPhase::kFailed;
-  } else if (op != nullptr) {
-    phase = wire::OpPhase::kPrepared;
-  } else if (auto ended = history_.find(key)) {
-    phase = ended->isOk() ? wire::OpPhase::kCommitted : wire::OpPhase::kFailed;
-  } else if (isFuture(key)) {
-    history_.failed(key, Status::peerLost(fmt::format("{} failed on the other peers before this peer called it; "
-                                                      "call pcclUpdateTopology and retry", describeKey(key))));
-    early_.drop(key);
-    phase = wire::OpPhase::kFailed;
-  }
-  if (ready()) link_->send(wire::OpState{m.epoch, m.tag, m.seq, static_cast<uint8_t>(phase)}, epoch_);
-}
-
-void Collectives::onOutcome(const wire::OpOutcome& m) {
-  Op* op = find(OpKey{m.epoch, m.tag, m.seq});
-  if (op == nullptr || (op->state != State::kPrepared && op->state != State::kInDoubt)) return;
-  if (m.committed != 0) return commitOp(*op);
-  endFailed(*op, Status(wire::codeFromWire(m.code, Code::kPeerLost), m.reason));
 }
 
 void Collectives::failAll(const Status& why) {
@@ -553,34 +453,12 @@ void Collectives::failAll(const Status& why) {
     Op* op = find(k);
     if (op == nullptr || op->state == State::kFailing) continue;
     if (op->state == State::kRunning) {
-      failOp(*op, why, false, true, false);
+      failOp(*op, why, FailSpread::kCloseRing);
     } else {
       endFailed(*op, why);  // prepared or in doubt: we are leaving, nobody can settle it for us
     }
   }
   failing_all_ = Status::ok();
-}
-
-void Collectives::masterBack() {
-  if (!ready()) return;
-  std::vector<OpKey> keys;
-  for (const auto& kv : ops_) keys.push_back(kv.first);
-  for (const OpKey& k : keys) {
-    Op* op = find(k);
-    if (op == nullptr || op->state == State::kFailing) continue;
-    op->announced = false;  // the master that heard of it is gone
-    if (op->state == State::kInDoubt) {
-      askOutcome(*op);
-    } else {
-      announce(*op);
-    }
-  }
-}
-
-void Collectives::linkLost(const Status& why) {
-  link_down_ = why.isOk() ? Status::masterUnreachable("the connection to the master is closed") : why;
-  failAll(link_down_);
-  link_ = nullptr;
 }
 
 }  // namespace pccl::collective

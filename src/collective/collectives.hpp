@@ -29,10 +29,10 @@
 #include "collective/buffer_pool.hpp"
 #include "collective/commit_round.hpp"
 #include "collective/gather_allreduce.hpp"
+#include "collective/master_port.hpp"
 #include "collective/op_book.hpp"
-#include "collective/ring_allreduce.hpp"
+#include "collective/ring_collective.hpp"
 #include "net/data_channel.hpp"
-#include "peer/master_link.hpp"
 #include "util/clock.hpp"
 
 namespace pccl::collective {
@@ -70,21 +70,35 @@ struct ReduceOutcome {
 };
 using Completion = std::function<void(const ReduceOutcome&)>;
 
+// How a failure before this peer was prepared reaches the others (Collectives::failOp); flags, combined
+// with |.
+enum class FailSpread : uint8_t {
+  kHere = 0,               // the others learn it their own way (the master's abort, a ring abort, their leave)
+  kRingAbort = 1 << 0,     // a ring abort both ways; the ring's connections are kept
+  kCloseRing = 1 << 1,     // the ring's connections close instead (a connection broke, a deadline, a member left)
+  kTellMaster = 1 << 2,    // OpFailed to the master, which aborts the call on every member
+};
+constexpr FailSpread operator|(FailSpread a, FailSpread b) {
+  return static_cast<FailSpread>(static_cast<uint8_t>(a) | static_cast<uint8_t>(b));
+}
+constexpr bool has(FailSpread s, FailSpread flag) { return (static_cast<uint8_t>(s) & static_cast<uint8_t>(flag)) != 0; }
+
 // Test hooks (tests only; never set in production): called on the io thread before the commit round's
 // message of `kind` (wire::RingCtl::Kind) for `tag` is sent; returning false drops it.
 using RingCtlHook = std::function<bool(uint64_t tag, uint8_t kind)>;
 
 class Collectives : public net::DataSink {
  public:
-  using Channels = RingAllReduce::Channels;
+  using Channels = RingCollective::Channels;
   using ResetRing = std::function<void(const Status&)>;
 
-  Collectives(asio::io_context& io, BufferPool* pool, ResetRing reset_ring);
+  Collectives(asio::io_context& io, BufferPool* buffers, ResetRing reset_ring);
   ~Collectives() override;
 
-  void setLink(peer::MasterLink* link) {  // a new session (after connect()) clears an old loss
-    link_ = link;
-    if (link != nullptr) link_down_ = Status::ok();
+  // The master (op_reports.cpp); a new session (after connect()) clears an old loss.
+  void setMaster(MasterPort* master) {
+    master_ = master;
+    if (master != nullptr) master_gone_ = Status::ok();
   }
   void setName(std::string name) { name_ = std::move(name); }
   void setSelf(std::string short_id) { self_ = std::move(short_id); }
@@ -101,7 +115,7 @@ class Collectives : public net::DataSink {
   void clearRing(const Status& why = Status::ok());
 
   void submit(ReduceRequest req, Completion done);
-  // From the master.
+  // From the master (op_reports.cpp).
   void onAbort(const wire::OpAbort& m, uint64_t epoch);
   void onQuery(const wire::OpQuery& m);
   void onOutcome(const wire::OpOutcome& m);
@@ -147,7 +161,7 @@ class Collectives : public net::DataSink {
     asio::steady_timer timer;
   };
 
-  // collectives.cpp: the life of an operation.
+  // collectives.cpp: the life of an operation on the ring.
   Status startRing(Op& op);
   Status startGather(Op& op, RingOpSpec spec);
   wire::Algo chooseAlgo(const ReduceRequest& r) const;
@@ -155,18 +169,8 @@ class Collectives : public net::DataSink {
   void maybePrepared(Op& op);
   void applyCommit(Op& op, const CommitRound::Sends& s);
   void commitOp(Op& op);
-  void inDoubt(Op& op, const std::string& why);
-  void askOutcome(Op& op);  // in doubt, the master reachable: announce it and report it prepared
-  // In doubt, the op's timer asks the master again every kAskAgainEvery until doubt_deadline (the op's
-  // deadline, at least kDoubtGrace after it fell in doubt); then the call fails with Timeout.
-  static constexpr Millis kAskAgainEvery{1000};
-  static constexpr Millis kDoubtGrace{10000};
-  void armDoubtTimer(Op& op);
-  void stillInDoubt(const OpKey& key);
-  // A failure before this peer was prepared: the operation fails here and everywhere. `flood` sends a
-  // ring abort both ways (ring kept); `close_ring` closes the ring's connections instead (a connection
-  // broke, a deadline, a member left); `tell_master` reports it (OpFailed).
-  void failOp(Op& op, const Status& why, bool flood, bool close_ring, bool tell_master);
+  // A failure before this peer was prepared: the operation fails here, and everywhere as `spread` says.
+  void failOp(Op& op, const Status& why, FailSpread spread);
   void endFailed(Op& op, const Status& why);
   void finishOp(Op& op, const Status& s);
   Status deviceCopy(codec::gpu::Engine& e, void* dst, const void* src, size_t bytes, int kind = PCCL_GPU_COPY_D2D);
@@ -184,24 +188,35 @@ class Collectives : public net::DataSink {
   void queueAnnounce(const OpKey& key);
   void announceWaiting();
   void announce(Op& op);
+  void reportDone(const Op& op);
+  void reportFailed(const OpKey& key, const Status& why, bool ring_closed);
+  // op_reports.cpp: a call in doubt, settled by the master.
+  void inDoubt(Op& op, const std::string& why);
+  void askOutcome(Op& op);  // in doubt, the master reachable: announce it and report it prepared
+  // In doubt, the op's timer asks the master again every kAskAgainEvery until doubt_deadline (the op's
+  // deadline, at least kDoubtGrace after it fell in doubt); then the call fails with Timeout.
+  static constexpr Millis kAskAgainEvery{1000};
+  static constexpr Millis kDoubtGrace{10000};
+  void armDoubtTimer(Op& op);
+  void stillInDoubt(const OpKey& key);
   // ring_frames.cpp: frames of the ring.
   void sendCtl(const OpKey& k, bool to_successor, const wire::RingCtl& c);
   Status onCtl(bool from_predecessor, const wire::DataHeader& h, const wire::RingCtl& c);
   bool onHello(Op& op, const wire::OpDesc& theirs);  // false: the operation failed on a mismatch
   void onRingAbort(const OpKey& k, const wire::RingCtl& c, bool from_predecessor);
-  Status replayEarly(Op& op);
+  Status replayBeforeCall(Op& op);
   Result<uint8_t*> placeData(Op& op, const std::string& from, const wire::DataHeader& h, uint32_t bytes);
   bool ours(const net::DataChannel& ch, const Channels& list) const;
 
   asio::io_context& io_;
-  BufferPool* pool_;
+  BufferPool* buffers_;  // scratch buffers (the communicator's, thread-safe)
   codec::Compressor compressor_;  // zstd contexts of this io thread
   ResetRing reset_ring_;
   uint64_t gather_bytes_ = 0;
-  bool ready() const { return link_ != nullptr && link_->isReady(); }  // reports may go to the master
-  peer::MasterLink* link_ = nullptr;
+  bool ready() const { return master_ != nullptr && master_->ready(); }  // reports may go to the master
+  MasterPort* master_ = nullptr;
   bool reconnects_ = false;
-  Status link_down_;  // why the master cannot be reached any more (OK while it can)
+  Status master_gone_;  // why the master cannot be reached any more (OK while it can)
   std::string name_ = "peer=?";
   std::string self_ = "?";
   uint64_t epoch_ = 0;
@@ -218,7 +233,7 @@ class Collectives : public net::DataSink {
   std::unordered_map<uint64_t, const Op*> by_tag_;   // the tags in flight
   std::unordered_map<uint64_t, uint32_t> next_seq_;  // per tag: the next call's number on this ring
   OpHistory history_;
-  EarlyFrames early_;
+  EarlyFrames before_call_;  // frames and hellos of calls this peer has not made yet
   RingCtlHook ctl_hook_;
   std::function<void(uint64_t)> read_hook_;
   std::vector<OpKey> unannounced_;  // calls made since the announce timer was armed

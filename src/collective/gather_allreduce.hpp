@@ -27,7 +27,7 @@
 #include <memory>
 #include <vector>
 
-#include "collective/ring_allreduce.hpp"
+#include "collective/ring_collective.hpp"
 #include "collective/ring_op.hpp"
 
 namespace pccl::collective {

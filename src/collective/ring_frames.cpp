@@ -66,7 +66,7 @@ Result<net::Placement> Collectives::place(net::DataChannel& ch, const wire::Data
     return *p == nullptr ? net::Placement::discard() : net::Placement::direct(*p);
   }
   if (history_.find(key) || !isFuture(key)) return net::Placement::discard();  // a call that ended here
-  auto p = early_.add(key, h, bytes, &ch);
+  auto p = before_call_.add(key, h, bytes, &ch);
   if (!p.isOk()) return p.status().withContext(ch.name());
   return net::Placement::direct(*p);
 }
@@ -75,7 +75,8 @@ Result<net::Placement> Collectives::place(net::DataChannel& ch, const wire::Data
 Result<uint8_t*> Collectives::placeData(Op& op, const std::string& from, const wire::DataHeader& h, uint32_t bytes) {
   if (h.desc != op.desc) {
     // The predecessor made another call under this tag: nothing of it is combined with ours.
-    failOp(op, Status::mismatch(mismatch(h.desc, predecessor_id_, op.desc, op.key)), true, false, true);
+    failOp(op, Status::mismatch(mismatch(h.desc, predecessor_id_, op.desc, op.key)),
+           FailSpread::kRingAbort | FailSpread::kTellMaster);
     return static_cast<uint8_t*>(nullptr);
   }
   auto ring = op.ring;
@@ -92,10 +93,10 @@ Status Collectives::deliver(net::DataChannel& ch, const wire::DataHeader& h, con
     Status st = onCtl(ours(ch, predecessor_), h, *c);
     return st.isOk() ? st : st.withContext(ch.name());
   }
-  if (auto early = early_.delivered(&ch)) {  // kept for a call not made yet; it may have been made meanwhile
+  if (auto early = before_call_.delivered(&ch)) {  // kept for a call not made yet; it may have been made meanwhile
     Op* op = find(*early);
     if (op == nullptr || op->state != State::kRunning) return Status::ok();
-    Status st = replayEarly(*op);
+    Status st = replayBeforeCall(*op);
     return st.isOk() ? st : st.withContext(ch.name());
   }
   Op* op = find(keyOf(h));
@@ -106,9 +107,9 @@ Status Collectives::deliver(net::DataChannel& ch, const wire::DataHeader& h, con
 }
 
 // Frames kept before the call, now that it is made: placed, copied and delivered as if just arrived.
-Status Collectives::replayEarly(Op& op) {
+Status Collectives::replayBeforeCall(Op& op) {
   const OpKey key = op.key;
-  for (auto& f : early_.takeComplete(key)) {
+  for (auto& f : before_call_.takeComplete(key)) {
     Op* p = find(key);
     if (p == nullptr || p->state != State::kRunning || !p->ring) return Status::ok();
     auto dst = placeData(*p, "an early frame", f.header, static_cast<uint32_t>(f.payload.size()));
@@ -128,7 +129,7 @@ Status Collectives::onCtl(bool from_predecessor, const wire::DataHeader& h, cons
     case wire::RingCtl::kHello:
       if (from_predecessor) return Status::protocol("a hello from the predecessor");
       if (op != nullptr) onHello(*op, c.desc);
-      if (isFuture(key) && !history_.find(key)) early_.hello(key, c.desc);
+      if (isFuture(key) && !history_.find(key)) before_call_.hello(key, c.desc);
       return Status::ok();
     case wire::RingCtl::kPrepared:
       if (op == nullptr || op->state == State::kFailing) return Status::ok();
@@ -152,7 +153,8 @@ Status Collectives::onCtl(bool from_predecessor, const wire::DataHeader& h, cons
 bool Collectives::onHello(Op& op, const wire::OpDesc& theirs) {
   if (op.state != State::kRunning) return true;
   if (theirs != op.desc) {
-    failOp(op, Status::mismatch(mismatch(theirs, successor_id_, op.desc, op.key)), true, false, true);
+    failOp(op, Status::mismatch(mismatch(theirs, successor_id_, op.desc, op.key)),
+           FailSpread::kRingAbort | FailSpread::kTellMaster);
     return false;
   }
   op.successor_ok = true;
@@ -174,17 +176,17 @@ void Collectives::onRingAbort(const OpKey& key, const wire::RingCtl& c, bool fro
   sendCtl(key, from_predecessor, c);
   if (op == nullptr) {
     history_.failed(key, why);  // we have not made this call yet: it fails when we do
-    early_.drop(key);
+    before_call_.drop(key);
     return;
   }
   if (op->state == State::kFailing) return;
-  if (op->state == State::kRunning) return failOp(*op, why, false, false, false);
+  if (op->state == State::kRunning) return failOp(*op, why, FailSpread::kHere);
   op->state = State::kFailing;
   endFailed(*op, why);
 }
 
 void Collectives::channelClosed(net::DataChannel& ch, const Status& why) {
-  early_.channelClosed(&ch);
+  before_call_.channelClosed(&ch);
   if (!ours(ch, successor_) && !ours(ch, predecessor_)) return;  // an old ring's connection
   if (ring_broken_.isOk()) {
     ring_broken_ = why.isOk() ? Status::peerLost(ch.name() + " closed") : why;
@@ -199,7 +201,7 @@ void Collectives::channelClosed(net::DataChannel& ch, const Status& why) {
     failOp(*op,
            ours_failing ? failing_all_
                         : Status::peerLost(fmt::format("ring connection lost: {}", ring_broken_.message())),
-           false, true, !ours_failing);
+           FailSpread::kCloseRing | (ours_failing ? FailSpread::kHere : FailSpread::kTellMaster));
   }
 }
 

@@ -1,4 +1,4 @@
-// One call's data movement on the ring, whichever algorithm moves it (ring_allreduce.hpp for large
+// One call's data movement on the ring, whichever algorithm moves it (ring_collective.hpp for large
 // operations, gather_allreduce.hpp for small ones). Collectives drives it through this interface: it
 // hands over the frames that arrive for the call, and learns once that every byte has arrived and every
 // send completed, or the first failure. The base keeps what every algorithm shares: its sends on the

@@ -11,7 +11,7 @@
 #include <cstdint>
 #include <type_traits>
 
-#include "codec/half.hpp"
+#include "kernels/half.hpp"
 #include "kernels/portable.hpp"
 
 namespace pccl::kernels {
@@ -26,14 +26,14 @@ struct Plain {
 struct Half {
   using Stored = uint16_t;
   using Wide = float;
-  static PCCL_HD Wide load(Stored v) { return codec::halfToFloat(v); }
-  static PCCL_HD Stored store(Wide v) { return codec::floatToHalf(v); }
+  static PCCL_HD Wide load(Stored v) { return halfToFloat(v); }
+  static PCCL_HD Stored store(Wide v) { return floatToHalf(v); }
 };
 struct Bf16 {
   using Stored = uint16_t;
   using Wide = float;
-  static PCCL_HD Wide load(Stored v) { return codec::bf16ToFloat(v); }
-  static PCCL_HD Stored store(Wide v) { return codec::floatToBf16(v); }
+  static PCCL_HD Wide load(Stored v) { return bf16ToFloat(v); }
+  static PCCL_HD Stored store(Wide v) { return floatToBf16(v); }
 };
 
 // Integer arithmetic is done unsigned and at least 32 bits wide, so overflow wraps instead of being

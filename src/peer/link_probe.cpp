@@ -10,7 +10,16 @@
 namespace pccl::peer {
 
 namespace {
-constexpr size_t kMaxEarly = 64;
+constexpr size_t kMaxParked = 64;  // inbound connections waiting for their round's plan
+
+HelloAcceptor::Rules probeRules() {
+  auto refuse = [](const wire::P2PHello& hello, uint64_t) {
+    return Status::invalidUsage(fmt::format("peer {} is not measuring its link to us in probe {}",
+                                            wire::shortId(hello.sender_id), hello.epoch));
+  };
+  return {"probe", "probe source", kMaxParked, "too many probe connections waiting", refuse,
+          [](uint64_t) { return std::string(); }};
+}
 
 uint64_t micros(std::chrono::steady_clock::duration d) {
   return static_cast<uint64_t>(std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::microseconds>(d).count()));
@@ -41,19 +50,18 @@ LinkProber::LinkProber(asio::io_context& io, std::shared_ptr<const net::AuthKey>
       handshake_timeout_(handshake_timeout),
       deadline_(io),
       stop_timer_(io),
+      acceptor_(handshake_timeout, probeRules()),
       zeros_(kProbeFrameBytes, 0) {}
 
 LinkProber::~LinkProber() {
   *alive_ = false;
   cancel();
-  for (auto& e : early_) e.io->fail(Status::ok());
 }
 
 void LinkProber::closeAll() {
   std::vector<Out> out = std::move(out_);
-  std::vector<std::shared_ptr<net::DataChannel>> in = std::move(in_);
+  std::vector<std::shared_ptr<net::DataChannel>> in = acceptor_.release();
   out_.clear();
-  in_.clear();
   for (auto& o : out) {
     if (o.ch) o.ch->close(Status::ok());
   }
@@ -66,6 +74,7 @@ void LinkProber::closeAll() {
 
 void LinkProber::cancel() {
   running_ = false;
+  acceptor_.idle();
   report_ = nullptr;
   deadline_.cancel();
   stop_timer_.cancel();
@@ -92,11 +101,7 @@ void LinkProber::start(const wire::Uuid& self, const wire::ProbePlan& plan, Repo
   samples_.clear();
   rx_start_ = Clock::now();
   if (plan.has_target) out_.assign(plan.target_connections, Out{});
-  if (plan.has_source) {
-    in_.assign(plan.source_connections, nullptr);
-    in_ended_.assign(plan.source_connections, false);
-    claimed_.assign(plan.source_connections, false);
-  }
+  if (plan.has_source) in_ended_.assign(plan.source_connections, false);
   // Both sides are bounded: the connections, the pings and the budget, with room for a slow start.
   const Millis bound = Millis(plan.budget_ms) + 3 * handshake_timeout_;
   deadline_.expires_after(bound);
@@ -108,11 +113,14 @@ void LinkProber::start(const wire::Uuid& self, const wire::ProbePlan& plan, Repo
                                                          : std::string());
   });
   for (uint32_t i = 0; i < plan.target_connections && plan.has_target; ++i) dial(i);
-  std::vector<Early> early = std::move(early_);
-  early_.clear();
-  for (auto& e : early) {
-    if (!e.io->done()) onHello(e.io, e.hello);
-  }
+  HelloAcceptor::Round round;
+  round.id = plan.probe_id;
+  round.accepts = plan.has_source;
+  round.sender = plan.source.id;
+  round.sender_key = plan.source.ring_key;
+  round.connections = plan.has_source ? plan.source_connections : 0;
+  // Replays what came before the plan.
+  acceptor_.open(round, [this](uint32_t index) { acceptor_.channels()[index]->start(this); });
   maybeReport();
 }
 
@@ -193,46 +201,7 @@ void LinkProber::txFinish(const std::string& error) {
 
 // ---- receive side ----------------------------------------------------------------------------------
 
-void LinkProber::adopt(net::Link link) {
-  readHello(std::move(link), handshake_timeout_, "probe", alive_,
-            [this](const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello) { onHello(io, hello); });
-}
-
-void LinkProber::onHello(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello) {
-  if (!running_ || hello.epoch > plan_.probe_id) {
-    // A round whose plan has not reached us yet (the FrameIo deadline bounds the wait).
-    early_.erase(std::remove_if(early_.begin(), early_.end(), [](const Early& e) { return e.io->done(); }),
-                 early_.end());
-    if (early_.size() >= kMaxEarly) return io->rejectWith(Status::invalidUsage("too many probe connections waiting"));
-    early_.push_back(Early{io, hello});
-    return;
-  }
-  Status checked = checkHello(*io, hello);
-  if (!checked.isOk()) return io->rejectWith(checked);
-  const uint32_t index = hello.index;
-  claimed_[index] = true;
-  const uint64_t id = plan_.probe_id;
-  std::string who = "probe source " + wire::shortId(hello.sender_id);
-  io->write(wire::encodeFrame(wire::P2PAccept{}, id), [this, io, index, id, who, alive = alive_] {
-    if (!*alive || !running_ || plan_.probe_id != id || rx_over_ || index >= in_.size() || in_[index] != nullptr) {
-      return io->fail(Status::ok());
-    }
-    in_[index] = std::make_shared<net::DataChannel>(io->release(), id, who);
-    in_[index]->start(this);
-  });
-}
-
-Status LinkProber::checkHello(const net::FrameIo& io, const wire::P2PHello& hello) const {
-  if (hello.epoch != plan_.probe_id || !plan_.has_source || rx_over_ || hello.sender_id != plan_.source.id) {
-    return Status::invalidUsage(fmt::format("peer {} is not measuring its link to us in probe {}",
-                                            wire::shortId(hello.sender_id), hello.epoch));
-  }
-  PCCL_RETURN_IF_ERROR(verifyHello(io, hello, plan_.source.ring_key, "probe", ""));
-  if (hello.index >= in_.size() || claimed_[hello.index]) {
-    return Status::invalidUsage(fmt::format("bad or duplicate probe connection index {}", hello.index));
-  }
-  return Status::ok();
-}
+void LinkProber::adopt(net::Link link) { acceptor_.adopt(std::move(link)); }
 
 bool LinkProber::isOut(const net::DataChannel& ch) const {
   return std::any_of(out_.begin(), out_.end(), [&](const Out& o) { return o.ch.get() == &ch; });
@@ -286,13 +255,13 @@ Status LinkProber::deliver(net::DataChannel& ch, const wire::DataHeader& h, cons
       return Status::ok();
     }
     case kProbeEnd:
-      for (size_t i = 0; i < in_.size(); ++i) {
-        if (in_[i].get() == &ch && !in_ended_[i]) {
+      for (size_t i = 0; i < acceptor_.channels().size(); ++i) {
+        if (acceptor_.channels()[i].get() == &ch && !in_ended_[i]) {
           in_ended_[i] = true;
           ++ends_;
         }
       }
-      if (ends_ == in_.size()) rxFinish("");
+      if (ends_ == acceptor_.channels().size()) rxFinish("");
       return Status::ok();
     default:
       if (samples_.empty()) rx_start_ = now;
@@ -311,8 +280,9 @@ void LinkProber::channelClosed(net::DataChannel& ch, const Status& why) {
   }
   // The sender closes its connections once it wrote every end frame: a connection whose end arrived may
   // close while another still delivers.
-  for (size_t i = 0; i < in_.size(); ++i) {
-    if (in_[i].get() == &ch && !in_ended_[i] && !rx_over_) {
+  const HelloAcceptor::Channels& in = acceptor_.channels();
+  for (size_t i = 0; i < in.size(); ++i) {
+    if (in[i].get() == &ch && !in_ended_[i] && !rx_over_) {
       rxFinish(why.isOk() ? "probe connection closed before its end" : why.toString());
     }
   }
@@ -321,6 +291,7 @@ void LinkProber::channelClosed(net::DataChannel& ch, const Status& why) {
 void LinkProber::rxFinish(const std::string& error) {
   if (rx_over_) return;
   rx_over_ = true;
+  acceptor_.stop();
   rx_error_ = error;
   maybeReport();
 }
@@ -351,6 +322,7 @@ void LinkProber::maybeReport() {
   if (!rx_error_.empty()) r.detail += (r.detail.empty() ? "" : "; ") + std::string("receiving: ") + rx_error_;
   Report report = std::move(report_);
   running_ = false;
+  acceptor_.idle();
   report_ = nullptr;
   deadline_.cancel();
   stop_timer_.cancel();

@@ -24,6 +24,7 @@
 #include "net/frame_io.hpp"
 #include "net/handshake.hpp"
 #include "net/identity.hpp"
+#include "peer/hello_acceptor.hpp"
 #include "util/clock.hpp"
 #include "wire/messages.hpp"
 
@@ -73,14 +74,7 @@ class LinkProber : public net::DataSink {
     size_t queued = 0;   // frames handed to the channel, not yet done
     bool ended = false;  // its end frame was queued
   };
-  struct Early {
-    std::shared_ptr<net::FrameIo> io;
-    wire::P2PHello hello;
-  };
-
   void dial(uint32_t index);
-  void onHello(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello);
-  Status checkHello(const net::FrameIo& io, const wire::P2PHello& hello) const;
   void ping();
   void pump(size_t conn);
   void txFinish(const std::string& error);
@@ -114,18 +108,16 @@ class LinkProber : public net::DataSink {
   TimePoint send_until_{};
   asio::steady_timer stop_timer_;
   uint64_t tx_bytes_ = 0;
-  // Receive side.
+  // Receive side: the source's connections (a probe id being the acceptor's round).
   bool rx_over_ = true;
   std::string rx_error_;
-  std::vector<std::shared_ptr<net::DataChannel>> in_;
-  std::vector<bool> claimed_;
+  HelloAcceptor acceptor_;
   std::vector<bool> in_ended_;  // per inbound connection: its end frame arrived
   size_t ends_ = 0;
   TimePoint rx_start_{};
   std::vector<std::pair<TimePoint, uint64_t>> samples_;
   uint64_t rx_bytes_ = 0;
   size_t rx_buffer_peak_ = 0;
-  std::vector<Early> early_;
 
   std::vector<uint8_t> zeros_;  // what the sender sends
 };

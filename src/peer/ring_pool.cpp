@@ -10,7 +10,19 @@
 namespace pccl::peer {
 
 namespace {
-constexpr size_t kMaxEarly = 256;
+constexpr size_t kMaxParked = 256;  // inbound connections waiting for their epoch
+
+HelloAcceptor::Rules ringRules() {
+  auto refuse = [](const wire::P2PHello& hello, uint64_t epoch) {
+    if (hello.epoch < epoch) {
+      return Status::invalidUsage(fmt::format("stale epoch {}: this peer is at epoch {}", hello.epoch, epoch));
+    }
+    return Status::invalidUsage(
+        fmt::format("peer {} is not our ring predecessor in epoch {}", wire::shortId(hello.sender_id), epoch));
+  };
+  return {"ring", "ring predecessor", kMaxParked, "too many ring connections waiting for their epoch", refuse,
+          [](uint64_t epoch) { return fmt::format(" in epoch {}", epoch); }};
+}
 }  // namespace
 
 using wire::linkConnections;
@@ -55,30 +67,35 @@ RingPool::RingPool(asio::io_context& io, std::shared_ptr<const net::AuthKey> key
       timeout_(handshake_timeout),
       build_timeout_(build_timeout),
       lend_(lend),
+      acceptor_(handshake_timeout, ringRules()),
       deadline_(io) {}
 
 RingPool::~RingPool() {
   *alive_ = false;
   reset(Status::ok());
-  for (auto& e : early_) e.io->fail(Status::ok());
 }
 
 size_t RingPool::count(const Channels& c) const {
   return static_cast<size_t>(std::count_if(c.begin(), c.end(), [](const auto& ch) { return ch != nullptr; }));
 }
 
+// Both directions' connections go (and the claims of the inbound ones).
+void RingPool::closeAll(const Status& why) {
+  Channels all = std::move(out_);
+  out_.clear();
+  Channels in = acceptor_.release();
+  all.insert(all.end(), in.begin(), in.end());
+  for (auto& c : all) {
+    if (c) c->close(why);
+  }
+}
+
 void RingPool::reset(const Status& why) {
   building_ = false;
+  acceptor_.stop();
   done_ = nullptr;
   deadline_.cancel();
-  Channels all = std::move(out_);
-  all.insert(all.end(), in_.begin(), in_.end());
-  out_.clear();
-  in_.clear();
-  claimed_.clear();
-  for (auto& c : all) {
-    if (c) c->close(why.isOk() ? Status::peerLost("ring connections reset") : why);
-  }
+  closeAll(why.isOk() ? Status::peerLost("ring connections reset") : why);
 }
 
 void RingPool::build(const RingPlan& plan, Done done) {
@@ -86,26 +103,28 @@ void RingPool::build(const RingPlan& plan, Done done) {
   plan_ = plan;
   done_ = std::move(done);
   building_ = true;
-  if (plan.alone) return finish(Status::ok());
+  if (plan.alone) {
+    acceptor_.close(plan.epoch);
+    return finish(Status::ok());
+  }
   out_.assign(plan.successor_connections, nullptr);
-  in_.assign(plan.predecessor_connections, nullptr);
-  claimed_.assign(plan.predecessor_connections, false);
   deadline_.expires_after(build_timeout_);
   deadline_.async_wait([this, alive = alive_, epoch = plan.epoch](const asio::error_code& ec) {
     if (ec || !*alive || !building_ || plan_.epoch != epoch) return;
     finish(Status::timeout(fmt::format("ring connections for epoch {} not up within {} ms ({}/{} to successor {}, "
                                        "{}/{} from predecessor {})",
                                        epoch, build_timeout_.count(), count(out_), out_.size(),
-                                       wire::shortId(plan_.successor.id), count(in_), in_.size(),
+                                       wire::shortId(plan_.successor.id), count(inbound()), inbound().size(),
                                        wire::shortId(plan_.predecessor))));
   });
   for (uint32_t i = 0; i < plan.successor_connections; ++i) connectOne(i, plan.epoch);
-  // Connections that reached us before we learnt this epoch.
-  std::vector<Early> early = std::move(early_);
-  early_.clear();
-  for (auto& e : early) {
-    if (!e.io->done()) onHello(e.io, e.hello);
-  }
+  HelloAcceptor::Round round;
+  round.id = plan.epoch;
+  round.accepts = true;
+  round.sender = plan.predecessor;
+  round.sender_key = plan.predecessor_key;
+  round.connections = plan.predecessor_connections;
+  acceptor_.open(round, [this](uint32_t index) { onAccepted(index); });  // replays what came before the plan
 }
 
 void RingPool::connectOne(uint32_t index, uint64_t epoch) {
@@ -124,76 +143,26 @@ void RingPool::connectOne(uint32_t index, uint64_t epoch) {
                 });
 }
 
-void RingPool::adopt(net::Link link) {
-  readHello(std::move(link), timeout_, "ring", alive_,
-            [this](const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello) { onHello(io, hello); });
-}
+void RingPool::adopt(net::Link link) { acceptor_.adopt(std::move(link)); }
 
-void RingPool::onHello(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello) {
-  const uint64_t epoch = plan_.epoch;
-  if (hello.epoch > epoch || (!building_ && epoch == 0)) {
-    // From a ring we have not heard of yet: wait for our TopologyUpdate (the FrameIo deadline bounds it).
-    early_.erase(std::remove_if(early_.begin(), early_.end(), [](const Early& e) { return e.io->done(); }),
-                 early_.end());
-    if (early_.size() >= kMaxEarly) {
-      return io->rejectWith(Status::invalidUsage("too many ring connections waiting for their epoch"));
-    }
-    early_.push_back(Early{io, hello});
-    return;
-  }
-  Status checked = checkHello(*io, hello);
-  if (!checked.isOk()) return io->rejectWith(checked);
-  // Claimed now, not when the P2PAccept is written: another connection may say the same index meanwhile.
-  const uint32_t index = hello.index;
-  claimed_[index] = true;
-  std::string who = "ring predecessor " + wire::shortId(hello.sender_id);
-  io->write(wire::encodeFrame(wire::P2PAccept{}, epoch), [this, io, index, epoch, who, alive = alive_] {
-    // The build may have ended or moved on while the accept was written.
-    if (!*alive || !building_ || plan_.epoch != epoch || index >= in_.size() || in_[index] != nullptr) {
-      return io->fail(Status::ok());
-    }
-    in_[index] = std::make_shared<net::DataChannel>(io->release(), epoch, who);
-    if (plan_.predecessor_same_host && lend_) in_[index]->enableLending(net::LendRole::kAcceptor);
-    maybeDone();
-  });
-}
-
-Status RingPool::checkHello(const net::FrameIo& io, const wire::P2PHello& hello) const {
-  const uint64_t epoch = plan_.epoch;
-  if (hello.epoch < epoch) {
-    return Status::invalidUsage(fmt::format("stale epoch {}: this peer is at epoch {}", hello.epoch, epoch));
-  }
-  if (!building_ || plan_.alone || hello.sender_id != plan_.predecessor) {
-    return Status::invalidUsage(
-        fmt::format("peer {} is not our ring predecessor in epoch {}", wire::shortId(hello.sender_id), epoch));
-  }
-  PCCL_RETURN_IF_ERROR(verifyHello(io, hello, plan_.predecessor_key, "ring", fmt::format(" in epoch {}", epoch)));
-  if (hello.index >= in_.size() || claimed_[hello.index]) {
-    return Status::invalidUsage(fmt::format("bad or duplicate ring connection index {}", hello.index));
-  }
-  return Status::ok();
+void RingPool::onAccepted(uint32_t index) {
+  if (plan_.predecessor_same_host && lend_) inbound()[index]->enableLending(net::LendRole::kAcceptor);
+  maybeDone();
 }
 
 void RingPool::maybeDone() {
   if (!building_) return;
-  if (count(out_) == out_.size() && count(in_) == in_.size()) finish(Status::ok());
+  if (count(out_) == out_.size() && count(inbound()) == inbound().size()) finish(Status::ok());
 }
 
 void RingPool::finish(const Status& s) {
   if (!building_) return;
   building_ = false;
+  acceptor_.stop();
   deadline_.cancel();
   Done done = std::move(done_);
   done_ = nullptr;
-  if (!s.isOk()) {
-    Channels all = std::move(out_);
-    all.insert(all.end(), in_.begin(), in_.end());
-    out_.clear();
-    in_.clear();
-    for (auto& c : all) {
-      if (c) c->close(s);
-    }
-  }
+  if (!s.isOk()) closeAll(s);
   if (done) done(plan_.epoch, s);
 }
 

@@ -2,8 +2,8 @@
 // successor (we send on them) and our predecessor's K inbound ones (we receive on them).
 // Each is authenticated, then introduced with P2PHello / P2PAccept, then becomes a DataChannel. A
 // P2PHello is signed with its sender's ring key over the connection's session id (net/identity.hpp):
-// an inbound connection is accepted only when the signature verifies with the key the master listed
-// for our predecessor, and each of its K indices only once (claimed before the P2PAccept is written).
+// an inbound connection is accepted (HelloAcceptor, an epoch being its round) only when the signature
+// verifies with the key the master listed for our predecessor, and each of its K indices only once.
 // Inbound connections that arrive before we have learnt their epoch wait (bounded by the handshake
 // deadline) until we do.
 // Thread: the communicator's io thread.
@@ -19,6 +19,7 @@
 #include "net/frame_io.hpp"
 #include "net/handshake.hpp"
 #include "net/identity.hpp"
+#include "peer/hello_acceptor.hpp"
 #include "peer/p2p_hello.hpp"
 #include "wire/messages.hpp"
 
@@ -64,17 +65,13 @@ class RingPool {
 
   // Valid once `done` reported success, until the next build or reset.
   const Channels& outbound() const { return out_; }
-  const Channels& inbound() const { return in_; }
+  const Channels& inbound() const { return acceptor_.channels(); }
   const RingPlan& plan() const { return plan_; }
 
  private:
-  struct Early {
-    std::shared_ptr<net::FrameIo> io;
-    wire::P2PHello hello;
-  };
   void connectOne(uint32_t index, uint64_t epoch);
-  void onHello(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello);
-  Status checkHello(const net::FrameIo& io, const wire::P2PHello& hello) const;
+  void onAccepted(uint32_t index);
+  void closeAll(const Status& why);
   void finish(const Status& s);
   void maybeDone();
   size_t count(const Channels& c) const;
@@ -89,9 +86,7 @@ class RingPool {
   bool building_ = false;
   Done done_;
   Channels out_;
-  Channels in_;
-  std::vector<bool> claimed_;  // per inbound index: a hello for it was accepted (its P2PAccept may be in flight)
-  std::vector<Early> early_;
+  HelloAcceptor acceptor_;  // the predecessor's connections: the inbound ones
   asio::steady_timer deadline_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

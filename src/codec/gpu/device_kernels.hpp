@@ -1,5 +1,5 @@
 // The GPU kernels of the codec: the same element math as the CPU loops (kernels/*.hpp,
-// codec/half.hpp, device_math.hpp), laid out for a GPU.
+// kernels/half.hpp, device_math.hpp), laid out for a GPU.
 //   elementwise   grid-stride loop over one functor: reduce, uncompressed decode_reduce, the
 //                 fp16/bf16 conversions, and integer avg's partial sums
 //   int8Encode    one thread block per int8 block of kInt8Block elements: each thread loads 16
@@ -14,7 +14,7 @@
 #include <cstdint>
 
 #include "codec/gpu/device_math.hpp"
-#include "codec/half.hpp"
+#include "kernels/half.hpp"
 #include "kernels/partial_sum.hpp"
 #include "kernels/quant_math.hpp"
 
@@ -55,7 +55,7 @@ struct EncodeHalf {
   uint16_t* wire;
   __device__ void operator()(size_t i) const {
     const float v = toFloat(E::load(src[i]));
-    wire[i] = kFp16 ? codec::floatToHalf(v) : codec::floatToBf16(v);
+    wire[i] = kFp16 ? kernels::floatToHalf(v) : kernels::floatToBf16(v);
   }
 };
 
@@ -70,7 +70,7 @@ struct DecodeHalf {
   D divisor;
   __device__ void operator()(size_t i) const {
     const uint16_t h = wire[i];
-    const W decoded = widen<W>(kFp16 ? codec::halfToFloat(h) : codec::bf16ToFloat(h));
+    const W decoded = widen<W>(kFp16 ? kernels::halfToFloat(h) : kernels::bf16ToFloat(h));
     W other = W(0);
     if constexpr (F::kUsesInput) other = E::load(in[i]);
     dst[i] = E::store(F::apply(decoded, other, divisor));

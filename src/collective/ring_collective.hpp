@@ -30,8 +30,8 @@
 // zstd), whose completion comes back to the io thread and sends the segment on. All-gather segments
 // are forwarded at once and decoded on the GPU meanwhile. Only wire bytes cross PCIe.
 // Thread: the communicator's io thread.
-#ifndef PCCL_COLLECTIVE_RING_ALLREDUCE_HPP_
-#define PCCL_COLLECTIVE_RING_ALLREDUCE_HPP_
+#ifndef PCCL_COLLECTIVE_RING_COLLECTIVE_HPP_
+#define PCCL_COLLECTIVE_RING_COLLECTIVE_HPP_
 
 #include <cstdint>
 #include <atomic>
@@ -88,14 +88,14 @@ struct RingOpSpec {
 // Bytes of the slot region a coded operation needs (0 when not coded).
 size_t wireRegionBytes(const RingOpSpec& spec);
 
-class RingAllReduce : public RingOp {
+class RingCollective : public RingOp {
  public:
   using Channels = std::vector<std::shared_ptr<net::DataChannel>>;
 
   // `successor` stripes our frames over the K connections we send on. `finished` runs once: OK when
   // every segment has been received and every send has completed (the buffers are free), or the first
   // failure.
-  RingAllReduce(const RingOpSpec& spec, std::shared_ptr<Striper> successor, Finished finished);
+  RingCollective(const RingOpSpec& spec, std::shared_ptr<Striper> successor, Finished finished);
 
   void start() override;
   // The successor's hello arrived (it called the operation too): segments held back by the eager
@@ -170,4 +170,4 @@ class RingAllReduce : public RingOp {
 
 }  // namespace pccl::collective
 
-#endif  // PCCL_COLLECTIVE_RING_ALLREDUCE_HPP_
+#endif  // PCCL_COLLECTIVE_RING_COLLECTIVE_HPP_

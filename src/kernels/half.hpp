@@ -4,17 +4,14 @@
 //   - NaN stays NaN, quieted, with as much of its payload as fits: the same bits as the x86 F16C
 //     instructions and GPU conversions, so every implementation decodes a byte the same way.
 //   - float16: values of magnitude >= 65520 become Inf; subnormals are produced and read exactly.
-#ifndef PCCL_CODEC_HALF_HPP_
-#define PCCL_CODEC_HALF_HPP_
+#ifndef PCCL_KERNELS_HALF_HPP_
+#define PCCL_KERNELS_HALF_HPP_
 
 #include <cstdint>
 
 #include "kernels/portable.hpp"
 
-namespace pccl::codec {
-
-using kernels::bitsFloat;
-using kernels::floatBits;
+namespace pccl::kernels {
 
 PCCL_HD uint16_t floatToHalf(float f) {
   uint32_t x = floatBits(f);
@@ -51,6 +48,6 @@ PCCL_HD uint16_t floatToBf16(float f) {
 
 PCCL_HD float bf16ToFloat(uint16_t b) { return bitsFloat(static_cast<uint32_t>(b) << 16); }
 
-}  // namespace pccl::codec
+}  // namespace pccl::kernels
 
-#endif  // PCCL_CODEC_HALF_HPP_
+#endif  // PCCL_KERNELS_HALF_HPP_

@@ -1,4 +1,4 @@
-#include "collective/ring_allreduce.hpp"
+#include "collective/ring_collective.hpp"
 
 #include <fmt/format.h>
 
@@ -10,7 +10,7 @@
 
 namespace pccl::collective {
 
-struct RingAllReduce::DeviceStep {
+struct RingCollective::DeviceStep {
   enum Kind { kEncodeInput, kReduce, kGather };
   Kind kind = kEncodeInput;
   uint32_t phase = 0;  // kEncodeInput: the phase it is sent in (0); else the phase it arrived in
@@ -74,7 +74,7 @@ size_t wireRegionBytes(const RingOpSpec& spec) {
   return spec.coded() ? totalSegments(spec) * slotCapacity(spec) : 0;
 }
 
-RingAllReduce::RingAllReduce(const RingOpSpec& spec, std::shared_ptr<Striper> successor, Finished finished)
+RingCollective::RingCollective(const RingOpSpec& spec, std::shared_ptr<Striper> successor, Finished finished)
     : RingOp(spec.op_id, spec.seq, {successor}, std::move(finished)), spec_(spec), successor_(std::move(successor)),
       elem_(codec::dtypeSize(spec.dtype)), chunks_(ringChunks(spec)) {
   const uint32_t phases = phaseCount(spec_.world);
@@ -110,17 +110,17 @@ RingAllReduce::RingAllReduce(const RingOpSpec& spec, std::shared_ptr<Striper> su
   }
 }
 
-size_t RingAllReduce::segmentsOf(uint32_t chunk_index) const {
+size_t RingCollective::segmentsOf(uint32_t chunk_index) const {
   return segmentCount(chunk(chunk_index).count, spec_.segment_elems);
 }
 
-const uint8_t* RingAllReduce::inputAt(uint32_t c, size_t at) const {
+const uint8_t* RingCollective::inputAt(uint32_t c, size_t at) const {
   // An all-gather's or broadcast's input is our own block alone.
   if (!spec_.reduces()) return spec_.input + at * elem_;
   return spec_.input + (chunks_[c].offset + at) * elem_;
 }
 
-uint8_t* RingAllReduce::outputAt(uint32_t c, size_t at) const {
+uint8_t* RingCollective::outputAt(uint32_t c, size_t at) const {
   if (spec_.kind == wire::Collective::kReduceScatter) {
     // Our block is the output; the others only pass through.
     if (c == (spec_.rank + 1) % spec_.world) return spec_.output + at * elem_;
@@ -132,7 +132,7 @@ uint8_t* RingAllReduce::outputAt(uint32_t c, size_t at) const {
 // All-gather and broadcast: our block (a broadcast's root: the whole buffer; the others: nothing) is
 // final as it is, so it goes to our output and out to the successor at once. Quantized, the owner
 // encodes it once and keeps the decoded value, like everybody else.
-void RingAllReduce::startGather() {
+void RingCollective::startGather() {
   const uint32_t own = sendChunk(spec_.rank, spec_.world, first_phase_);
   const Span c = chunk(own);
   const bool adopt = spec_.quant != codec::Quant::kNone;
@@ -151,7 +151,7 @@ void RingAllReduce::startGather() {
   }
 }
 
-void RingAllReduce::start() {
+void RingCollective::start() {
   if (first_phase_ != 0) {
     startGather();
     return maybeFinish();
@@ -183,7 +183,7 @@ void RingAllReduce::start() {
 
 // Encodes count elements at src into the slot (then zstd, when that makes it smaller). The owner of
 // a chunk passes adopt_into: the value it keeps is the decoded one, like everybody else's.
-Status RingAllReduce::encodeSlot(size_t index, const uint8_t* src, size_t count, uint8_t* adopt_into) {
+Status RingCollective::encodeSlot(size_t index, const uint8_t* src, size_t count, uint8_t* adopt_into) {
   codec::encode(spec_.quant, spec_.dtype, src, count, slot(index));
   if (adopt_into != nullptr && spec_.quant != codec::Quant::kNone) {
     codec::decode(spec_.quant, spec_.dtype, slot(index), count, adopt_into);
@@ -192,14 +192,14 @@ Status RingAllReduce::encodeSlot(size_t index, const uint8_t* src, size_t count,
 }
 
 // Phase 0: our input segment into its slot, in the reduce-scatter's format.
-Status RingAllReduce::encodeInput(size_t index, const uint8_t* src, size_t count) {
+Status RingCollective::encodeInput(size_t index, const uint8_t* src, size_t count) {
   if (!spec_.partialSums()) return encodeSlot(index, src, count, nullptr);
   codec::widenToPartials(spec_.dtype, spec_.world, src, count, slot(index));
   return compressSlot(index, count * codec::partialSumSize(spec_.dtype, spec_.world));
 }
 
 // The slot holds `raw` wire bytes: with compression, zstd them in place when that makes them smaller.
-Status RingAllReduce::compressSlot(size_t index, size_t raw) {
+Status RingCollective::compressSlot(size_t index, size_t raw) {
   uint8_t* dst = slot(index);
   slot_len_[index] = static_cast<uint32_t>(raw);
   slot_flags_[index] = 0;
@@ -218,7 +218,7 @@ Status RingAllReduce::compressSlot(size_t index, size_t raw) {
 
 // Integer avg: our input added to the partial sums that arrived (`raw`) and passed on; the owner's
 // last hop divides once and passes on the elements.
-Status RingAllReduce::reducePartials(size_t index, const uint8_t* raw, const uint8_t* in, uint8_t* out, size_t count,
+Status RingCollective::reducePartials(size_t index, const uint8_t* raw, const uint8_t* in, uint8_t* out, size_t count,
                                      bool last, bool forward) {
   if (last) {
     codec::finishPartials(spec_.dtype, spec_.world, raw, in, count, out);
@@ -228,7 +228,7 @@ Status RingAllReduce::reducePartials(size_t index, const uint8_t* raw, const uin
   return compressSlot(index, count * codec::partialSumSize(spec_.dtype, spec_.world));
 }
 
-void RingAllReduce::sendSegment(uint32_t phase, size_t segment) {
+void RingCollective::sendSegment(uint32_t phase, size_t segment) {
   const uint32_t ci = sendChunk(spec_.rank, spec_.world, phase);
   const Span c = chunk(ci);
   const Span s = segmentOf(c.count, spec_.segment_elems, segment);
@@ -253,7 +253,7 @@ void RingAllReduce::sendSegment(uint32_t phase, size_t segment) {
   send(*successor_, h, src, bytes);
 }
 
-void RingAllReduce::successorReady() {
+void RingCollective::successorReady() {
   if (successor_ready_) return;
   successor_ready_ = true;
   std::vector<std::pair<uint32_t, size_t>> held = std::move(held_);
@@ -264,7 +264,7 @@ void RingAllReduce::successorReady() {
   }
 }
 
-Result<uint8_t*> RingAllReduce::placement(const wire::DataHeader& h, uint32_t bytes) {
+Result<uint8_t*> RingCollective::placement(const wire::DataHeader& h, uint32_t bytes) {
   if (over()) return Status::internal("frame for a finished operation");
   if (!inWindow(h.phase)) {
     return Status::protocol(fmt::format("op {}: phase {} out of range", spec_.op_id, h.phase));
@@ -284,7 +284,7 @@ Result<uint8_t*> RingAllReduce::placement(const wire::DataHeader& h, uint32_t by
   return outputAt(ci, s.offset);
 }
 
-Status RingAllReduce::delivered(const wire::DataHeader& h, uint32_t bytes) {
+Status RingCollective::delivered(const wire::DataHeader& h, uint32_t bytes) {
   if (over()) return Status::ok();
   if (spec_.coded()) {
     Status st = deliveredCoded(h, bytes);
@@ -311,7 +311,7 @@ Status RingAllReduce::delivered(const wire::DataHeader& h, uint32_t bytes) {
   return Status::ok();
 }
 
-Status RingAllReduce::deliveredCoded(const wire::DataHeader& h, uint32_t bytes) {
+Status RingCollective::deliveredCoded(const wire::DataHeader& h, uint32_t bytes) {
   const uint32_t p = h.phase;
   const uint32_t ci = recvChunk(spec_.rank, spec_.world, p);
   const Span c = chunk(ci);
@@ -383,13 +383,13 @@ Status RingAllReduce::deliveredCoded(const wire::DataHeader& h, uint32_t bytes) 
 
 // ---- device buffers ------------------------------------------------------------------------------
 
-void RingAllReduce::submitDevice(const DeviceStep& step) {
+void RingCollective::submitDevice(const DeviceStep& step) {
   ++jobs_open_;
   {
     std::lock_guard<std::mutex> lk(jobs_->mu);
     ++jobs_->running;
   }
-  auto self = std::static_pointer_cast<RingAllReduce>(shared_from_this());
+  auto self = std::static_pointer_cast<RingCollective>(shared_from_this());
   auto result = std::make_shared<std::pair<uint32_t, uint32_t>>(0, 0);
   spec_.device->submit(
       [self, step, result](codec::gpu::JobContext& ctx) -> Status {
@@ -407,7 +407,7 @@ void RingAllReduce::submitDevice(const DeviceStep& step) {
 // On the engine's worker. Only wire bytes cross PCIe: uploads of what arrived, downloads of what
 // leaves; the full-precision values stay on the GPU. `spec` and `slot_cap` never change after the
 // ring is built, so reading them here races with nothing.
-Status RingAllReduce::runDeviceStep(const RingOpSpec& spec, size_t slot_cap, const DeviceStep& step,
+Status RingCollective::runDeviceStep(const RingOpSpec& spec, size_t slot_cap, const DeviceStep& step,
                                     codec::gpu::JobContext& ctx, uint32_t* len, uint32_t* flags) {
   const pcclGpuBackend_t& api = ctx.api;
   uint8_t* hslot = spec.wire + step.index * slot_cap;
@@ -452,7 +452,7 @@ Status RingAllReduce::runDeviceStep(const RingOpSpec& spec, size_t slot_cap, con
 
 // The kernels of one step, queued on the job's stream; *down := what to download for the next hop
 // (nullptr: nothing leaves, an all-gather segment).
-Status RingAllReduce::runDeviceKernels(const RingOpSpec& spec, const DeviceStep& step, codec::gpu::JobContext& ctx,
+Status RingCollective::runDeviceKernels(const RingOpSpec& spec, const DeviceStep& step, codec::gpu::JobContext& ctx,
                                        uint8_t* dslot, const uint8_t** down) {
   const pcclGpuBackend_t& api = ctx.api;
   const int q = static_cast<int>(spec.quant);
@@ -498,7 +498,7 @@ Status RingAllReduce::runDeviceKernels(const RingOpSpec& spec, const DeviceStep&
   return Status::internal("unknown device step");
 }
 
-void RingAllReduce::deviceDone(const DeviceStep& step, const Status& st, uint32_t len, uint32_t flags) {
+void RingCollective::deviceDone(const DeviceStep& step, const Status& st, uint32_t len, uint32_t flags) {
   --jobs_open_;
   if (over()) return;
   if (!st.isOk()) return fail(st);
@@ -510,7 +510,7 @@ void RingAllReduce::deviceDone(const DeviceStep& step, const Status& st, uint32_
   maybeFinish();
 }
 
-void RingAllReduce::quiesce() {
+void RingCollective::quiesce() {
   jobs_->cancelled = true;
   std::unique_lock<std::mutex> lk(jobs_->mu);
   jobs_->cv.wait(lk, [this] { return jobs_->running == 0; });
@@ -518,11 +518,11 @@ void RingAllReduce::quiesce() {
 
 // ---- the end ------------------------------------------------------------------------------------
 
-bool RingAllReduce::complete() const {
+bool RingCollective::complete() const {
   return recv_done_ >= recv_expected_ && sendsDone() >= send_expected_ && jobs_open_ == 0;
 }
 
-void RingAllReduce::stopWork() {
+void RingCollective::stopWork() {
   if (spec_.device != nullptr) quiesce();
 }
 

@@ -1,0 +1,95 @@
+#include "peer/hello_acceptor.hpp"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <utility>
+
+#include "peer/p2p_hello.hpp"
+
+namespace pccl::peer {
+
+HelloAcceptor::HelloAcceptor(Millis handshake_timeout, Rules rules)
+    : timeout_(handshake_timeout), rules_(std::move(rules)) {}
+
+HelloAcceptor::~HelloAcceptor() {
+  *alive_ = false;
+  for (auto& p : parked_) p.io->fail(Status::ok());
+}
+
+void HelloAcceptor::adopt(net::Link link) {
+  readHello(std::move(link), timeout_, rules_.kind, alive_,
+            [this](const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello) { onHello(io, hello); });
+}
+
+void HelloAcceptor::open(const Round& r, Accepted accepted) {
+  idle_ = false;
+  round_ = r;
+  accepted_ = std::move(accepted);
+  slots_.assign(r.connections, nullptr);
+  claimed_.assign(r.connections, false);
+  // Connections that reached us before we learnt this round.
+  std::vector<Parked> parked = std::move(parked_);
+  parked_.clear();
+  for (auto& p : parked) {
+    if (!p.io->done()) onHello(p.io, p.hello);
+  }
+}
+
+void HelloAcceptor::close(uint64_t id) {
+  idle_ = false;
+  round_ = Round{};
+  round_.id = id;
+}
+
+void HelloAcceptor::idle() {
+  idle_ = true;
+  round_.accepts = false;
+}
+
+HelloAcceptor::Channels HelloAcceptor::release() {
+  Channels out = std::move(slots_);
+  slots_.clear();
+  claimed_.clear();
+  return out;
+}
+
+void HelloAcceptor::park(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello) {
+  parked_.erase(std::remove_if(parked_.begin(), parked_.end(), [](const Parked& p) { return p.io->done(); }),
+                parked_.end());
+  if (parked_.size() >= rules_.max_parked) return io->rejectWith(Status::invalidUsage(rules_.too_many));
+  parked_.push_back(Parked{io, hello});
+}
+
+void HelloAcceptor::onHello(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello) {
+  // From a round we have not heard of yet: it waits for its plan (the FrameIo deadline bounds it).
+  if (idle_ || hello.epoch > round_.id) return park(io, hello);
+  Status checked = check(*io, hello);
+  if (!checked.isOk()) return io->rejectWith(checked);
+  // Claimed now, not when the P2PAccept is written: another connection may say the same index meanwhile.
+  const uint32_t index = hello.index;
+  const uint64_t id = round_.id;
+  claimed_[index] = true;
+  std::string who = std::string(rules_.who) + " " + wire::shortId(hello.sender_id);
+  io->write(wire::encodeFrame(wire::P2PAccept{}, id), [this, io, index, id, who, alive = alive_] {
+    // The round may have ended or moved on while the accept was written.
+    if (!*alive || idle_ || !round_.accepts || round_.id != id || index >= slots_.size() || slots_[index] != nullptr) {
+      return io->fail(Status::ok());
+    }
+    slots_[index] = std::make_shared<net::DataChannel>(io->release(), id, who);
+    if (accepted_) accepted_(index);
+  });
+}
+
+Status HelloAcceptor::check(const net::FrameIo& io, const wire::P2PHello& hello) const {
+  if (!round_.accepts || hello.epoch != round_.id || hello.sender_id != round_.sender) {
+    return rules_.refuse(hello, round_.id);
+  }
+  PCCL_RETURN_IF_ERROR(verifyHello(io, hello, round_.sender_key, rules_.kind, rules_.listed_for(round_.id)));
+  if (hello.index >= slots_.size() || claimed_[hello.index]) {
+    return Status::invalidUsage(fmt::format("bad or duplicate {} connection index {}", rules_.kind, hello.index));
+  }
+  return Status::ok();
+}
+
+}  // namespace pccl::peer
