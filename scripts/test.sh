@@ -102,6 +102,6 @@ phase fuzz bash scripts/fuzz.sh "${PCCL_FUZZ_SECONDS:-10}"
 if [ "${PCCL_SANITIZE:-1}" = "0" ]; then
   phase suite suite all
 else
-  phase "release-only suite" suite '^release:'
+  phase "release-only suite" suite '^(release|sweep):'
   phase sanitizers bash scripts/sanitize.sh all
 fi

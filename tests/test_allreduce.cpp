@@ -157,20 +157,20 @@ TEST_CASE("allreduce: integer avg is exact at the edges of every integer dtype, 
   for (Path p : {Path::kRing, Path::kGather}) runIntegerAvgEdges(7, p);
 }
 
-TEST_CASE("allreduce: 1 peer, every dtype and op, counts 0/1/odd/large, ring and gather", "[allreduce]") {
-  for (Path p : {Path::kRing, Path::kGather}) runSweep(1, {0, 1, 1001, 20011}, p);
+TEST_CASE("allreduce: 1 peer, every dtype and op, counts 0/1/odd/large, ring and gather", "[allreduce][sweep]") {
+  for (Path p : {Path::kRing, Path::kGather}) runSweep(1, {0, 1, 1001, kSweepLargeCount}, p);
 }
-TEST_CASE("allreduce: 2 peers, every dtype and op, counts 0/1/odd/large, ring and gather", "[allreduce]") {
-  for (Path p : {Path::kRing, Path::kGather}) runSweep(2, {0, 1, 1001, 20011}, p);
+TEST_CASE("allreduce: 2 peers, every dtype and op, counts 0/1/odd/large, ring and gather", "[allreduce][sweep]") {
+  for (Path p : {Path::kRing, Path::kGather}) runSweep(2, {0, 1, 1001, kSweepLargeCount}, p);
 }
-TEST_CASE("allreduce: 3 peers, every dtype and op, counts 0/1/odd/large, ring and gather", "[allreduce]") {
-  for (Path p : {Path::kRing, Path::kGather}) runSweep(3, {0, 1, 1001, 20011}, p);
+TEST_CASE("allreduce: 3 peers, every dtype and op, counts 0/1/odd/large, ring and gather", "[allreduce][sweep]") {
+  for (Path p : {Path::kRing, Path::kGather}) runSweep(3, {0, 1, 1001, kSweepLargeCount}, p);
 }
-TEST_CASE("allreduce: 4 peers, every dtype and op, counts 0/1/odd/large, ring and gather", "[allreduce]") {
-  for (Path p : {Path::kRing, Path::kGather}) runSweep(4, {0, 1, 1001, 20011}, p);
+TEST_CASE("allreduce: 4 peers, every dtype and op, counts 0/1/odd/large, ring and gather", "[allreduce][sweep]") {
+  for (Path p : {Path::kRing, Path::kGather}) runSweep(4, {0, 1, 1001, kSweepLargeCount}, p);
 }
-TEST_CASE("allreduce: 7 peers, every dtype and op, counts 0/1/odd/large, ring and gather", "[allreduce]") {
-  for (Path p : {Path::kRing, Path::kGather}) runSweep(7, {0, 1, 3, 1001, 20011}, p);
+TEST_CASE("allreduce: 7 peers, every dtype and op, counts 0/1/odd/large, ring and gather", "[allreduce][sweep]") {
+  for (Path p : {Path::kRing, Path::kGather}) runSweep(7, {0, 1, 3, 1001, kSweepLargeCount}, p);
 }
 
 TEST_CASE("allreduce: 16 concurrent operations of mixed sizes and dtypes, started in different orders", "[allreduce]") {
