@@ -6,10 +6,10 @@
 #     which run in the sanitizer trees);
 #  2. compiles the GPU backend modules and runs their kernel test where a GPU is present (scripts/gpu.sh);
 #  3. runs every fuzz harness for a bounded time (scripts/fuzz.sh: clang + libFuzzer, warnings as errors);
-#  4. runs the tests labelled release:* (pccl-bench, the WAN emulator, the GPU emulation, DiLoCo, the
-#     Python package, whose ctypes cannot load a sanitizer build into python3, packaging, docs, the
-#     scripts' --help) in build/, and the whole suite under ASan+UBSan (gcc -O1) and under TSan (gcc at
-#     RelWithDebInfo's -O2) (scripts/sanitize.sh).
+#  4. runs the tests labelled release:* and sweep:* in build/ (the all-reduce sweeps whole; pccl-bench,
+#     the WAN emulator, the GPU emulation, DiLoCo, the Python package, whose ctypes cannot load a
+#     sanitizer build into python3, packaging, docs, the scripts' --help), and the whole suite under
+#     ASan+UBSan (gcc -O1) and under TSan (gcc at RelWithDebInfo's -O2) (scripts/sanitize.sh).
 # Every tree with warnings as errors: gcc compiles each change at -O3 and at -O2, clang compiles the
 # library (build-fuzz/). PCCL_SANITIZE=0 runs the whole suite in build/ instead (no sanitizers, no -O2
 # build). Each ctest phase ends with its slowest tests and the tightest share of a timeout
