@@ -23,9 +23,10 @@
  *    an asynchronous all-reduce, which it owns until pcclWait (or a pcclWaitFor that frees the
  *    request) returns.
  *
- * Return codes common to the calls of a joined communicator: pcclMasterUnreachable (the master is
- * gone or frozen: the communicator is dead, destroy it and create a new one), pcclKicked (the master
- * removed this peer: destroy and rejoin).
+ * Return codes common to the calls of a joined communicator: pcclMasterUnreachable (no master came
+ * back within master_reconnect_ms after the master was lost, collectives going on meanwhile: the
+ * communicator is dead, destroy it and create a new one), pcclKicked (the master removed this peer:
+ * destroy and rejoin).
  *
  * Full reference: docs/c_api.md. Concurrency rules: docs/concurrency.md. What each error means and
  * what to do about it: docs/errors.md.
@@ -105,7 +106,7 @@ typedef struct {
   uint32_t peer_group;             /* collectives run within a group; default 0 */
   uint32_t connections_per_peer;   /* K TCP connections to the ring successor; default 4 */
   uint32_t heartbeat_interval_ms;  /* default 1000 */
-  uint32_t peer_timeout_ms;        /* master silence before pcclMasterUnreachable; default 10000 */
+  uint32_t peer_timeout_ms;        /* master silence before the master counts as lost; default 10000 */
   uint32_t connect_timeout_ms;     /* deadline of pcclConnect / pcclUpdateTopology; default 120000 */
   uint32_t handshake_timeout_ms;   /* deadline of one connection's authentication; default 5000 */
   const void* secret;              /* shared secret; NULL = PCCL_SECRET / PCCL_SECRET_FILE, else open */
