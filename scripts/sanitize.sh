@@ -15,31 +15,49 @@
 # -O0 (PCCL_TEST_OPTIMIZATION): still instrumented, and 3-4x faster to compile than at -O1/-O2 under a
 # sanitizer (test_wire.cpp: 103 s -> 27 s of CPU under ASan+UBSan, 44 s -> 13 s under TSan); the
 # library is what is compiled at the optimisation levels users build.
-#   scripts/sanitize.sh [address|thread|all]     (default all)
+# With "all", the TSan tree compiles at the lowest priority while the ASan suite runs (on the cores the
+# tests leave idle); --build-only builds and runs nothing (scripts/test.sh builds the ASan tree that way
+# beside the release-only tests).
+#   scripts/sanitize.sh [--build-only] [address|thread|all]     (default all)
 set -euo pipefail
 usage() {
   cat <<'EOF'
-usage: scripts/sanitize.sh [address|thread|all]
+usage: scripts/sanitize.sh [--build-only] [address|thread|all]
   Builds the test suite under ASan+UBSan (build-asan/) and/or TSan (build-tsan/) and runs all of it
-  (default all). Environment: PCCL_JOBS (parallel compiles, default 2), PCCL_TEST_JOBS (parallel
-  tests, default 4), PCCL_CHAOS_SECONDS (default 20),
+  (default all); --build-only: builds, runs nothing. Environment: PCCL_JOBS (parallel compiles,
+  default 2), PCCL_TEST_JOBS (parallel tests, default 4), PCCL_CHAOS_SECONDS (default 20),
   PCCL_ASAN_COMPILER=gcc|clang (default gcc), PCCL_TEST_OPTIMIZATION (flags of the test programs,
   default -O0).
 EOF
 }
-case "${1:-all}" in
-  -h | --help) usage; exit 0 ;;
-  address | thread | all) ;;
-  *) echo "sanitize.sh: unknown argument $1" >&2; usage >&2; exit 2 ;;
-esac
-[ $# -le 1 ] || { echo "sanitize.sh: one argument at most" >&2; usage >&2; exit 2; }
+build_only=0
+which=all
+for arg in "$@"; do
+  case "$arg" in
+    -h | --help) usage; exit 0 ;;
+    --build-only) build_only=1 ;;
+    address | thread | all) which=$arg ;;
+    *) echo "sanitize.sh: unknown argument $arg" >&2; usage >&2; exit 2 ;;
+  esac
+done
 cd "$(dirname "$0")/.."
-WHICH=${1:-all}
 JOBS=${PCCL_JOBS:-2}
 TEST_JOBS=${PCCL_TEST_JOBS:-4}
 bash scripts/deps.sh
-run_tree() {  # run_tree DIR SANITIZERS CC CXX OPTIMIZATION
-  local dir=$1 san=$2 cc=$3 cxx=$4 opt=$5 start
+[ "${PCCL_ASAN_COMPILER:-gcc}" != clang ] || bash scripts/deps.sh clang libclang-rt-dev
+
+build_tree() {  # build_tree address|thread: configures and builds the tree (its log: DIR/build.log)
+  local dir san cc=gcc cxx=g++ opt start
+  case "$1" in
+    address)
+      dir=build-asan san=address,undefined opt=-O1
+      case "${PCCL_ASAN_COMPILER:-gcc}" in
+        gcc) ;;
+        clang) cc=clang cxx=clang++ ;;
+        *) echo "sanitize.sh: PCCL_ASAN_COMPILER is gcc or clang, not $PCCL_ASAN_COMPILER" >&2; return 2 ;;
+      esac ;;
+    thread) dir=build-tsan san=thread opt=-O2 ;;
+  esac
   start=$(date +%s)
   # The compilers by name, not CC/CXX: an existing tree built with another compiler is reconfigured.
   cmake -S . -B "$dir" -G Ninja -DCMAKE_C_COMPILER="$cc" -DCMAKE_CXX_COMPILER="$cxx" -DCMAKE_BUILD_TYPE=RelWithDebInfo \
@@ -48,27 +66,49 @@ run_tree() {  # run_tree DIR SANITIZERS CC CXX OPTIMIZATION
     -DPCCL_TEST_OPTIMIZATION="${PCCL_TEST_OPTIMIZATION--O0}" >/dev/null
   if ! cmake --build "$dir" -j "$JOBS" > "$dir/build.log" 2>&1; then
     grep -E "error|FAILED" -A5 "$dir/build.log" | head -60
+    echo "pccl: the $san tree failed to build ($dir/build.log)" >&2
     return 1
   fi
-  PCCL_CHAOS_SECONDS=${PCCL_CHAOS_SECONDS:-20} UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 \
-    TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-  local built=$(($(date +%s) - start)) rc=0
-  echo "pccl: $san tree built in $built s"
-  ctest --test-dir "$dir" --output-on-failure -j "$TEST_JOBS" --timeout 600 --output-junit ctest-junit.xml || rc=$?
+  echo "pccl: $san tree ($dir) built in $(($(date +%s) - start)) s"
+}
+
+test_tree() {  # test_tree address|thread: the whole suite in the built tree, then where its time went
+  local dir=build-asan san=address,undefined start rc=0
+  [ "$1" = address ] || dir=build-tsan san=thread
+  start=$(date +%s)
+  PCCL_CHAOS_SECONDS=${PCCL_CHAOS_SECONDS:-20} UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
+    ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+    ctest --test-dir "$dir" --output-on-failure -j "$TEST_JOBS" --timeout 600 --output-junit ctest-junit.xml || rc=$?
   /usr/bin/python3 scripts/test_times.py "$dir" --timeout 600 || true
-  [ "$rc" = 0 ] || return 1
-  echo "pccl: $san suite passed in $(($(date +%s) - start)) s (build $built s, tests $(($(date +%s) - start - built)) s)"
+  [ "$rc" = 0 ] || { echo "pccl: the $san suite failed" >&2; return 1; }
+  echo "pccl: $san suite passed in $(($(date +%s) - start)) s"
 }
-asan() {
-  case "${PCCL_ASAN_COMPILER:-gcc}" in
-    gcc) run_tree build-asan address,undefined gcc g++ -O1 ;;
-    clang) bash scripts/deps.sh clang libclang-rt-dev && run_tree build-asan address,undefined clang clang++ -O1 ;;
-    *) echo "sanitize.sh: PCCL_ASAN_COMPILER is gcc or clang, not $PCCL_ASAN_COMPILER" >&2; return 2 ;;
+
+# background_build address|thread: the tree built at the lowest priority, beside tests (the compiler
+# gets the cores the tests leave idle), in a process group of its own: $background.
+background_build() {
+  setsid -w nice -n 19 bash scripts/sanitize.sh --build-only "$1" &
+  background=$!
+}
+
+if [ "$build_only" = 1 ]; then
+  case "$which" in
+    address | thread) build_tree "$which" ;;
+    all) build_tree address && build_tree thread ;;
   esac
-}
-tsan() { run_tree build-tsan thread gcc g++ -O2; }
-case "$WHICH" in
-  address) asan ;;
-  thread) tsan ;;
-  all) asan && tsan ;;
+  exit
+fi
+case "$which" in
+  address | thread) build_tree "$which" && test_tree "$which" ;;
+  all)
+    # The TSan tree compiles while the ASan suite runs.
+    build_tree address
+    background_build thread
+    if ! test_tree address; then
+      kill -- -"$background" 2> /dev/null || true
+      wait "$background" 2> /dev/null || true
+      exit 1
+    fi
+    wait "$background"
+    test_tree thread ;;
 esac
