@@ -34,7 +34,7 @@ bash scripts/deps.sh clang libclang-rt-dev
 CC=clang CXX=clang++ cmake -S . -B "$BUILD" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo -DPCCL_FUZZ=ON \
   -DCMAKE_CXX_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" -DCMAKE_C_FLAGS_RELWITHDEBINFO="-O1 -g1 -DNDEBUG" \
   -DPCCL_SANITIZE=address,undefined -DPCCL_WERROR=ON >/dev/null
-cmake --build "$BUILD" -j "${PCCL_JOBS:-2}" --target fuzz_frames fuzz_codec fuzz_handshake pccl-fuzz-seeds
+cmake --build "$BUILD" -j "${PCCL_JOBS:-2}" --target fuzz_frames fuzz_codec fuzz_handshake pccl-fuzz-seeds pccl_clang_check
 rm -rf "$BUILD/seeds" "$BUILD/corpus"
 "$BUILD/tests/fuzz/pccl-fuzz-seeds" "$BUILD/seeds"
 mkdir -p "$BUILD/artifacts"
