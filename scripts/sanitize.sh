@@ -25,7 +25,7 @@ usage() {
 usage: scripts/sanitize.sh [--build-only] [address|thread|all]
   Builds the test suite under ASan+UBSan (build-asan/) and/or TSan (build-tsan/) and runs all of it
   (default all); --build-only: builds, runs nothing. Environment: PCCL_JOBS (parallel compiles,
-  default 2), PCCL_TEST_JOBS (parallel tests, default 4), PCCL_CHAOS_SECONDS (default 20),
+  default 2), PCCL_TEST_JOBS (parallel tests, default 2), PCCL_CHAOS_SECONDS (default 20),
   PCCL_ASAN_COMPILER=gcc|clang (default gcc), PCCL_TEST_OPTIMIZATION (flags of the test programs,
   default -O0).
 EOF
@@ -42,7 +42,7 @@ for arg in "$@"; do
 done
 cd "$(dirname "$0")/.."
 JOBS=${PCCL_JOBS:-2}
-TEST_JOBS=${PCCL_TEST_JOBS:-4}
+TEST_JOBS=${PCCL_TEST_JOBS:-2}
 bash scripts/deps.sh
 [ "${PCCL_ASAN_COMPILER:-gcc}" != clang ] || bash scripts/deps.sh clang libclang-rt-dev
 
