@@ -18,29 +18,40 @@
 # With "all", the TSan tree compiles at the lowest priority while the ASan suite runs (on the cores the
 # tests leave idle); --build-only builds and runs nothing (scripts/test.sh builds the ASan tree that way
 # beside the release-only tests).
-#   scripts/sanitize.sh [--build-only] [address|thread|all]     (default all)
+#   scripts/sanitize.sh [--build-only] [--low-priority] [address|thread|all]     (default all)
 set -euo pipefail
 usage() {
   cat <<'EOF'
-usage: scripts/sanitize.sh [--build-only] [address|thread|all]
+usage: scripts/sanitize.sh [--build-only] [--low-priority] [address|thread|all]
   Builds the test suite under ASan+UBSan (build-asan/) and/or TSan (build-tsan/) and runs all of it
-  (default all); --build-only: builds, runs nothing. Environment: PCCL_JOBS (parallel compiles,
-  default 2), PCCL_TEST_JOBS (parallel tests, default 2), PCCL_CHAOS_SECONDS (default 20),
-  PCCL_ASAN_COMPILER=gcc|clang (default gcc), PCCL_TEST_OPTIMIZATION (flags of the test programs,
-  default -O0).
+  (default all). --build-only: builds, runs nothing. --low-priority: at nice 19, its autogroup too.
+  Environment: PCCL_JOBS (parallel compiles, default 2), PCCL_TEST_JOBS (parallel tests, default 2),
+  PCCL_CHAOS_SECONDS (default 20), PCCL_ASAN_COMPILER=gcc|clang (default gcc),
+  PCCL_TEST_OPTIMIZATION (flags of the test programs, default -O0).
 EOF
 }
 build_only=0
+low_priority=0
 which=all
 for arg in "$@"; do
   case "$arg" in
     -h | --help) usage; exit 0 ;;
     --build-only) build_only=1 ;;
+    --low-priority) low_priority=1 ;;
     address | thread | all) which=$arg ;;
     *) echo "sanitize.sh: unknown argument $arg" >&2; usage >&2; exit 2 ;;
   esac
 done
 cd "$(dirname "$0")/.."
+if [ "$low_priority" = 1 ]; then
+  # The lowest priority for this script and what it starts. With the kernel's autogroups, nice counts
+  # only within a session: a script started in a session of its own (setsid) lowers its session's too,
+  # or it would take half the CPU from the tests beside it.
+  renice -n 19 -p $$ > /dev/null 2>&1 || true
+  if [ "$(ps -o sid= -p $$ | tr -d ' ')" = "$$" ] && [ -w /proc/self/autogroup ]; then
+    echo 19 > /proc/self/autogroup 2> /dev/null || true  # only a session of its own: not the caller's
+  fi
+fi
 JOBS=${PCCL_JOBS:-2}
 TEST_JOBS=${PCCL_TEST_JOBS:-2}
 bash scripts/deps.sh
@@ -87,7 +98,7 @@ test_tree() {  # test_tree address|thread: the whole suite in the built tree, th
 # background_build address|thread: the tree built at the lowest priority, beside tests (the compiler
 # gets the cores the tests leave idle), in a process group of its own: $background.
 background_build() {
-  setsid -w nice -n 19 bash scripts/sanitize.sh --build-only "$1" &
+  setsid -w bash scripts/sanitize.sh --low-priority --build-only "$1" &
   background=$!
 }
 

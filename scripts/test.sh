@@ -106,7 +106,7 @@ if [ "${PCCL_SANITIZE:-1}" = "0" ]; then
 else
   # The ASan tree compiles at the lowest priority beside the release-only tests (on the cores they leave
   # idle); sanitize.sh then finds it built.
-  setsid -w nice -n 19 bash scripts/sanitize.sh --build-only address &
+  setsid -w bash scripts/sanitize.sh --low-priority --build-only address &
   asan_build=$!
   if ! phase "release-only suite" suite '^(release|sweep):'; then
     kill -- -"$asan_build" 2> /dev/null || true
