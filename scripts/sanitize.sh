@@ -48,7 +48,7 @@ if [ "$low_priority" = 1 ]; then
   # only within a session: a script started in a session of its own (setsid) lowers its session's too,
   # or it would take half the CPU from the tests beside it.
   renice -n 19 -p $$ > /dev/null 2>&1 || true
-  if [ "$(ps -o sid= -p $$ | tr -d ' ')" = "$$" ] && [ -w /proc/self/autogroup ]; then
+  if [ "$(ps -o sid= -p $$ 2> /dev/null | tr -d ' ')" = "$$" ] && [ -w /proc/self/autogroup ]; then
     echo 19 > /proc/self/autogroup 2> /dev/null || true  # only a session of its own: not the caller's
   fi
 fi
