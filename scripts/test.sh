@@ -60,12 +60,13 @@ if [ "$quick" = 0 ]; then
   fi
   bash scripts/deps.sh python3-numpy python3-torch
 fi
-phase() {  # phase NAME COMMAND...: runs COMMAND and reports its wall time
-  local name=$1 start
+phase() {  # phase NAME COMMAND...: runs COMMAND, reports its wall time, returns its status
+  local name=$1 start rc=0
   shift
   start=$(date +%s)
-  "$@"
+  "$@" || rc=$?
   echo "pccl: test.sh phase '$name' took $(($(date +%s) - start)) s"
+  return "$rc"
 }
 # PCCL_TEST_HOGS=N: N busy loops run beside the whole command (how docs/testing.md checks that every
 # test stays within half its timeout on a busy machine); ended with the script.
