@@ -81,11 +81,10 @@ BUILD_DIR=${PCCL_BUILD_DIR:-build}
 # Two tests at a time on two cores: the suites are CPU-bound (four at a time measured slower, and
 # stretched CPU-heavy tests to 71 % of their timeouts; docs/testing.md).
 TEST_JOBS=${PCCL_TEST_JOBS:-2}
-suite() {  # suite LABEL_REGEX|all [JOBS]: the ctest run in build/, then where its time went
-  local select=() jobs=${2:-$TEST_JOBS}
+suite() {  # suite LABEL_REGEX|all: the ctest run in build/, then where its time went
+  local select=() rc=0
   [ "$1" = all ] || select=(-L "$1")
-  local rc=0
-  ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$jobs" --timeout 300 "${select[@]}" \
+  ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$TEST_JOBS" --timeout 300 "${select[@]}" \
     --output-junit ctest-junit.xml || rc=$?
   /usr/bin/python3 scripts/test_times.py "$BUILD_DIR" --timeout 300 || true
   return "$rc"
