@@ -17,7 +17,8 @@ if(PCCL_SANITIZE)
   # clang links its sanitizer runtime statically, whole, into executables only: libpccl.so would keep
   # undefined references (--no-undefined fails) and the runtime's operator new would clash with the
   # one test_wire replaces (tests/wire_alloc_watch.cpp). Its shared runtime, as gcc always uses, found
-  # through an rpath, does neither (ASan+UBSan; clang 14's shared TSan runtime crashes at start: use gcc for TSan).
+  # through an rpath, does neither (ASan+UBSan; clang 14's shared TSan runtime crashes at start: use gcc
+  # for TSan).
   # Programs outside the tree that link a sanitized libpccl need PCCL_SANITIZE_LINK_EXTRA too
   # (tests/packaging.sh).
   set(PCCL_SANITIZE_LINK_EXTRA "")
