@@ -89,7 +89,8 @@ test_tree() {  # test_tree address|thread: the whole suite in the built tree, th
   start=$(date +%s)
   PCCL_CHAOS_SECONDS=${PCCL_CHAOS_SECONDS:-20} UBSAN_OPTIONS=halt_on_error=1:print_stacktrace=1 \
     ASAN_OPTIONS=halt_on_error=1:detect_leaks=1 TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
-    ctest --test-dir "$dir" --output-on-failure -j "$TEST_JOBS" --timeout 600 --output-junit ctest-junit.xml || rc=$?
+    ctest --test-dir "$dir" --output-on-failure --test-output-truncation middle -j "$TEST_JOBS" --timeout 600 \
+      --output-junit ctest-junit.xml || rc=$?
   /usr/bin/python3 scripts/test_times.py "$dir" --timeout 600 || true
   [ "$rc" = 0 ] || { echo "pccl: the $san suite failed" >&2; return 1; }
   echo "pccl: $san suite passed in $(($(date +%s) - start)) s"

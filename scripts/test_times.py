@@ -8,11 +8,14 @@ TIMEOUT properties (ctest --show-only=json-v1; S is the ctest --timeout default 
 default 1500 as ctest's own). Prints the N slowest tests (default 25) with time, timeout and ratio, the
 sum of test times, and the tightest ratio over every test: a test that takes more than half its timeout
 on a busy machine is one a busier machine fails (docs/testing.md). --json writes the same as JSON.
+Then, for every failed test, the lines of its output that say why (assertions, sanitizer reports) and
+its last --tail lines (default 40): printed last, so that a log cut to its end still shows the cause.
 Reports only: the exit status is 0 unless the files cannot be read.
 """
 import argparse
 import json
 import os
+import re
 import subprocess
 import sys
 import xml.etree.ElementTree as ET
@@ -31,6 +34,29 @@ def timeouts(build_dir, default):
     return result
 
 
+# Lines that say why a test failed: Catch2's failed assertions and warnings, sanitizer and UBSan
+# reports, ctest's own verdicts.
+CAUSE = re.compile(r"FAILED|failed|with expansion|REQUIRE|CHECK|ERROR: |WARNING: ThreadSanitizer|warning:|"
+                   r"AddressSanitizer|LeakSanitizer|runtime error|Timeout|Segmentation|Assertion")
+
+
+def print_failures(junit_root, tail):
+    for case in junit_root.iter("testcase"):
+        if case.get("status", "") not in ("fail", "failed", "timeout") and case.find("failure") is None:
+            continue
+        out = case.findtext("system-out") or ""
+        lines = out.splitlines()
+        shown = set()  # each line that matches, with the two after it (an expansion, a warning's text)
+        for i, l in enumerate(lines):
+            if CAUSE.search(l):
+                shown.update(range(i, min(i + 3, len(lines))))
+        print(f"pccl: FAILED: {case.get('name', '')}")
+        for i in sorted(shown)[:60]:
+            print(f"  why| {lines[i][:240]}")
+        for l in lines[-tail:]:
+            print(f"  end| {l[:240]}")
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("build_dir")
@@ -38,10 +64,12 @@ def main():
     parser.add_argument("--timeout", type=float, default=1500.0)
     parser.add_argument("--top", type=int, default=25)
     parser.add_argument("--json")
+    parser.add_argument("--tail", type=int, default=40)
     args = parser.parse_args()
     junit = args.junit or os.path.join(args.build_dir, "ctest-junit.xml")
     try:
-        cases = ET.parse(junit).getroot().iter("testcase")
+        root = ET.parse(junit).getroot()
+        cases = root.iter("testcase")
         limits = timeouts(args.build_dir, args.timeout)
     except (OSError, ET.ParseError, subprocess.CalledProcessError, ValueError) as e:
         print(f"test_times.py: cannot read the run in {args.build_dir}: {e}", file=sys.stderr)
@@ -69,6 +97,7 @@ def main():
         with open(args.json, "w", encoding="utf-8") as f:
             json.dump({"build_dir": os.path.abspath(args.build_dir), "tests": len(rows), "total_seconds": total,
                        "tightest": tightest, "slowest": slowest, "all": rows}, f, indent=1)
+    print_failures(root, args.tail)
     return 0
 
 
