@@ -149,7 +149,8 @@ int main(int argc, char** argv) {
     uint64_t epoch = comm->topology().epoch, seq = 0;
     bool rejoin = false;
     while (!g_stop && !rejoin) {
-      auto pending = timed(log, "pending", kPeerTimeoutMs, [&] { return comm->arePeersPending(); });
+      // pccl.h: arePeersPending blocks at most twice the peer timeout.
+      auto pending = timed(log, "pending", 2 * kPeerTimeoutMs, [&] { return comm->arePeersPending(); });
       pccl::Status st = statusOf(pending);
       if (st.isOk() && *pending) st = timed(log, "update", kConnectTimeoutMs, [&] { return comm->updateTopology(); });
       if (st.isOk()) {

@@ -158,8 +158,8 @@ class Communicator(_common.OwnedHandle):
 
     def are_peers_pending(self):
         """True when :meth:`update_topology` would change something (peers wait for admission, a member
-        already voted, or a member left). One round trip to the master: blocks at most peer_timeout_ms.
-        Any thread, any time.
+        already voted, or a member left). One round trip to the master: blocks at most twice
+        peer_timeout_ms. Any thread, any time.
 
         Raises InvalidUsageError (not connected), MasterUnreachableError, KickedError."""
         with self._guard as h:
