@@ -19,7 +19,7 @@ for arg in "$@"; do
     -*) echo "deps.sh: unknown option $arg" >&2; usage >&2; exit 2 ;;
   esac
 done
-PACKAGES=(cmake ninja-build g++ gcc pkg-config libasio-dev libsodium-dev libzstd-dev libfmt-dev libcli11-dev catch2 libgloo-dev etcd-server
+PACKAGES=(cmake ninja-build g++ gcc pkg-config libasio-dev libsodium-dev libzstd-dev libfmt-dev libcli11-dev catch2 libgloo-dev etcd-server ccache
           python3-venv python3-pip python3-setuptools python3-wheel)
 if [ $bench -eq 1 ]; then
   [ $# -eq 1 ] || { echo "deps.sh: --bench takes no PACKAGE" >&2; usage >&2; exit 2; }

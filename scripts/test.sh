@@ -77,6 +77,17 @@ for ((i = 0; i < ${PCCL_TEST_HOGS:-0}; ++i)); do
   sh -c 'while :; do :; done' &
   hogs+=($!)
 done
+# A compiler cache for every tree this command configures (build/, the GPU, fuzz and sanitizer trees,
+# the pip test's build): a second run, from this clone or a fresh one, compiles only what changed.
+# Paths under the checkout are hashed relative to it (CCACHE_BASEDIR) and the build directory is not
+# hashed (CCACHE_NOHASHDIR: debug info of a cached object may name another clone's build tree).
+# PCCL_CCACHE=0 compiles without it; a tree configured before keeps its setting.
+bash scripts/deps.sh  # the build dependencies, ccache among them, before it is looked for
+if [ "${PCCL_CCACHE:-1}" != 0 ] && command -v ccache > /dev/null; then
+  export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+  export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
+  ccache --zero-stats > /dev/null 2>&1 || true
+fi
 BUILD_DIR=${PCCL_BUILD_DIR:-build}
 # Two tests at a time on two cores: the suites are CPU-bound (four at a time measured slower, and
 # stretched CPU-heavy tests to 71 % of their timeouts; docs/testing.md).
@@ -84,7 +95,7 @@ TEST_JOBS=${PCCL_TEST_JOBS:-2}
 suite() {  # suite LABEL_REGEX|all: the ctest run in build/, then where its time went
   local select=() rc=0
   [ "$1" = all ] || select=(-L "$1")
-  ctest --test-dir "$BUILD_DIR" --output-on-failure -j "$TEST_JOBS" --timeout 300 "${select[@]}" \
+  ctest --test-dir "$BUILD_DIR" --output-on-failure --test-output-truncation middle -j "$TEST_JOBS" --timeout 300 "${select[@]}" \
     --output-junit ctest-junit.xml || rc=$?
   /usr/bin/python3 scripts/test_times.py "$BUILD_DIR" --timeout 300 || true
   return "$rc"
@@ -114,4 +125,7 @@ else
   fi
   phase "ASan tree build (rest)" wait "$asan_build"
   phase sanitizers bash scripts/sanitize.sh all
+fi
+if [ -n "${CMAKE_CXX_COMPILER_LAUNCHER:-}" ]; then
+  ccache --show-stats 2> /dev/null | sed -n '1,8s/^/pccl: ccache: /p' || true
 fi

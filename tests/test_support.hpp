@@ -14,7 +14,9 @@
 #include <cstring>
 #include <functional>
 #include <future>
+#include <map>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <optional>
 #include <string>
@@ -25,6 +27,24 @@
 #include "pccl/master.hpp"
 
 namespace pccl::test {
+
+// A program built beside the tests (pccl-master, ring_member, ...), from its path relative to the
+// directory of the running test program. tests/CMakeLists.txt defines PCCL_MASTER_BIN and the others as
+// calls of this with relative paths: no object file depends on where its build tree is, so a compiler
+// cache serves every clone (docs/testing.md). The string lives as long as the process.
+inline const char* testBinary(const char* relative) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> paths;
+  std::lock_guard<std::mutex> lock(mu);
+  std::string& path = paths[relative];
+  if (path.empty()) {
+    char self[4096];
+    const ssize_t n = readlink("/proc/self/exe", self, sizeof(self) - 1);
+    const std::string exe = n > 0 ? std::string(self, static_cast<size_t>(n)) : std::string("./test");
+    path = relative[0] == '/' ? std::string(relative) : exe.substr(0, exe.rfind('/') + 1) + relative;
+  }
+  return path.c_str();
+}
 
 constexpr uint32_t kHeartbeatMs = 100;
 #ifdef PCCL_TESTS_SANITIZED

@@ -30,8 +30,11 @@ fi
 
 "$python" -m venv --system-site-packages "$tmp/venv"
 venv_python="$tmp/venv/bin/python"
+# TMPDIR: setup.py's build directory lands in $tmp too, so that with a compiler cache (scripts/test.sh
+# sets one through CMAKE_CXX_COMPILER_LAUNCHER) every path it compiles is the same relative to $tmp in
+# each run, and the cache serves the next run.
 (cd "$tmp/src" && env -u PYTHONPATH -u PCCL_LIBRARY PIP_NO_INPUT=1 PIP_DISABLE_PIP_VERSION_CHECK=1 \
-  "$venv_python" -m pip install --no-build-isolation --no-index .)
+  TMPDIR="$tmp" CCACHE_BASEDIR="$tmp" "$venv_python" -m pip install --no-build-isolation --no-index .)
 
 (cd "$tmp/src" && find . -print | sort) > "$tmp/after.txt"
 if ! diff -u "$tmp/before.txt" "$tmp/after.txt"; then
