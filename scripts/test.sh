@@ -85,6 +85,7 @@ done
 bash scripts/deps.sh  # the build dependencies, ccache among them, before it is looked for
 if [ "${PCCL_CCACHE:-1}" != 0 ] && command -v ccache > /dev/null; then
   export CMAKE_C_COMPILER_LAUNCHER=ccache CMAKE_CXX_COMPILER_LAUNCHER=ccache
+  export CMAKE_CUDA_COMPILER_LAUNCHER=ccache CMAKE_HIP_COMPILER_LAUNCHER=ccache
   export CCACHE_BASEDIR="$PWD" CCACHE_NOHASHDIR=true
   ccache --zero-stats > /dev/null 2>&1 || true
 fi

@@ -365,16 +365,17 @@ typedef struct {
 /* The links the master holds between members of this peer's current ring (measured by
  * pcclOptimizeTopology or the master's automatic mode). *count = how many there are; the first
  * min(*count, capacity) are written to links (links may be NULL when capacity is 0). One or more
- * round trips to the master: blocks at most 2 x peer_timeout_ms per 16384 links (a link gone dark is
- * noticed within peer_timeout_ms, and a call then ends sooner). Thread-safety: any
- * thread. Errors: pcclInvalidArgument (NULL count; NULL links with capacity > 0), pcclInvalidUsage
- * (not connected), pcclMasterUnreachable, pcclKicked. */
+ * round trips to the master: blocks at most 2 x peer_timeout_ms per 16384 links (a link gone dark
+ * is noticed within peer_timeout_ms, and a call then ends sooner). Thread-safety: any thread.
+ * Errors: pcclInvalidArgument (NULL count; NULL links with capacity > 0), pcclInvalidUsage (not
+ * connected), pcclMasterUnreachable, pcclKicked. */
 PCCL_API pcclResult_t pcclGetLinks(pcclComm_t comm, pcclLink_t* links, size_t capacity, size_t* count);
 
 /* *pending = 1 when pcclUpdateTopology would change something (peers wait for admission, a member
  * already voted, or a member left since the ring was built), else 0. One round trip to the master:
- * blocks at most 2 x peer_timeout_ms (a master lost meanwhile ends it sooner, with 0). Thread-safety: any thread, at any time. Errors: pcclInvalidUsage
- * (not connected), pcclMasterUnreachable (no answer in time), pcclKicked. */
+ * blocks at most 2 x peer_timeout_ms (a master lost meanwhile ends it sooner, with 0).
+ * Thread-safety: any thread, at any time. Errors: pcclInvalidUsage (not connected),
+ * pcclMasterUnreachable (no answer in time), pcclKicked. */
 PCCL_API pcclResult_t pcclArePeersPending(pcclComm_t comm, int* pending);
 
 /* *value = the attribute's value for the last completed ring (see pcclAttribute_t); before the first
