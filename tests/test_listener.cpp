@@ -99,6 +99,12 @@ class LineReader {
       buf_.append(chunk, static_cast<size_t>(n));
     }
   }
+  // Every line read so far, one per line (for a failure's report).
+  std::string lines() const {
+    std::string all;
+    for (const auto& l : seen_) all += l + "\n";
+    return all;
+  }
   // Whether a line read so far (by any wait) contains `what`.
   bool saw(const std::string& what) const {
     for (const auto& l : seen_) {
@@ -194,7 +200,8 @@ TEST_CASE("listener: out of file descriptors, a master backs off instead of spin
     if (!starved) {
       auto answer = waiting.recvFrame(0);
       INFO("attempt " << attempt << ": no 'accept failed' in 10 s; the client was "
-                      << (answer ? "answered: a descriptor was free" : "not answered either"));
+                      << (answer ? "answered: a descriptor was free" : "not answered either")
+                      << "; the master's log so far:\n" << logs.lines());
       REQUIRE(answer);  // not answered and not logged: the master neither accepted nor said why
       served.push_back(std::move(waiting));
     }
