@@ -42,7 +42,7 @@ std::vector<Communicator*> raw(const std::vector<std::unique_ptr<Communicator>>&
 
 }  // namespace
 
-TEST_CASE("regions: 5 peers in 3 declared regions read the same regions; a departure, a newcomer and a "
+TEST_CASE("regions: 5 peers in 3 declared regions read the same regions, and a departure, a newcomer and a "
           "restarted master keep them right",
           "[regions]") {
   TempDir dir;
@@ -139,7 +139,7 @@ TEST_CASE("regions: after optimizeTopology on loopback every undeclared peer is 
   checkRegions(raw(c.peers), expected);
 }
 
-TEST_CASE("regions: bad region names are refused at create; PCCL_REGION fills an empty one", "[regions]") {
+TEST_CASE("regions: bad region names are refused at create, and PCCL_REGION fills an empty one", "[regions]") {
   CommConfig c = fastCommConfig(1);
   for (const std::string& bad : {std::string(65, 'r'), std::string("eu west"), std::string("eu/west"),
                                  std::string("r\xC3\xA9gion"), std::string("a\nb"), std::string("auto-0")}) {

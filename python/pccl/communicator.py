@@ -171,7 +171,10 @@ class Communicator(_common.OwnedHandle):
 
         Raises InvalidUsageError (no ring yet: before :meth:`connect` returns)."""
         with self._guard as h:
-            return [self._region_of(h, rank) for rank in range(self._attribute_of(h, Attribute.WORLD_SIZE))]
+            count = self._attribute_of(h, Attribute.WORLD_SIZE)
+            if count == 0:
+                self._region_of(h, 0)  # no ring yet: raises pcclGetRegion's InvalidUsageError
+            return [self._region_of(h, rank) for rank in range(count)]
 
     @property
     def region(self):
