@@ -253,11 +253,14 @@ TEST_CASE("capi: calls racing pcclCommDestroy complete or get pcclInvalidArgumen
           int pending = 0;
           pcclCommStats_t s = PCCL_COMM_STATS_INIT;
           float x = 1;
-          const pcclResult_t r[4] = {pcclGetAttribute(comm, PCCL_ATTR_LISTEN_PORT, &v), pcclGetStats(comm, &s),
+          char region[PCCL_MAX_REGION_LEN + 1];
+          size_t length = 0;
+          const pcclResult_t r[5] = {pcclGetAttribute(comm, PCCL_ATTR_LISTEN_PORT, &v), pcclGetStats(comm, &s),
                                      pcclArePeersPending(comm, &pending),  // not connected: pcclInvalidUsage
-                                     pcclAllReduce(&x, &x, 1, pcclFloat32, pcclSum, nullptr, comm, nullptr)};
+                                     pcclAllReduce(&x, &x, 1, pcclFloat32, pcclSum, nullptr, comm, nullptr),
+                                     pcclGetRegion(comm, 0, region, sizeof region, &length)};  // no ring yet
           (void)pcclGetLastError(comm);
-          for (int i = 0; i < 4; ++i) {
+          for (int i = 0; i < 5; ++i) {
             const bool live_ok = (i < 2 && r[i] == pcclSuccess) || (i >= 2 && r[i] == pcclInvalidUsage);
             if (r[i] == pcclInvalidArgument && after) refused_after.fetch_add(1);
             if (r[i] != pcclInvalidArgument && (after || !live_ok)) unexpected.fetch_add(1);
@@ -274,7 +277,7 @@ TEST_CASE("capi: calls racing pcclCommDestroy complete or get pcclInvalidArgumen
     for (auto& t : threads) t.join();
     CHECK(met);
     CHECK(unexpected.load() == 0);
-    CHECK(refused_after.load() == 4 * kThreads);
+    CHECK(refused_after.load() == 5 * kThreads);
   }
 }
 

@@ -21,16 +21,16 @@ TEST_CASE("wire: header byte layout is 20 little-endian bytes starting with PCCL
   h.epoch = 0x0102030405060708ull;
   h.length = 0x0A0B0C0Du;
   const HeaderBytes b = encodeHeader(h);
-  const HeaderBytes expected = {'P',  'C',  'C',  'L',  0x0A, 0x00, 0x34, 0x12, 0x08, 0x07,
+  const HeaderBytes expected = {'P',  'C',  'C',  'L',  0x0B, 0x00, 0x34, 0x12, 0x08, 0x07,
                                 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x0D, 0x0C, 0x0B, 0x0A};
   CHECK(b == expected);
   CHECK(kHeaderSize == 20);
-  CHECK(kProtocolVersion == 10);
+  CHECK(kProtocolVersion == 11);
 
   auto d = decodeHeader(b.data(), b.size(), 0xFFFFFFFFu);
   REQUIRE(d.isOk());
   CHECK(d->magic == kMagic);
-  CHECK(d->version == 10);
+  CHECK(d->version == 11);
   CHECK(d->type == 0x1234);
   CHECK(d->epoch == 0x0102030405060708ull);
   CHECK(d->length == 0x0A0B0C0Du);
@@ -45,7 +45,7 @@ TEST_CASE("wire: P2PHello frame byte layout") {
   const std::vector<uint8_t> frame = encodeFrame(m, 0x0000000000000105ull);
   std::vector<uint8_t> expected = {
       // header
-      'P', 'C', 'C', 'L', 0x0A, 0x00, 0x30, 0x00,              // magic, version 10, type 48
+      'P', 'C', 'C', 'L', 0x0B, 0x00, 0x30, 0x00,              // magic, version 11, type 48
       0x05, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,          // epoch 0x105
       0x5C, 0x00, 0x00, 0x00,                                  // length 92
       // payload: sender_id
@@ -125,6 +125,11 @@ TEST_CASE("wire: string and list byte layouts") {
                                      0x05, 0x0C, 0x0B, 0x0A, 0x09, 0x10, 0x0F, 0x0E, 0x0D};
   expected.insert(expected.end(), tail.begin(), tail.end());
   for (uint8_t b : t.ring[0].ring_key) expected.push_back(b);
+  expected.insert(expected.end(), {0, 0});  // region (protocol 11): empty
+  CHECK(payloadOf(t) == expected);
+  t.ring[0].region = "eu";
+  expected.resize(expected.size() - 2);
+  expected.insert(expected.end(), {2, 0, 'e', 'u'});
   CHECK(payloadOf(t) == expected);
 }
 
@@ -212,6 +217,20 @@ TEST_CASE("wire: round trip of control-plane messages") {
     CHECK(out.epoch == 41);
     CHECK(out.ring == std::vector<Uuid>{pattern<16>(62), pattern<16>(63), pattern<16>(64)});
     CHECK(out.resume_sig == pattern<64>(65));
+    CHECK(out.region == "eu-west.zone_2");
+    CHECK(out.ring_region == "auto-1");
+  }
+  SECTION("JoinRequest: the regions (protocol 11) end it, both as strings") {
+    JoinRequest in = sample(Tag<JoinRequest>{});
+    const std::vector<uint8_t> p = payloadOf(in);
+    const std::string tail(p.end() - 2 - 14 - 2 - 6, p.end());
+    CHECK(tail == std::string("\x0e\x00" "eu-west.zone_2" "\x06\x00" "auto-1", 2 + 14 + 2 + 6));
+    in.region.clear();
+    in.ring_region.clear();
+    const JoinRequest out = roundTrip(in, 11);
+    CHECK(out.region.empty());
+    CHECK(out.ring_region.empty());
+    CHECK(payloadOf(in).size() + 14 + 6 == p.size());
   }
   SECTION("JoinRequest: the resume signature (protocol 10) is on the wire only when resuming") {
     JoinRequest in = sample(Tag<JoinRequest>{});
@@ -220,10 +239,12 @@ TEST_CASE("wire: round trip of control-plane messages") {
     const JoinRequest fresh = roundTrip(in, 11);
     CHECK(payloadOf(in).size() + 64 == resuming);
     CHECK(fresh.resume_sig == Signature{});
-    // A resuming request cut before its signature is refused.
+    // A resuming request cut in its signature is refused.
     JoinRequest cut = sample(Tag<JoinRequest>{});
+    cut.region.clear();
+    cut.ring_region.clear();
     std::vector<uint8_t> p = payloadOf(cut);
-    p.resize(p.size() - 1);
+    p.resize(p.size() - 4 - 1);  // the two empty region strings and the signature's last byte
     const auto cut_result = decodePayload<JoinRequest>(p.data(), p.size());
     CHECK(cut_result.status().code() == Code::kProtocolError);
   }
@@ -248,9 +269,13 @@ TEST_CASE("wire: round trip of control-plane messages") {
     in.group = 2;
     in.connections = 3;
     in.client_version = std::string(64, 'v');
+    in.region = std::string(kMaxRegion, 'r');
+    in.ring_region = std::string(kMaxRegion, 'q');
     const JoinRequest out = roundTrip(in, 12);
     CHECK(out.advertise_host == in.advertise_host);
     CHECK(out.client_version == in.client_version);
+    CHECK(out.region == in.region);
+    CHECK(out.ring_region == in.ring_region);
     CHECK(out.p2p_port == 1);
     CHECK(out.group == 2);
     CHECK(out.connections == 3);
@@ -419,6 +444,7 @@ TEST_CASE("wire: round trip of TopologyUpdate with 0, 1 and many members") {
       if (i == 150) host = std::string(255, 'z');
       in.ring.push_back(member(static_cast<uint8_t>(i), host, static_cast<uint16_t>(1000 + i * 211),
                                i * 0x01010101u, i % 9));
+      in.ring.back().region = i % 5 == 0 ? std::string() : "r" + std::to_string(i % 17) + std::string(i % 60, '.');
     }
     const TopologyUpdate out = roundTrip(in, 3);
     CHECK(out.epoch == in.epoch);
@@ -430,6 +456,7 @@ TEST_CASE("wire: round trip of TopologyUpdate with 0, 1 and many members") {
       CHECK(out.ring[i].port == in.ring[i].port);
       CHECK(out.ring[i].group == in.ring[i].group);
       CHECK(out.ring[i].connections == in.ring[i].connections);
+      CHECK(out.ring[i].region == in.ring[i].region);
       CHECK(out.ring[i] == in.ring[i]);
     }
   }

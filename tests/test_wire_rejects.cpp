@@ -189,6 +189,22 @@ TEST_CASE("wire: strings longer than their limits are rejected") {
     const std::vector<uint8_t> p = payloadOf(m);
     CHECK(rejected(decodePayload<JoinRequest>(p.data(), p.size())));
   }
+  SECTION("JoinRequest region and ring_region above 64 (protocol 11)") {
+    JoinRequest m = sample(Tag<JoinRequest>{});
+    m.region = std::string(kMaxRegion + 1, 'r');
+    std::vector<uint8_t> p = payloadOf(m);
+    CHECK(rejected(decodePayload<JoinRequest>(p.data(), p.size())));
+    m = sample(Tag<JoinRequest>{});
+    m.ring_region = std::string(kMaxRegion + 1, 'r');
+    p = payloadOf(m);
+    CHECK(rejected(decodePayload<JoinRequest>(p.data(), p.size())));
+  }
+  SECTION("TopologyUpdate member region above 64 (protocol 11)") {
+    TopologyUpdate m = sample(Tag<TopologyUpdate>{});
+    m.ring[1].region = std::string(kMaxRegion + 1, 'r');
+    const std::vector<uint8_t> p = payloadOf(m);
+    CHECK(rejected(decodePayload<TopologyUpdate>(p.data(), p.size())));
+  }
   SECTION("TopologyUpdate member host above 255") {
     TopologyUpdate m = sample(Tag<TopologyUpdate>{});
     m.ring[2].host = std::string(256, 'h');
@@ -245,8 +261,41 @@ TEST_CASE("wire: strings longer than their limits are rejected") {
   }
 }
 
+TEST_CASE("wire: a region with a byte outside [A-Za-z0-9._-] is refused in every message that carries one") {
+  for (const std::string& bad : {std::string("eu west"), std::string("eu/west"), std::string("a\x01"),
+                                 std::string("\x7f"), std::string("r\xC3\xA9gion"), std::string(1, '\0'),
+                                 std::string("a:b"), std::string("a\n")}) {
+    INFO("region '" << bad << "'");
+    CHECK_FALSE(isValidRegion(bad));
+    JoinRequest j = sample(Tag<JoinRequest>{});
+    j.region = bad;
+    std::vector<uint8_t> p = payloadOf(j);
+    auto rj = decodePayload<JoinRequest>(p.data(), p.size());
+    CHECK(rj.status().code() == Code::kProtocolError);
+    CHECK(contains(rj.status().message(), "JoinRequest region has a character outside [A-Za-z0-9._-]"));
+    j = sample(Tag<JoinRequest>{});
+    j.ring_region = bad;
+    p = payloadOf(j);
+    CHECK(decodePayload<JoinRequest>(p.data(), p.size()).status().code() == Code::kProtocolError);
+    TopologyUpdate t = sample(Tag<TopologyUpdate>{});
+    t.ring[4].region = bad;
+    p = payloadOf(t);
+    auto rt = decodePayload<TopologyUpdate>(p.data(), p.size());
+    CHECK(rt.status().code() == Code::kProtocolError);
+    CHECK(contains(rt.status().message(), "member region"));
+    ProbePlan plan = sample(Tag<ProbePlan>{});
+    plan.source.region = bad;
+    p = payloadOf(plan);
+    CHECK(decodePayload<ProbePlan>(p.data(), p.size()).status().code() == Code::kProtocolError);
+  }
+  CHECK(isValidRegion(""));
+  CHECK(isValidRegion("AZaz09._-"));
+  CHECK(isValidRegion(std::string(kMaxRegion, 'x')));
+  CHECK_FALSE(isValidRegion(std::string(kMaxRegion + 1, 'x')));
+}
+
 namespace {
-// A TopologyUpdate payload of one real, minimal member (64 bytes) whose count says `claimed` members.
+// A TopologyUpdate payload of one real, minimal member (66 bytes) whose count says `claimed` members.
 std::vector<uint8_t> oneMemberClaiming(uint32_t claimed) {
   std::vector<uint8_t> p;
   ByteWriter w(&p);
@@ -259,6 +308,7 @@ std::vector<uint8_t> oneMemberClaiming(uint32_t claimed) {
   w.u32(3);
   w.u32(4);
   w.fixed(pattern<32>(5));
+  w.str("");  // region (protocol 11)
   return p;
 }
 }  // namespace

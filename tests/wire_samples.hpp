@@ -103,6 +103,8 @@ inline JoinRequest sample(Tag<JoinRequest>) {
   m.epoch = 41;
   m.ring = {pattern<16>(62), pattern<16>(63), pattern<16>(64)};
   m.resume_sig = pattern<64>(65);
+  m.region = "eu-west.zone_2";
+  m.ring_region = "auto-1";
   return m;
 }
 inline JoinAccepted sample(Tag<JoinAccepted>) {
@@ -136,6 +138,10 @@ inline TopologyUpdate sample(Tag<TopologyUpdate>) {
   m.ring.push_back(member(30, "host-with-a-longer-name.example", 1, 42, 16));
   m.ring.push_back(member(40, std::string(255, 'h'), 443, 3, 4));
   m.ring.push_back(member(50, "::1", 8080, 9, 2));
+  m.ring[0].region = "us-east-1";
+  m.ring[2].region = "auto-0";
+  m.ring[3].region = std::string(kMaxRegion, 'R');
+  m.ring[4].region = "a.b_c-D9";
   return m;
 }
 template <MsgType T>
@@ -281,6 +287,7 @@ inline MemberInfo sampleMember(uint8_t seed) {
   mi.connections = 4;
   mi.host_connections = 1;
   mi.ring_key = pattern<32>(static_cast<uint8_t>(seed + 1));
+  mi.region = "region-" + std::to_string(seed);
   return mi;
 }
 inline ProbePlan sample(Tag<ProbePlan>) {

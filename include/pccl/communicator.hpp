@@ -52,6 +52,11 @@ struct CommConfig {
   // 0..86400000 ms, 0 = never (the master's loss ends the communicator); -1: PCCL_RECONNECT_MS, else
   // 30000. connect() tries for as long before it reports an unreachable master.
   int64_t master_reconnect_ms = -1;
+  // The region this peer is in (a data centre, a cloud region: peers behind fast, close links to each
+  // other), up to 64 bytes of [A-Za-z0-9._-]; names starting with "auto-" are the master's. Empty:
+  // PCCL_REGION, else none declared: the master places the peer from the links it measured
+  // (optimizeTopology()), else in the unnamed region "". docs/algorithms.md "Regions".
+  std::string region;
 };
 
 using PeerId = std::array<uint8_t, 16>;
@@ -61,6 +66,9 @@ struct RingMember {
   std::string host;
   uint16_t port = 0;
   uint32_t group = 0;
+  // Its region in this ring, the same on every peer: the one it declared, else the one the master
+  // detected from the measured links ("auto-0", "auto-1", ...), else "" (the unnamed region).
+  std::string region;
 };
 
 // What the last completed topology update installed.

@@ -122,13 +122,22 @@ typedef struct {
   int64_t master_reconnect_ms;     /* after losing its master, how long the peer tries the master addresses
                                       (collectives go on meanwhile) before pcclMasterUnreachable;
                                       0..86400000, 0 = never; -1 = PCCL_RECONNECT_MS, else 30000 */
+  /* Appended with protocol 11, regions (a struct from an older header is accepted: region is then NULL). */
+  const char* region;              /* the region this peer is in (a data centre, a cloud region), at most
+                                      PCCL_MAX_REGION_LEN bytes of [A-Za-z0-9._-], not starting with
+                                      "auto-" (the master's names); NULL or "" = PCCL_REGION, else none
+                                      declared: the master places the peer from the measured links
+                                      (docs/algorithms.md "Regions"). Copied by pcclCommCreate */
 } pcclCommConfig_t;
 
 #define PCCL_COMM_CONFIG_INIT                                                                 \
   {                                                                                           \
     (uint32_t) sizeof(pcclCommConfig_t), PCCL_CONFIG_VERSION, NULL, NULL, NULL, 0u, 4u, 1000u, \
-        10000u, 120000u, 5000u, NULL, 0u, 0, 1800000u, 1048576u, 1u, 1024u, -1                \
+        10000u, 120000u, 5000u, NULL, 0u, 0, 1800000u, 1048576u, 1u, 1024u, -1, NULL          \
   }
+
+/* The longest region name, in bytes (pcclCommConfig_t.region, pcclGetRegion). */
+#define PCCL_MAX_REGION_LEN 64
 
 /* Per-operation options. Initialise with PCCL_REDUCE_OPTIONS_INIT. */
 typedef struct {
@@ -370,6 +379,17 @@ typedef struct {
  * Errors: pcclInvalidArgument (NULL count; NULL links with capacity > 0), pcclInvalidUsage (not
  * connected), pcclMasterUnreachable, pcclKicked. */
 PCCL_API pcclResult_t pcclGetLinks(pcclComm_t comm, pcclLink_t* links, size_t capacity, size_t* count);
+
+/* The region of ring member `rank` (an index into the current ring, PCCL_ATTR_RANK's numbering: 0 ..
+ * PCCL_ATTR_WORLD_SIZE - 1) in the last completed ring: the region it declared, else the one the
+ * master detected from the measured links ("auto-0", "auto-1", ...), else "" (the unnamed region).
+ * Every member of a ring reads the same regions. *length = the name's length in bytes (without the
+ * terminating NUL, at most PCCL_MAX_REGION_LEN); the name and a NUL are written to buf when capacity >
+ * *length. buf may be NULL when capacity is 0: then only *length is set (a size query). Never blocks;
+ * any thread. Errors: pcclInvalidArgument (NULL length; NULL buf with capacity > 0; rank >=
+ * PCCL_ATTR_WORLD_SIZE; capacity <= *length with buf set: *length then says the length and buf holds
+ * "" when capacity > 0), pcclInvalidUsage (no ring installed yet: before pcclConnect returns). */
+PCCL_API pcclResult_t pcclGetRegion(pcclComm_t comm, uint32_t rank, char* buf, size_t capacity, size_t* length);
 
 /* *pending = 1 when pcclUpdateTopology would change something (peers wait for admission, a member
  * already voted, or a member left since the ring was built), else 0. One round trip to the master:

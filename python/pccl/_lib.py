@@ -17,6 +17,7 @@ import threading
 # may lay them out differently, so load() refuses it.
 EXPECTED_VERSION = (0, 1)
 CONFIG_VERSION = 2
+MAX_REGION_LEN = 64  # PCCL_MAX_REGION_LEN
 DEFAULT_SONAME = "libpccl.so.0.1"
 
 # ---- enums (pcclResult_t, pcclDataType_t, ...) ------------------------------------------------------
@@ -146,6 +147,7 @@ class CommConfig(ctypes.Structure):
         ("same_host_connections", u32),
         ("max_concurrent_ops", u32),
         ("master_reconnect_ms", ctypes.c_int64),
+        ("region", ctypes.c_char_p),
     ]
 
 
@@ -315,7 +317,7 @@ STRUCTS = {
 def comm_config_init():
     """PCCL_COMM_CONFIG_INIT."""
     return CommConfig(ctypes.sizeof(CommConfig), CONFIG_VERSION, None, None, None, 0, 4, 1000, 10000,
-                      120000, 5000, None, 0, 0, 1800000, 1048576, 1, 1024, -1)
+                      120000, 5000, None, 0, 0, 1800000, 1048576, 1, 1024, -1, None)
 
 
 def reduce_options_init():
@@ -359,6 +361,7 @@ PROTOTYPES = {
     "pcclUpdateTopology": (c_enum, [comm_t]),
     "pcclOptimizeTopology": (c_enum, [comm_t]),
     "pcclGetLinks": (c_enum, [comm_t, P(Link), ctypes.c_size_t, P(ctypes.c_size_t)]),
+    "pcclGetRegion": (c_enum, [comm_t, u32, ctypes.c_char_p, ctypes.c_size_t, P(ctypes.c_size_t)]),
     "pcclArePeersPending": (c_enum, [comm_t, P(ctypes.c_int)]),
     "pcclGetAttribute": (c_enum, [comm_t, c_enum, P(ctypes.c_int64)]),
     "pcclGetStats": (c_enum, [comm_t, P(CommStats)]),

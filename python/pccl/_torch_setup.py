@@ -47,6 +47,8 @@ class Options:
     connections_per_peer, heartbeat_interval_ms, peer_timeout_ms (also the embedded master's; also
         PCCL_TORCH_PEER_TIMEOUT_MS), op_timeout_ms / connect_timeout_ms (default: the group's torch
         timeout), secret (None: PCCL_SECRET / PCCL_SECRET_FILE), encrypt: as pccl.Communicator.
+    region: the region this rank is in, as pccl.Communicator's ``region`` (None: PCCL_REGION, else
+        none declared).
     """
 
     quant: object = None
@@ -62,6 +64,7 @@ class Options:
     connect_timeout_ms: object = None
     secret: object = None
     encrypt: bool = False
+    region: object = None
 
 
 _QUANTS = {None: None, "": None, "none": None, "fp16": "fp16", "bf16": "bf16", "int8": "int8"}
@@ -167,7 +170,8 @@ class Membership:
         return Communicator(address, listen_address=o.listen, advertise_host=o.advertise_host,
                             connections_per_peer=o.connections_per_peer or 4, secret=o.secret, encrypt=o.encrypt,
                             heartbeat_interval_ms=o.heartbeat_interval_ms, peer_timeout_ms=o.peer_timeout_ms,
-                            connect_timeout_ms=o.connect_timeout_ms, op_timeout_ms=o.op_timeout_ms)
+                            connect_timeout_ms=o.connect_timeout_ms, op_timeout_ms=o.op_timeout_ms,
+                            region=o.region)
 
     def _complete_ring(self, size, deadline):
         comm = self.comm

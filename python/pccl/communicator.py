@@ -5,8 +5,8 @@ import ctypes
 
 from . import _common, _lifetime
 from ._buffers import as_buffer, bump_versions, host_buffer, reduce_buffers
-from ._lib import (Attribute, BufferLocation, SyncStrategy, TensorInfo, comm_config_init, comm_stats_init,
-                   reduce_options_init, shared_state_init)
+from ._lib import (MAX_REGION_LEN, Attribute, BufferLocation, SyncStrategy, TensorInfo, comm_config_init,
+                   comm_stats_init, reduce_options_init, shared_state_init)
 from ._lib import Link, ReduceInfo as _CReduceInfo
 from ._lib import SyncInfo as _CSyncInfo
 from ._requests import OpTable, Request, _Op
@@ -47,6 +47,9 @@ class Communicator(_common.OwnedHandle):
         max_concurrent_ops, master_reconnect_ms: the pcclCommConfig_t fields of the same names
         (master_reconnect_ms: how long a peer that lost its master looks for one while its ring goes on;
         0 = never, -1 = PCCL_RECONNECT_MS else 30000).
+        region: the region this peer is in (str, at most 64 bytes of ``[A-Za-z0-9._-]``, not starting
+            with ``auto-``); None = PCCL_REGION, else none declared: the master places the peer from the
+            measured links (docs/algorithms.md "Regions"). :meth:`regions` reads every member's.
 
     Raises InvalidArgumentError (a bad setting; ``.detail`` names it), PcclSystemError (cannot listen),
     LibraryNotFoundError.
@@ -64,7 +67,7 @@ class Communicator(_common.OwnedHandle):
                  secret=None, encrypt=False, advertise_host=None, heartbeat_interval_ms=None,
                  peer_timeout_ms=None, connect_timeout_ms=None, handshake_timeout_ms=None, op_timeout_ms=None,
                  segment_bytes=None, same_host_connections=None, max_concurrent_ops=None,
-                 master_reconnect_ms=None):
+                 master_reconnect_ms=None, region=None):
         self._guard = None
         lib = load_library()
         cfg = comm_config_init()
@@ -86,6 +89,10 @@ class Communicator(_common.OwnedHandle):
                 raise InvalidArgumentError(
                     detail="master_reconnect_ms must be an int in -1..86400000, got %r" % (master_reconnect_ms,))
             cfg.master_reconnect_ms = master_reconnect_ms
+        if region is not None:
+            if not isinstance(region, str) or "\0" in region:
+                raise InvalidArgumentError(detail="region must be a str without NUL characters, got %r" % (region,))
+            cfg.region = region.encode("utf-8")  # pcclCommCreate checks the name itself
         handle = ctypes.c_void_p()
         check(lib.pcclCommCreate(ctypes.byref(cfg), ctypes.byref(handle)))  # detail: pcclGetLastError(NULL)
         del secret_buf  # pccl copied everything cfg points to
@@ -156,6 +163,36 @@ class Communicator(_common.OwnedHandle):
             return [{"from_rank": buf[i].from_rank, "to_rank": buf[i].to_rank, "bandwidth": buf[i].bandwidth,
                      "rtt_s": buf[i].rtt_s} for i in range(count.value)]
 
+    def regions(self):
+        """The region of every member of the current ring, a list of str indexed by ring rank (as
+        :attr:`rank` and :meth:`links` number them): the region a member declared, else the one the
+        master detected from the measured links (``"auto-0"``, ...), else ``""`` (the unnamed region).
+        Every member reads the same list. Never blocks; any thread.
+
+        Raises InvalidUsageError (no ring yet: before :meth:`connect` returns)."""
+        with self._guard as h:
+            count = self._attribute_of(h, Attribute.WORLD_SIZE)
+            if count == 0:
+                self._region_of(h, 0)  # no ring yet: raises pcclGetRegion's InvalidUsageError
+            return [self._region_of(h, rank) for rank in range(count)]
+
+    @property
+    def region(self):
+        """This peer's region in the current ring (``regions()[rank]``). Raises InvalidUsageError (no ring yet)."""
+        with self._guard as h:
+            return self._region_of(h, self._attribute_of(h, Attribute.RANK))
+
+    def _attribute_of(self, h, attr):
+        value = ctypes.c_int64(0)
+        check(self._lib.pcclGetAttribute(h, int(attr), ctypes.byref(value)), h)
+        return value.value
+
+    def _region_of(self, h, rank):
+        buf = ctypes.create_string_buffer(MAX_REGION_LEN + 1)
+        length = ctypes.c_size_t(0)
+        check(self._lib.pcclGetRegion(h, rank, buf, len(buf), ctypes.byref(length)), h)
+        return buf.value.decode("ascii")
+
     def are_peers_pending(self):
         """True when :meth:`update_topology` would change something (peers wait for admission, a member
         already voted, or a member left). One round trip to the master: blocks at most twice
@@ -173,9 +210,7 @@ class Communicator(_common.OwnedHandle):
         if isinstance(attr, bool) or not isinstance(attr, int):
             raise InvalidArgumentError(detail="attribute must be a pccl.Attribute, got %r" % (attr,))
         with self._guard as h:
-            value = ctypes.c_int64(0)
-            check(self._lib.pcclGetAttribute(h, int(attr), ctypes.byref(value)), h)
-            return value.value
+            return self._attribute_of(h, attr)
 
     world_size = property(lambda self: self.attribute(Attribute.WORLD_SIZE),
                           doc="Accepted peers in the run (all groups); 0 before connect().")

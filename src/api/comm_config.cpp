@@ -64,6 +64,28 @@ Status resolveReconnect(CommConfig& config) {
   return Status::ok();
 }
 
+Status resolveRegion(CommConfig& config) {
+  const bool from_env = config.region.empty();
+  if (from_env) {
+    const char* env = std::getenv("PCCL_REGION");
+    if (env == nullptr || *env == '\0') return Status::ok();
+    config.region = env;
+  }
+  const std::string what = from_env ? fmt::format("PCCL_REGION='{}'", config.region)
+                                    : fmt::format("region '{}'", config.region);
+  if (config.region.size() > wire::kMaxRegion) {
+    return Status::invalidArgument(fmt::format("{}: at most {} bytes, got {}", what, wire::kMaxRegion, config.region.size()));
+  }
+  if (!wire::isValidRegion(config.region)) {
+    return Status::invalidArgument(fmt::format("{}: only letters, digits, '.', '_' and '-' are allowed", what));
+  }
+  if (config.region.rfind(wire::kAutoRegionPrefix, 0) == 0) {
+    return Status::invalidArgument(
+        fmt::format("{}: names starting with '{}' are the master's (detected regions)", what, wire::kAutoRegionPrefix));
+  }
+  return Status::ok();
+}
+
 Result<std::vector<net::HostPort>> parseMasterList(const std::string& text) {
   std::vector<net::HostPort> out;
   size_t at = 0;
@@ -144,7 +166,7 @@ Topology topologyFrom(const std::vector<wire::MemberInfo>& ring, const wire::Uui
       t.group_rank = t.group_world_size;
     }
     if (m.group == group) ++t.group_world_size;
-    t.ring.push_back(RingMember{m.id, m.host, m.port, m.group});
+    t.ring.push_back(RingMember{m.id, m.host, m.port, m.group, m.region});
   }
   return t;
 }

@@ -35,6 +35,9 @@ Status resolveSameHostReads(CommConfig& config);
 
 // master_reconnect_ms = -1 becomes PCCL_RECONNECT_MS when set, else 30000; InvalidArgument for a bad value.
 Status resolveReconnect(CommConfig& config);
+// region empty becomes PCCL_REGION when set; InvalidArgument for a name too long, with a character
+// outside [A-Za-z0-9._-], or starting with wire::kAutoRegionPrefix (the master names detected regions so).
+Status resolveRegion(CommConfig& config);
 // master_address: one HOST:PORT or a comma-separated list of them (spaces around entries ignored).
 Result<std::vector<net::HostPort>> parseMasterList(const std::string& text);
 

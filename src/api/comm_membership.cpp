@@ -311,11 +311,13 @@ Status Communicator::Impl::onReady(const wire::TopologyReady& m) {
   if (m.epoch != building_.epoch) return Status::ok();
   // Our neighbours within the group's ring, named in mismatch messages.
   std::vector<const RingMember*> group;
+  std::vector<std::string> regions;  // by group rank
   size_t self = 0;
   for (const auto& r : building_.ring) {
     if (r.group != building_.ring[building_.rank].group) continue;
     if (r.id == id_) self = group.size();
     group.push_back(&r);
+    regions.push_back(r.region);
   }
   const size_t n = group.size();
   const bool one_host = std::all_of(group.begin(), group.end(),
@@ -323,6 +325,7 @@ Status Communicator::Impl::onReady(const wire::TopologyReady& m) {
   const std::string pred = n > 0 ? wire::shortId(group[(self + n - 1) % n]->id) : "?";
   const std::string succ = n > 0 ? wire::shortId(group[(self + 1) % n]->id) : "?";
   colls_->setSelf(wire::shortId(id_));
+  colls_->setRegions(collective::regionLayout(regions));
   colls_->setRing(building_.epoch, building_.group_rank, building_.group_world_size, ring_pool_->outbound(),
                   ring_pool_->inbound(), pred, succ, gatherLimit(config_, one_host));
   std::lock_guard<std::mutex> lk(mu_);
@@ -330,9 +333,10 @@ Status Communicator::Impl::onReady(const wire::TopologyReady& m) {
   last_build_ = Status::ok();
   ++builds_done_;
   stats_.ringInstalled(topology_.epoch);
-  PCCL_LOG_INFO(kLog, "peer={} epoch={}: ring ready: rank {} of {} (group rank {} of {})", wire::shortId(id_),
+  const std::string& region = topology_.ring[topology_.rank].region;
+  PCCL_LOG_INFO(kLog, "peer={} epoch={}: ring ready: rank {} of {} (group rank {} of {}){}{}", wire::shortId(id_),
                 topology_.epoch, topology_.rank, topology_.world_size, topology_.group_rank,
-                topology_.group_world_size);
+                topology_.group_world_size, region.empty() ? "" : ", region ", region);
   setState(PeerState::kMember);
   return Status::ok();
 }

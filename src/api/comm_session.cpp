@@ -64,6 +64,7 @@ void Communicator::Impl::sendJoin(MasterSession::Join kind, const wire::Uuid& ru
       config_.same_host_connections != 0 ? config_.same_host_connections : config_.connections_per_peer;
   join.ring_key = identity_->publicKey();
   join.client_version = kClientVersion;
+  join.region = config_.region;
   if (kind == MasterSession::Join::kAnyMaster) join.resume_flags = wire::JoinRequest::kAnyMaster;
   if (kind == MasterSession::Join::kResume) {
     std::lock_guard<std::mutex> lk(mu_);
@@ -75,6 +76,7 @@ void Communicator::Impl::sendJoin(MasterSession::Join kind, const wire::Uuid& ru
     if (member && topology_.epoch != 0) {
       join.epoch = topology_.epoch;
       for (const RingMember& r : topology_.ring) join.ring.push_back(r.id);
+      if (topology_.rank < topology_.ring.size()) join.ring_region = topology_.ring[topology_.rank].region;
       if (last_build_.isOk() && colls_->ringUsable()) join.resume_flags |= wire::JoinRequest::kRingUp;
     }
     // Only the holder of our ring key can take our place (docs/security.md).

@@ -33,6 +33,7 @@ pccl::CommConfig commConfigFrom(const pcclCommConfig_t& config) {
   c.same_host_connections = config.same_host_connections;
   c.max_concurrent_ops = config.max_concurrent_ops;
   c.master_reconnect_ms = config.master_reconnect_ms;
+  if (config.region != nullptr) c.region = config.region;
   return c;
 }
 
@@ -47,15 +48,18 @@ pcclResult_t pcclCommCreate(const pcclCommConfig_t* config, pcclComm_t* comm) {
     PCCL_CHECK_PTR(config);
     PCCL_CHECK_PTR(comm);
     *comm = nullptr;
-    // A struct from a header older than master_reconnect_ms is accepted: it keeps its default.
-    const uint32_t older = static_cast<uint32_t>(offsetof(pcclCommConfig_t, master_reconnect_ms));
+    // A struct from an older header (before master_reconnect_ms, or before region) is accepted: the
+    // fields it lacks keep their defaults.
+    const uint32_t oldest = static_cast<uint32_t>(offsetof(pcclCommConfig_t, master_reconnect_ms));
+    const uint32_t older = static_cast<uint32_t>(offsetof(pcclCommConfig_t, region));
+    const bool known = config->struct_size == oldest || config->struct_size == older;
     pcclResult_t r = pccl::capi::checkConfigHeader(
-        config->struct_size == older ? static_cast<uint32_t>(sizeof(pcclCommConfig_t)) : config->struct_size,
-        sizeof(pcclCommConfig_t), config->config_version, "pcclCommConfig_t");
+        known ? static_cast<uint32_t>(sizeof(pcclCommConfig_t)) : config->struct_size, sizeof(pcclCommConfig_t),
+        config->config_version, "pcclCommConfig_t");
     if (r != pcclSuccess) return r;
-    pcclCommConfig_t full{};  // only the fields an older struct has are read from it
-    std::memcpy(&full, config, config->struct_size == older ? older : sizeof(full));
-    if (config->struct_size == older) full.master_reconnect_ms = -1;
+    pcclCommConfig_t full = PCCL_COMM_CONFIG_INIT;  // only the fields an older struct has are read from it
+    std::memcpy(&full, config, known ? config->struct_size : sizeof(full));
+    full.struct_size = static_cast<uint32_t>(sizeof(full));
     config = &full;
     if (config->master_address == nullptr) return fail(pcclInvalidArgument, "master_address must be set (HOST:PORT)");
     if (config->secret == nullptr && config->secret_len != 0) {
@@ -97,6 +101,31 @@ pcclResult_t pcclGetLinks(pcclComm_t comm, pcclLink_t* links, size_t capacity, s
       const pccl::LinkInfo& l = (*r)[i];
       links[i] = pcclLink_t{l.from_rank, l.to_rank, l.bandwidth, l.rtt_s};
     }
+    return pcclSuccess;
+  });
+}
+
+pcclResult_t pcclGetRegion(pcclComm_t comm, uint32_t rank, char* buf, size_t capacity, size_t* length) {
+  return onComm(comm, [&](CommEntry& c) -> pcclResult_t {
+    PCCL_CHECK_PTR(length);
+    if (buf == nullptr && capacity != 0) return fail(pcclInvalidArgument, "buf is NULL but capacity is not 0");
+    const pccl::Topology t = c.impl->topology();
+    if (t.ring.empty()) return fail(pcclInvalidUsage, "no ring installed yet: call pcclConnect first");
+    if (rank >= t.ring.size()) {
+      return fail(pcclInvalidArgument, "rank " + std::to_string(rank) + " is outside the ring of " +
+                                           std::to_string(t.ring.size()) + " members (epoch " +
+                                           std::to_string(t.epoch) + ")");
+    }
+    const std::string& region = t.ring[rank].region;
+    *length = region.size();
+    if (buf == nullptr) return pcclSuccess;  // a size query
+    if (capacity <= region.size()) {
+      if (capacity > 0) buf[0] = '\0';
+      return fail(pcclInvalidArgument, "buf of " + std::to_string(capacity) + " bytes is too small for region '" +
+                                           region + "' of rank " + std::to_string(rank) + " (needs " +
+                                           std::to_string(region.size() + 1) + ")");
+    }
+    std::memcpy(buf, region.c_str(), region.size() + 1);
     return pcclSuccess;
   });
 }

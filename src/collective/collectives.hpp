@@ -31,6 +31,7 @@
 #include "collective/gather_allreduce.hpp"
 #include "collective/master_port.hpp"
 #include "collective/op_book.hpp"
+#include "collective/region_layout.hpp"
 #include "collective/ring_collective.hpp"
 #include "net/data_channel.hpp"
 #include "util/clock.hpp"
@@ -111,6 +112,10 @@ class Collectives : public net::DataSink {
   // wire bytes is at most this (0: never); every peer of the ring must use the same value.
   void setRing(uint64_t epoch, uint32_t rank, uint32_t world, Channels successor, Channels predecessor,
                std::string predecessor_id, std::string successor_id, uint64_t gather_bytes);
+  // The regions of the installed ring's members (region_layout.hpp), by group rank: set with each ring,
+  // from its TopologyUpdate, so every peer of the ring holds the same layout.
+  void setRegions(RegionLayout layout) { regions_ = std::move(layout); }
+  const RegionLayout& regions() const { return regions_; }
   // A rebuild started (or failed: `why`); the old connections are about to close.
   void clearRing(const Status& why = Status::ok());
 
@@ -222,6 +227,7 @@ class Collectives : public net::DataSink {
   uint64_t epoch_ = 0;
   uint32_t rank_ = 0;
   uint32_t world_ = 1;
+  RegionLayout regions_;
   Channels successor_;
   Channels predecessor_;
   std::shared_ptr<Striper> striper_;       // our frames over successor_

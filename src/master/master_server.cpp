@@ -339,6 +339,7 @@ wire::MemberInfo MasterServer::memberInfo(const Session& s, const wire::JoinRequ
   info.connections = m.connections;
   info.host_connections = m.host_connections;
   info.ring_key = m.ring_key;
+  info.region = m.region;  // declared; a build puts the effective one in the ring (master/regions.hpp)
   return info;
 }
 

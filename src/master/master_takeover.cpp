@@ -54,7 +54,11 @@ Status MasterServer::resumePeer(Session& s, const wire::JoinRequest& m) {
   s.awaiting_resume = true;
   if (!pending) {
     if (!membership_.contains(m.peer_id)) apply(membership_.rejoin(info, 0));
-    recovery_->noteReturn(info, m);
+    // Its place in the ring it holds, with the region that ring gave it: the run goes on with the regions
+    // its members hold (the next build decides them again, from what they declared and the links).
+    wire::MemberInfo held = info;
+    held.region = m.ring_region;
+    recovery_->noteReturn(held, m);
   }
   if (recovery_->due(Clock::now())) finishRecovery();
   return Status::ok();

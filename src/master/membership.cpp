@@ -3,7 +3,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <limits>
 
+#include "master/regions.hpp"
 #include "master/ring_order.hpp"
 #include "util/log.hpp"
 
@@ -53,8 +55,9 @@ Effects Membership::join(const wire::MemberInfo& info) {
   rec.info = info;
   rec.join_seq = next_seq_++;
   peers_[info.id] = rec;
-  PCCL_LOG_INFO(kLog, "peer={} epoch={}: joined from {}:{} (group {}, K={}, same host {}); pending admission",
-                shortId(info.id), epoch_, info.host, info.port, info.group, info.connections, info.host_connections);
+  PCCL_LOG_INFO(kLog, "peer={} epoch={}: joined from {}:{} (group {}, K={}, same host {}{}{}); pending admission",
+                shortId(info.id), epoch_, info.host, info.port, info.group, info.connections, info.host_connections,
+                info.region.empty() ? "" : ", region ", info.region);
   maybeStartBuild(fx);
   return fx;
 }
@@ -180,6 +183,7 @@ Effects Membership::resume(uint64_t epoch, std::vector<wire::MemberInfo> ring, c
   stale_ = !stale_why.empty();
   stale_reason_ = stale_ ? fmt::format("the run was taken back by a new master: {}", stale_why) : std::string();
   clearVotes();
+  noteRegions("taken back");
   maybeStartBuild(fx);
   return fx;
 }
@@ -291,6 +295,7 @@ void Membership::startBuild(Effects& fx, const std::vector<wire::MemberInfo>& me
   join_predicted_ = order.join_bottleneck;
   ++epoch_;
   phase_ = RunPhase::kBuilding;
+  placeRegions(members);
   std::string names;
   for (const auto& m : ring_) names += (names.empty() ? "" : " -> ") + shortId(m.id);
   PCCL_LOG_INFO(kLog, "epoch={}: building ring of {} peers: {}", epoch_, ring_.size(), names);
@@ -303,6 +308,43 @@ void Membership::startBuild(Effects& fx, const std::vector<wire::MemberInfo>& me
   update.epoch = epoch_;
   update.ring = ring_;
   sendToAccepted(fx, wire::encodeFrame(update, epoch_));
+}
+
+void Membership::placeRegions(const std::vector<wire::MemberInfo>& members) {
+  std::vector<RegionMember> declared;
+  for (const auto& m : members) declared.push_back(RegionMember{m.id, m.region});
+  const RegionChoice choice = master::decideRegions(declared, book_);
+  std::map<wire::Uuid, std::string> effective;
+  for (size_t i = 0; i < members.size(); ++i) effective[members[i].id] = choice.regions[i];
+  for (auto& m : ring_) m.region = effective[m.id];
+  if (choice.detected == 0) return noteRegions("as declared");
+  noteRegions(fmt::format("{} member(s) placed by {} measured pair(s), near when the round trip is at most {}",
+                          choice.detected, choice.pairs,
+                          choice.threshold_s == std::numeric_limits<double>::infinity()
+                              ? std::string("anything (one LAN)")
+                              : fmt::format("{:.2f} ms", choice.threshold_s * 1e3)));
+}
+
+void Membership::noteRegions(const std::string& how) {
+  std::map<wire::Uuid, std::string> now;
+  std::vector<std::string> names;
+  for (const auto& m : ring_) {
+    now[m.id] = m.region;
+    names.push_back(m.region);
+  }
+  if (now == regions_) return;
+  const auto unnamed = [](const std::map<wire::Uuid, std::string>& r) {
+    return std::all_of(r.begin(), r.end(), [](const auto& kv) { return kv.second.empty(); });
+  };
+  const bool quiet = unnamed(now) && unnamed(regions_);  // a run without regions says nothing of them
+  regions_ = std::move(now);
+  if (quiet) return;
+  PCCL_LOG_INFO(kLog, "epoch={}: regions: {} ({})", epoch_, regionSummary(names), how);
+  std::map<std::string, std::string> members;  // region -> its members' short ids, in ring order
+  for (const auto& m : ring_) members[m.region] += (members[m.region].empty() ? "" : ", ") + shortId(m.id);
+  for (const auto& [region, ids] : members) {
+    PCCL_LOG_DEBUG(kLog, "epoch={}: region {}: {}", epoch_, region.empty() ? "(unnamed)" : region, ids);
+  }
 }
 
 void Membership::failBuild(Effects& fx, Code code, const std::string& reason) {

@@ -91,7 +91,7 @@ class Membership {
  private:
   enum class Vote : uint8_t { kNone, kUpdate, kOptimize };
   struct Record {
-    wire::MemberInfo info;
+    wire::MemberInfo info;  // as it joined: `region` is the declared one (ring_ holds the effective ones)
     PeerPhase phase = PeerPhase::kPending;
     uint64_t join_seq = 0;
     Vote vote = Vote::kNone;
@@ -103,12 +103,17 @@ class Membership {
   void startSurvey(Effects& fx, const std::vector<wire::MemberInfo>& members, std::vector<ProbePair> pairs);
   // A ring of `members` (join order), ordered by the links the book holds where it can.
   void startBuild(Effects& fx, const std::vector<wire::MemberInfo>& members);
+  // The effective regions of ring_ (master/regions.hpp) from `members` (join order, declared regions)
+  // and the links; logged when they changed.
+  void placeRegions(const std::vector<wire::MemberInfo>& members);
+  void noteRegions(const std::string& how);
   void failBuild(Effects& fx, Code code, const std::string& reason);
   void clearVotes();
   void sendToAccepted(Effects& fx, const std::vector<uint8_t>& frame) const;
 
   std::map<wire::Uuid, Record> peers_;
   std::vector<wire::MemberInfo> ring_;
+  std::map<wire::Uuid, std::string> regions_;  // ring_'s regions as last logged
   uint64_t next_seq_ = 0;
   uint64_t epoch_ = 0;
   RunPhase phase_ = RunPhase::kStable;

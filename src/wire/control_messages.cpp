@@ -20,6 +20,27 @@ bool sameHost(const std::string& a, const std::string& b) {
   return a == b || (isLoopback(a) && isLoopback(b));
 }
 
+bool isValidRegion(const std::string& region) {
+  if (region.size() > kMaxRegion) return false;
+  for (const char c : region) {
+    const bool ok = (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '.' ||
+                    c == '_' || c == '-';
+    if (!ok) return false;
+  }
+  return true;
+}
+
+namespace {
+// A region string: length-checked by the reader, then its characters (docs/protocol.md §5.2.2).
+Status readRegion(ByteReader& r, std::string* region, const char* what) {
+  PCCL_RETURN_IF_ERROR(r.str(region, kMaxRegion));
+  if (!isValidRegion(*region)) {
+    return Status::protocol(fmt::format("{} has a character outside [A-Za-z0-9._-]", what));
+  }
+  return Status::ok();
+}
+}  // namespace
+
 uint32_t linkConnections(const MemberInfo& from, const MemberInfo& to) {
   return sameHost(from.host, to.host) && from.host_connections != 0 ? from.host_connections : from.connections;
 }
@@ -40,6 +61,8 @@ void JoinRequest::encode(ByteWriter& w) const {
   w.u32(static_cast<uint32_t>(ring.size()));
   for (const Uuid& id : ring) w.fixed(id);
   if (resuming()) w.fixed(resume_sig);
+  w.str(region);
+  w.str(ring_region);
 }
 Result<JoinRequest> JoinRequest::decode(ByteReader& r) {
   JoinRequest m;
@@ -64,6 +87,8 @@ Result<JoinRequest> JoinRequest::decode(ByteReader& r) {
   m.ring.resize(n);
   for (Uuid& id : m.ring) PCCL_RETURN_IF_ERROR(r.fixed(&id));
   if (m.resuming()) PCCL_RETURN_IF_ERROR(r.fixed(&m.resume_sig));
+  PCCL_RETURN_IF_ERROR(readRegion(r, &m.region, "JoinRequest region"));
+  PCCL_RETURN_IF_ERROR(readRegion(r, &m.ring_region, "JoinRequest ring_region"));
   return m;
 }
 
@@ -111,6 +136,7 @@ void encodeMember(ByteWriter& w, const MemberInfo& m) {
   w.u32(m.connections);
   w.u32(m.host_connections);
   w.fixed(m.ring_key);
+  w.str(m.region);
 }
 
 Status decodeMember(ByteReader& r, MemberInfo* m) {
@@ -120,7 +146,8 @@ Status decodeMember(ByteReader& r, MemberInfo* m) {
   PCCL_RETURN_IF_ERROR(r.u32(&m->group));
   PCCL_RETURN_IF_ERROR(r.u32(&m->connections));
   PCCL_RETURN_IF_ERROR(r.u32(&m->host_connections));
-  return r.fixed(&m->ring_key);
+  PCCL_RETURN_IF_ERROR(r.fixed(&m->ring_key));
+  return readRegion(r, &m->region, "member region");
 }
 
 void TopologyUpdate::encode(ByteWriter& w) const {

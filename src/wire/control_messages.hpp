@@ -36,6 +36,11 @@ struct JoinRequest {
   // resume record (net::resumeProof), so that only the holder of the member's ring key can take its
   // place. Only on the wire when kResuming is set.
   Signature resume_sig{};
+  // Regions (protocol 11, docs/protocol.md §5.2.2): the region this peer declares (empty: none; the
+  // master detects one from the measured links), and, when resuming, its region in the ring of `epoch`
+  // (so that the master taking the run back holds the regions the members hold).
+  std::string region;
+  std::string ring_region;
   bool resuming() const { return (resume_flags & kResuming) != 0; }
   void encode(ByteWriter& w) const;
   static Result<JoinRequest> decode(ByteReader& r);
@@ -86,11 +91,22 @@ struct MemberInfo {
   uint32_t connections = 0;
   uint32_t host_connections = 0;
   SignKey ring_key{};  // from its JoinRequest: its ring hellos must verify with it
+  // Its effective region in this ring (protocol 11): what it declared, else what the master detected
+  // ("auto-0", ...), else "" (the unnamed region). The master's JoinRequest bookkeeping holds the
+  // declared one here until a build decides (master/regions.hpp).
+  std::string region;
   bool operator==(const MemberInfo& o) const {
     return id == o.id && host == o.host && port == o.port && group == o.group && connections == o.connections &&
-           host_connections == o.host_connections && ring_key == o.ring_key;
+           host_connections == o.host_connections && ring_key == o.ring_key && region == o.region;
   }
 };
+
+// A region name (declared or effective): at most kMaxRegion bytes of [A-Za-z0-9._-]; empty is the
+// unnamed region. Decoders refuse anything else (ProtocolError); a communicator refuses it at create.
+inline constexpr size_t kMaxRegion = 64;
+bool isValidRegion(const std::string& region);
+// The master names the regions it detects "auto-0", "auto-1", ...; a communicator cannot declare one.
+inline constexpr const char* kAutoRegionPrefix = "auto-";
 
 // True when two advertised hosts are the same machine: equal strings, or both loopback addresses
 // (127.0.0.0/8, ::1, "localhost"). Symmetric, so both ends of a link decide alike.
@@ -100,8 +116,9 @@ bool sameHost(const std::string& a, const std::string& b);
 uint32_t linkConnections(const MemberInfo& from, const MemberInfo& to);
 
 // A member's encoding (docs/protocol.md §5.2), shared by TopologyUpdate and the probe plans (§5.7):
-// id(16) + host length(2) + host + port(2) + group(4) + connections(4) + host_connections(4) + ring_key(32).
-inline constexpr size_t kMinMemberBytes = 64;
+// id(16) + host length(2) + host + port(2) + group(4) + connections(4) + host_connections(4) + ring_key(32)
+// + region length(2) + region.
+inline constexpr size_t kMinMemberBytes = 66;
 void encodeMember(ByteWriter& w, const MemberInfo& m);
 Status decodeMember(ByteReader& r, MemberInfo* m);
 

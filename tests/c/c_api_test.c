@@ -1,6 +1,6 @@
 /* The C API from a C99 program: every function of pccl.h. An embedded master, two peers (one on a
  * second thread), the connect -> update -> all-reduce -> shared-state sync -> destroy flow,
- * attributes, counters, a wait with a time limit, an aborted and retried operation, version, and
+ * attributes, regions, counters, a wait with a time limit, an aborted and retried operation, version, and
  * argument checking.
  * Exit 0 = pass. */
 #define _POSIX_C_SOURCE 200809L
@@ -21,10 +21,11 @@ static int g_failures = 0;
 
 static char g_address[64];
 
-static pcclComm_t makeComm(void) {
+static pcclComm_t makeComm(const char* region) {
   pcclCommConfig_t c = PCCL_COMM_CONFIG_INIT;
   pcclComm_t comm = NULL;
   c.master_address = g_address;
+  c.region = region;
   c.listen_address = "127.0.0.1:0";
   c.secret = "c-secret";
   c.secret_len = strlen("c-secret");
@@ -184,6 +185,36 @@ int main(void) {
     EXPECT(pcclCommCreate(&c, &comm) == pcclInvalidArgument);
     EXPECT(strstr(pcclGetLastError(NULL), "empty entry") != NULL);
   }
+  /* region: NULL by default, checked at create; a struct from the header before it is accepted. */
+  {
+    pcclCommConfig_t c = PCCL_COMM_CONFIG_INIT;
+    pcclComm_t comm = NULL;
+    char name[PCCL_MAX_REGION_LEN + 2];
+    size_t length = 99;
+    c.master_address = "127.0.0.1:1";
+    c.listen_address = "127.0.0.1:0";
+    EXPECT(c.region == NULL);
+    c.region = "eu west";
+    EXPECT(pcclCommCreate(&c, &comm) == pcclInvalidArgument);
+    EXPECT(strstr(pcclGetLastError(NULL), "region 'eu west'") != NULL);
+    memset(name, 'r', sizeof name);
+    name[PCCL_MAX_REGION_LEN + 1] = '\0'; /* one byte too long */
+    c.region = name;
+    EXPECT(pcclCommCreate(&c, &comm) == pcclInvalidArgument);
+    EXPECT(strstr(pcclGetLastError(NULL), "at most 64 bytes") != NULL);
+    c.region = "auto-1";
+    EXPECT(pcclCommCreate(&c, &comm) == pcclInvalidArgument);
+    name[PCCL_MAX_REGION_LEN] = '\0'; /* the longest name */
+    c.region = name;
+    EXPECT(pcclCommCreate(&c, &comm) == pcclSuccess);
+    EXPECT(pcclGetRegion(comm, 0, name, sizeof name, &length) == pcclInvalidUsage); /* no ring yet */
+    EXPECT(strstr(pcclGetLastError(NULL), "pcclConnect") != NULL);
+    EXPECT(pcclCommDestroy(comm) == pcclSuccess);
+    c.region = "eu west"; /* not read: the struct ends before region */
+    c.struct_size = (uint32_t)offsetof(pcclCommConfig_t, region);
+    EXPECT(pcclCommCreate(&c, &comm) == pcclSuccess);
+    EXPECT(pcclCommDestroy(comm) == pcclSuccess);
+  }
 
   /* Arguments are checked, with a useful message. */
   EXPECT(pcclMasterCreate(NULL, &master) == pcclInvalidArgument);
@@ -256,8 +287,8 @@ int main(void) {
   EXPECT(pcclMasterGetPort(master, &port) == pcclSuccess && port != 0);
   snprintf(g_address, sizeof g_address, "127.0.0.1:%u", (unsigned)port);
 
-  a = makeComm();
-  b = makeComm();
+  a = makeComm("c-region_1.a");
+  b = makeComm(NULL); /* declares none */
   EXPECT(pcclUpdateTopology(a) == pcclInvalidUsage); /* not connected yet */
   EXPECT(strlen(pcclGetLastError(a)) > 0);
   {
@@ -295,6 +326,28 @@ int main(void) {
     EXPECT(ra != rb && ea == eb && ea == 2);
   }
   EXPECT(pcclArePeersPending(a, &pending) == pcclSuccess && pending == 0);
+  /* pcclGetRegion: a declared its region, b none (nothing measured yet: the unnamed region ""). */
+  {
+    int64_t ra = -1;
+    char buf[PCCL_MAX_REGION_LEN + 1];
+    size_t length = 0;
+    pcclGetAttribute(a, PCCL_ATTR_RANK, &ra);
+    EXPECT(pcclGetRegion(b, (uint32_t)ra, buf, sizeof buf, &length) == pcclSuccess);
+    EXPECT(strcmp(buf, "c-region_1.a") == 0 && length == strlen("c-region_1.a"));
+    EXPECT(pcclGetRegion(a, (uint32_t)(1 - ra), buf, sizeof buf, &length) == pcclSuccess);
+    EXPECT(strcmp(buf, "") == 0 && length == 0);
+    length = 0;
+    EXPECT(pcclGetRegion(a, (uint32_t)ra, NULL, 0, &length) == pcclSuccess && length == 12); /* a size query */
+    EXPECT(pcclGetRegion(a, (uint32_t)ra, buf, 12, &length) == pcclInvalidArgument); /* no room for the NUL */
+    EXPECT(length == 12 && buf[0] == '\0');
+    EXPECT(strstr(pcclGetLastError(a), "needs 13") != NULL);
+    EXPECT(pcclGetRegion(a, (uint32_t)ra, buf, 13, &length) == pcclSuccess && strcmp(buf, "c-region_1.a") == 0);
+    EXPECT(pcclGetRegion(a, 2, buf, sizeof buf, &length) == pcclInvalidArgument); /* 2 members */
+    EXPECT(strstr(pcclGetLastError(a), "rank 2") != NULL);
+    EXPECT(pcclGetRegion(a, 0, buf, sizeof buf, NULL) == pcclInvalidArgument);
+    EXPECT(pcclGetRegion(a, 0, NULL, 4, &length) == pcclInvalidArgument);
+    EXPECT(pcclGetRegion(NULL, 0, buf, sizeof buf, &length) == pcclInvalidArgument);
+  }
   {
     pcclMasterStats_t ms = PCCL_MASTER_STATS_INIT;
     EXPECT(pcclMasterGetStats(master, &ms) == pcclSuccess);
@@ -331,6 +384,18 @@ int main(void) {
     EXPECT(pcclGetLinks(a, links, 1, &count) == pcclSuccess && count == 2); /* capacity 1: one written */
     EXPECT(pcclGetLinks(a, NULL, 1, &count) == pcclInvalidArgument);
     EXPECT(pcclGetLinks(a, links, 4, NULL) == pcclInvalidArgument);
+    /* Measured now: b is placed from the links (with a's region when they are near, as on one host),
+       and both peers read the same regions. */
+    {
+      char ra[PCCL_MAX_REGION_LEN + 1], rb[PCCL_MAX_REGION_LEN + 1];
+      size_t la = 0, lb = 0;
+      uint32_t r;
+      for (r = 0; r < 2; ++r) {
+        EXPECT(pcclGetRegion(a, r, ra, sizeof ra, &la) == pcclSuccess);
+        EXPECT(pcclGetRegion(b, r, rb, sizeof rb, &lb) == pcclSuccess);
+        EXPECT(strcmp(ra, rb) == 0 && la == lb && la > 0);
+      }
+    }
     EXPECT(pcclMasterGetStats(master, &ms) == pcclSuccess);
     EXPECT(ms.topology_surveys == 1 && ms.links_measured == 2 && ms.links_known == 2 && ms.measuring == 0);
     EXPECT(ms.predicted_bottleneck > 0 && ms.epoch == 3);

@@ -72,6 +72,22 @@ int main(int argc, char** argv) {
   resume.ring.resize(3);
   resume.resume_sig.fill(0x5A);
   ok = write(dir + "/frames/join-resume", wire::encodeFrame(resume, 0)) && ok;
+  // Protocol 11: regions, declared in a JoinRequest and effective in a TopologyUpdate's members.
+  resume.region = "eu-west";
+  resume.ring_region = "eu-west";
+  ok = write(dir + "/frames/join-region", wire::encodeFrame(resume, 0)) && ok;
+  wire::TopologyUpdate regions;
+  regions.epoch = 6;
+  for (const char* r : {"eu-west", "auto-0", ""}) {
+    wire::MemberInfo m;
+    m.host = "10.0.0.1";
+    m.port = 29500;
+    m.connections = 4;
+    m.host_connections = 1;
+    m.region = r;
+    regions.ring.push_back(m);
+  }
+  ok = write(dir + "/frames/topology-regions", wire::encodeFrame(regions, 6)) && ok;
 
   std::vector<float> values(300);
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 17) * 0.25f - 2.0f;
