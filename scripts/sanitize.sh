@@ -103,6 +103,13 @@ background_build() {
   background=$!
 }
 
+# raise_priority SESSION: a background build back to normal priority once the command only waits for
+# it (at nice 19 it would crawl beside any other work on the machine). Root only; else a no-op.
+raise_priority() {
+  { echo 0 > "/proc/$1/autogroup"; } 2> /dev/null || true
+  renice -n 0 -g "$1" > /dev/null 2>&1 || true
+}
+
 if [ "$build_only" = 1 ]; then
   case "$which" in
     address | thread) build_tree "$which" ;;
@@ -121,6 +128,7 @@ case "$which" in
       wait "$background" 2> /dev/null || true
       exit 1
     fi
+    raise_priority "$background"
     wait "$background"
     test_tree thread ;;
 esac

@@ -124,6 +124,9 @@ else
     kill -- -"$asan_build" 2> /dev/null || true
     exit 1
   fi
+  # Only the build is left: back to normal priority (at nice 19 any other work would starve it).
+  { echo 0 > "/proc/$asan_build/autogroup"; } 2> /dev/null || true
+  renice -n 0 -g "$asan_build" > /dev/null 2>&1 || true
   phase "ASan tree build (rest)" wait "$asan_build"
   phase sanitizers bash scripts/sanitize.sh all
 fi
