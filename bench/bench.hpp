@@ -30,6 +30,7 @@ struct Options {
   bool encrypt = false;          // pccl: every connection authenticated and encrypted (AEAD)
   bool sync = false;             // pccl: shared-state syncs (the last rank fetches) instead of all-reduces
   uint32_t segment_bytes = 1 << 20;
+  std::string algorithm = "auto";  // --algorithm: CommConfig::algorithm (flat, hierarchical, auto)
   std::string json;
   std::vector<std::string> extra_json;  // --json-field KEY=VALUE: added to every JSON row (scenario scripts)
   int timeout_s = 3600;

@@ -122,6 +122,11 @@ int main(int argc, char** argv) {
   app.add_flag("--sync", o.sync,
                "pccl: time shared-state syncs instead of all-reduces: the last rank's copy of a SIZE-byte state is "
                "stale and it fetches all of it from the others (--compress: zstd on that transfer)");
+  app.add_option("--algorithm", o.algorithm,
+                 "pccl: how the group's all-reduces run when the ranks sit in several regions (PCCL_REGION): flat, "
+                 "hierarchical (two levels: inside each region, then across regions) or auto (the master's cost "
+                 "model); the rows' algorithm column says what each size took (ring, gather, two-level)")
+      ->check(CLI::IsMember({"flat", "hierarchical", "auto"}));
   app.add_option("--segment-bytes", o.segment_bytes, "pccl: largest pipelining unit")->check(CLI::Range(64u, 64u << 20));
   app.add_flag("--optimize-topology", o.optimize,
                "pccl: once every rank joined, measure the links (pcclOptimizeTopology) and install the ring "

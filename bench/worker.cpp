@@ -106,6 +106,7 @@ bool Worker::join() {
   c.same_host_connections = o_.same_host_connections;
   c.segment_bytes = o_.segment_bytes;
   c.encrypt = o_.encrypt;
+  c.algorithm = o_.algorithm;
   auto comm = Communicator::create(c);
   if (!comm.isOk()) return fail(comm.status().toString()), false;
   comm_ = std::move(comm).value();
@@ -282,7 +283,8 @@ bool Worker::runPccl(size_t bytes, Row* row) {
                     r.status().toString()),
                false;
       }
-      row->algorithm = r->gathered ? "gather" : "ring";  // the same on every iteration of a size
+      // The same on every iteration of a size.
+      row->algorithm = r->hierarchical ? "two-level" : r->gathered ? "gather" : "ring";
     }
     const auto t1 = Clock::now();
     const double dt = std::chrono::duration<double>(t1 - t0).count();

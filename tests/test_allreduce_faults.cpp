@@ -37,6 +37,7 @@ struct Outcome {
   std::chrono::steady_clock::time_point at;
   bool input_intact = false;
   size_t successes = 0;
+  bool hierarchical = false;  // its successes ran in two levels (docs/algorithms.md §12)
 };
 
 // Counts successful operations across threads, so a test can wait for "N done" without polling.
@@ -112,6 +113,7 @@ Outcome reduceUntilFailure(Communicator& c, Progress* progress = nullptr, Reduce
       return o;
     }
     ++o.successes;
+    o.hierarchical = r->hierarchical;
     if (progress != nullptr) progress->add();
     if (!right) {
       o.status = Status::internal("wrong result");
@@ -126,22 +128,41 @@ struct Scene {
   std::unique_ptr<ChildProcess> victim;
 };
 
-// Two in-process peers and one ring_member process looping all-reduces (or `kind`) with them.
-Scene sceneWithVictim(const std::string& kind = "allreduce") {
+// Regions for a two-level scene (docs/algorithms.md §12): each survivor's, then the victim's; every
+// peer asks for two levels. Empty: a flat ring of two survivors and the victim.
+struct Regions {
+  std::vector<std::string> survivors;
+  std::string victim;
+};
+
+// In-process peers (two, or one per region of `regions`) and one ring_member process looping
+// all-reduces (or `kind`) with them.
+Scene sceneWithVictim(const std::string& kind = "allreduce", const Regions& regions = {}) {
   Scene s;
   s.master = startMaster(fastMasterConfig());
   REQUIRE(s.master);
-  auto cfg = faultConfig(s.master->port());
-  for (int i = 0; i < 2; ++i) s.survivors.push_back(makeComm(cfg));
+  const size_t n = regions.survivors.empty() ? 2 : regions.survivors.size();
+  for (size_t i = 0; i < n; ++i) {
+    auto cfg = faultConfig(s.master->port());
+    if (!regions.survivors.empty()) {
+      cfg.region = regions.survivors[i];
+      cfg.algorithm = "hierarchical";
+    }
+    s.survivors.push_back(makeComm(cfg));
+  }
   REQUIRE(s.survivors[0]->connect().isOk());
-  auto second = std::async(std::launch::async, [&] { return s.survivors[1]->connect(); });
+  std::vector<std::future<Status>> joins;
+  for (size_t i = 1; i < n; ++i) joins.push_back(std::async(std::launch::async, [&, i] { return s.survivors[i]->connect(); }));
   std::vector<std::string> args = memberArgs(s.master->port(), "victim");
   args.insert(args.end(), {"--allreduce", std::to_string(perRank(kind)), "--segment-bytes", "65536", "--collective", kind});
-  s.victim = std::make_unique<ChildProcess>(args, std::vector<std::string>{"PCCL_LOG_LEVEL=error"});
-  REQUIRE(s.master->waitFor([](const MasterStats& st) { return st.pending == 2; }, 5000));
+  std::vector<std::string> env = {"PCCL_LOG_LEVEL=error"};
+  if (!regions.survivors.empty()) env.insert(env.end(), {"PCCL_REGION=" + regions.victim, "PCCL_ALGORITHM=hierarchical"});
+  s.victim = std::make_unique<ChildProcess>(args, env);
+  REQUIRE(s.master->waitFor([n](const MasterStats& st) { return st.pending == n; }, 5000));
   REQUIRE(s.survivors[0]->updateTopology().isOk());
-  REQUIRE(second.get().isOk());
+  for (auto& j : joins) REQUIRE(j.get().isOk());
   REQUIRE(s.victim->waitForLine("victim connected", 5000));
+  if (!regions.survivors.empty()) REQUIRE(s.survivors[0]->topology().hierarchical);
   return s;
 }
 
@@ -155,9 +176,10 @@ void waitUntilMidOperation(ChildProcess& victim, const std::string& kind) {
 }
 
 void retryWithSmallerWorld(Scene& s, const std::string& kind) {
-  std::vector<Status> st(2);
+  const size_t n = s.survivors.size();
+  std::vector<Status> st(n);
   std::vector<std::thread> t;
-  for (size_t i = 0; i < 2; ++i) {
+  for (size_t i = 0; i < n; ++i) {
     t.emplace_back([&, i] {
       st[i] = s.survivors[i]->updateTopology();
       if (!st[i].isOk()) return;
@@ -165,12 +187,12 @@ void retryWithSmallerWorld(Scene& s, const std::string& kind) {
       bool intact = false, right = false;
       auto r = runOnce(*s.survivors[i], kind, buf, ReduceOptions{}, &intact, &right);
       st[i] = r.status();
-      if (r.isOk() && r->world_size != 2) st[i] = Status::internal("world size is not 2");
+      if (r.isOk() && r->world_size != n) st[i] = Status::internal("world size is not the survivors'");
       if (r.isOk() && !right) st[i] = Status::internal("wrong result after the retry");
     });
   }
   for (auto& th : t) th.join();
-  for (size_t i = 0; i < 2; ++i) {
+  for (size_t i = 0; i < n; ++i) {
     INFO(st[i].toString());
     CHECK(st[i].isOk());
   }
@@ -188,20 +210,23 @@ constexpr double kKilledLimitS = kTimeoutMs / 1000.0 + 1.5;
 // in the message says which; a time limit alone would measure the machine's load).
 void strikeMidOperation(Scene& s, int sig, double limit_s, ReduceOptions opts = {},
                         const std::string& kind = "allreduce") {
-  std::vector<Outcome> out(2);
+  const size_t n = s.survivors.size();
+  std::vector<Outcome> out(n);
   std::vector<std::thread> loops;
-  for (size_t i = 0; i < 2; ++i) {
+  for (size_t i = 0; i < n; ++i) {
     loops.emplace_back([&, i] { out[i] = reduceUntilFailure(*s.survivors[i], nullptr, opts, kind); });
   }
   waitUntilMidOperation(*s.victim, kind);
   const auto struck = std::chrono::steady_clock::now();
   s.victim->signal(sig);
   for (auto& t : loops) t.join();
-  for (size_t i = 0; i < 2; ++i) {
+  const bool two_level = s.survivors[0]->topology().hierarchical;
+  for (size_t i = 0; i < n; ++i) {
     INFO("survivor " << i << ": " << out[i].status.toString());
     CHECK(out[i].status.code() == Code::kPeerLost);
     CHECK(out[i].input_intact);
     CHECK(out[i].successes >= 3);
+    CHECK(out[i].hierarchical == two_level);
     const double after = std::chrono::duration<double>(out[i].at - struck).count();
     WARN("survivor " << i << " saw PeerLost " << after * 1000 << " ms after " << strsignal(sig) << ": "
                      << out[i].status.message());
@@ -276,6 +301,30 @@ TEST_CASE("allreduce faults: a peer SIGSTOPped mid-operation -> PeerLost within 
   strikeMidOperation(s, SIGSTOP, kTimeoutMs / 1000.0 + 1.5);
   s.victim->signal(SIGCONT);
   CHECK(s.victim->waitExit(10000) != 0);  // it learns it was removed
+}
+
+// Two levels (docs/algorithms.md §12): the victim alone in its region takes part in the WAN level only
+// (every piece's ring); beside a survivor in its region it is on the LAN level too.
+TEST_CASE("two-level faults: a peer alone in its region SIGKILLed mid-operation (WAN level) -> PeerLost on "
+          "every survivor, input intact, the retry in two levels exact",
+          "[faults][allreduce][two-level]") {
+  Scene s = sceneWithVictim("allreduce", Regions{{"a", "a", "b", "b"}, "c"});
+  strikeMidOperation(s, SIGKILL, kKilledLimitS);
+}
+
+TEST_CASE("two-level faults: a peer sharing its region SIGKILLed mid-operation (LAN and WAN level) -> PeerLost, "
+          "input intact, retry exact",
+          "[faults][allreduce][two-level]") {
+  Scene s = sceneWithVictim("allreduce", Regions{{"a", "b", "a"}, "b"});
+  strikeMidOperation(s, SIGKILL, kKilledLimitS);
+}
+
+TEST_CASE("two-level faults: a peer SIGSTOPped mid-operation -> PeerLost within the heartbeat timeout",
+          "[faults][allreduce][two-level]") {
+  Scene s = sceneWithVictim("allreduce", Regions{{"a", "b", "a"}, "b"});
+  strikeMidOperation(s, SIGSTOP, kTimeoutMs / 1000.0 + 1.5);
+  s.victim->signal(SIGCONT);
+  CHECK(s.victim->waitExit(10000) != 0);
 }
 
 TEST_CASE("allreduce faults: the master killed mid-operation -> MasterUnreachable on every peer, input intact",

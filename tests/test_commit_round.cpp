@@ -128,9 +128,23 @@ TEST_CASE("op book: frames of a call not made yet stay within the eager limit an
   REQUIRE(c.isOk());
   early.channelClosed(&ch1);  // the read never finishes: freed with the channel
   CHECK(early.bytes() == 0);
-  early.hello(k, wire::OpDesc{1, 2, 3, 4, 5, 6});
-  CHECK(early.takeHello(k)->count == 1);
-  CHECK_FALSE(early.takeHello(k).has_value());
+  early.hello(k, wire::OpDesc{1, 2, 3, 4, 5, 6}, 1);
+  early.hello(k, wire::OpDesc{1, 2, 3, 4, 5, 6}, 7);  // a two-level sender's
+  auto hellos = early.takeHellos(k);
+  REQUIRE(hellos.size() == 2);
+  CHECK(hellos[0].first == 1);
+  CHECK(hellos[0].second.count == 1);
+  CHECK(hellos[1].first == 7);
+  CHECK(early.takeHellos(k).empty());
+  // Two-level: the eager limit holds per sender, so two senders may each send up to it.
+  const OpKey k2{3, 9, 0};
+  REQUIRE(early.add(k2, h, wire::kEagerBytes, &ch1, 1).isOk());
+  REQUIRE(early.add(k2, h, wire::kEagerBytes, &ch2, 2).isOk());
+  CHECK(early.add(k2, h, 1, &ch1, 1).status().code() == Code::kProtocolError);
+  early.drop(k2);
+  early.channelClosed(&ch1);
+  early.channelClosed(&ch2);
+  CHECK(early.bytes() == 0);
 }
 
 TEST_CASE("op book: the history keeps the latest outcomes", "[commit]") {

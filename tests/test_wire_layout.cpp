@@ -21,16 +21,16 @@ TEST_CASE("wire: header byte layout is 20 little-endian bytes starting with PCCL
   h.epoch = 0x0102030405060708ull;
   h.length = 0x0A0B0C0Du;
   const HeaderBytes b = encodeHeader(h);
-  const HeaderBytes expected = {'P',  'C',  'C',  'L',  0x0B, 0x00, 0x34, 0x12, 0x08, 0x07,
+  const HeaderBytes expected = {'P',  'C',  'C',  'L',  0x0C, 0x00, 0x34, 0x12, 0x08, 0x07,
                                 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x0D, 0x0C, 0x0B, 0x0A};
   CHECK(b == expected);
   CHECK(kHeaderSize == 20);
-  CHECK(kProtocolVersion == 11);
+  CHECK(kProtocolVersion == 12);
 
   auto d = decodeHeader(b.data(), b.size(), 0xFFFFFFFFu);
   REQUIRE(d.isOk());
   CHECK(d->magic == kMagic);
-  CHECK(d->version == 11);
+  CHECK(d->version == 12);
   CHECK(d->type == 0x1234);
   CHECK(d->epoch == 0x0102030405060708ull);
   CHECK(d->length == 0x0A0B0C0Du);
@@ -45,7 +45,7 @@ TEST_CASE("wire: P2PHello frame byte layout") {
   const std::vector<uint8_t> frame = encodeFrame(m, 0x0000000000000105ull);
   std::vector<uint8_t> expected = {
       // header
-      'P', 'C', 'C', 'L', 0x0B, 0x00, 0x30, 0x00,              // magic, version 11, type 48
+      'P', 'C', 'C', 'L', 0x0C, 0x00, 0x30, 0x00,              // magic, version 12, type 48
       0x05, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,          // epoch 0x105
       0x5C, 0x00, 0x00, 0x00,                                  // length 92
       // payload: sender_id
@@ -126,10 +126,12 @@ TEST_CASE("wire: string and list byte layouts") {
   expected.insert(expected.end(), tail.begin(), tail.end());
   for (uint8_t b : t.ring[0].ring_key) expected.push_back(b);
   expected.insert(expected.end(), {0, 0});  // region (protocol 11): empty
+  expected.push_back(0);                    // levels (protocol 12)
   CHECK(payloadOf(t) == expected);
   t.ring[0].region = "eu";
-  expected.resize(expected.size() - 2);
-  expected.insert(expected.end(), {2, 0, 'e', 'u'});
+  t.ring[0].levels = 2;
+  expected.resize(expected.size() - 3);
+  expected.insert(expected.end(), {2, 0, 'e', 'u', 2});
   CHECK(payloadOf(t) == expected);
 }
 
@@ -219,12 +221,13 @@ TEST_CASE("wire: round trip of control-plane messages") {
     CHECK(out.resume_sig == pattern<64>(65));
     CHECK(out.region == "eu-west.zone_2");
     CHECK(out.ring_region == "auto-1");
+    CHECK(out.levels == 2);
   }
-  SECTION("JoinRequest: the regions (protocol 11) end it, both as strings") {
+  SECTION("JoinRequest: the regions (protocol 11) as strings, then the levels asked for (protocol 12), end it") {
     JoinRequest in = sample(Tag<JoinRequest>{});
     const std::vector<uint8_t> p = payloadOf(in);
-    const std::string tail(p.end() - 2 - 14 - 2 - 6, p.end());
-    CHECK(tail == std::string("\x0e\x00" "eu-west.zone_2" "\x06\x00" "auto-1", 2 + 14 + 2 + 6));
+    const std::string tail(p.end() - 2 - 14 - 2 - 6 - 1, p.end());
+    CHECK(tail == std::string("\x0e\x00" "eu-west.zone_2" "\x06\x00" "auto-1" "\x02", 2 + 14 + 2 + 6 + 1));
     in.region.clear();
     in.ring_region.clear();
     const JoinRequest out = roundTrip(in, 11);
@@ -244,7 +247,7 @@ TEST_CASE("wire: round trip of control-plane messages") {
     cut.region.clear();
     cut.ring_region.clear();
     std::vector<uint8_t> p = payloadOf(cut);
-    p.resize(p.size() - 4 - 1);  // the two empty region strings and the signature's last byte
+    p.resize(p.size() - 1 - 4 - 1);  // the levels, the two empty region strings and the signature's last byte
     const auto cut_result = decodePayload<JoinRequest>(p.data(), p.size());
     CHECK(cut_result.status().code() == Code::kProtocolError);
   }
@@ -445,6 +448,7 @@ TEST_CASE("wire: round trip of TopologyUpdate with 0, 1 and many members") {
       in.ring.push_back(member(static_cast<uint8_t>(i), host, static_cast<uint16_t>(1000 + i * 211),
                                i * 0x01010101u, i % 9));
       in.ring.back().region = i % 5 == 0 ? std::string() : "r" + std::to_string(i % 17) + std::string(i % 60, '.');
+      in.ring.back().levels = static_cast<uint8_t>(i % 3);
     }
     const TopologyUpdate out = roundTrip(in, 3);
     CHECK(out.epoch == in.epoch);
@@ -457,6 +461,7 @@ TEST_CASE("wire: round trip of TopologyUpdate with 0, 1 and many members") {
       CHECK(out.ring[i].group == in.ring[i].group);
       CHECK(out.ring[i].connections == in.ring[i].connections);
       CHECK(out.ring[i].region == in.ring[i].region);
+      CHECK(out.ring[i].levels == in.ring[i].levels);
       CHECK(out.ring[i] == in.ring[i]);
     }
   }

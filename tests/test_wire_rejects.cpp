@@ -189,6 +189,17 @@ TEST_CASE("wire: strings longer than their limits are rejected") {
     const std::vector<uint8_t> p = payloadOf(m);
     CHECK(rejected(decodePayload<JoinRequest>(p.data(), p.size())));
   }
+  SECTION("JoinRequest and member levels above 2 (protocol 12)") {
+    JoinRequest m = sample(Tag<JoinRequest>{});
+    m.levels = 3;
+    std::vector<uint8_t> p = payloadOf(m);
+    CHECK_THAT(decodePayload<JoinRequest>(p.data(), p.size()).status().message(), Catch::Contains("levels 3 unknown"));
+    TopologyUpdate t;
+    t.ring.push_back(MemberInfo{});
+    t.ring[0].levels = 9;
+    p = payloadOf(t);
+    CHECK(decodePayload<TopologyUpdate>(p.data(), p.size()).status().code() == Code::kProtocolError);
+  }
   SECTION("JoinRequest region and ring_region above 64 (protocol 11)") {
     JoinRequest m = sample(Tag<JoinRequest>{});
     m.region = std::string(kMaxRegion + 1, 'r');
@@ -309,6 +320,7 @@ std::vector<uint8_t> oneMemberClaiming(uint32_t claimed) {
   w.u32(4);
   w.fixed(pattern<32>(5));
   w.str("");  // region (protocol 11)
+  w.u8(1);    // levels (protocol 12): flat
   return p;
 }
 }  // namespace

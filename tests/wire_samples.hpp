@@ -105,6 +105,7 @@ inline JoinRequest sample(Tag<JoinRequest>) {
   m.resume_sig = pattern<64>(65);
   m.region = "eu-west.zone_2";
   m.ring_region = "auto-1";
+  m.levels = 2;
   return m;
 }
 inline JoinAccepted sample(Tag<JoinAccepted>) {

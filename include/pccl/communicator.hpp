@@ -57,6 +57,12 @@ struct CommConfig {
   // PCCL_REGION, else none declared: the master places the peer from the links it measured
   // (optimizeTopology()), else in the unnamed region "". docs/algorithms.md "Regions".
   std::string region;
+  // How the group's all-reduces run when its peers sit in several regions (docs/algorithms.md §12):
+  // "flat" (one ring over the whole group), "hierarchical" (inside each region, then across regions,
+  // then inside again), "auto" (the master's cost model over the measured links). Empty: PCCL_ALGORITHM,
+  // else "auto". The master decides for the whole group: flat when any member asks for flat or when the
+  // regions leave nothing to gain (one region, or one peer per region), else hierarchical when one asks.
+  std::string algorithm;
 };
 
 using PeerId = std::array<uint8_t, 16>;
@@ -81,6 +87,8 @@ struct Topology {
   uint32_t successor_connections = 0;    // ring connections we send on (0 when alone in our group)
   uint32_t predecessor_connections = 0;  // ring connections we receive on
   std::vector<RingMember> ring;   // global ring order; a group's ring is its members in this order
+  // Our group's large all-reduces run in two levels (CommConfig::algorithm; docs/algorithms.md §12).
+  bool hierarchical = false;
 };
 
 // A link the master measured (optimizeTopology(), links()): from one ring member to another.

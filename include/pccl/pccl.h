@@ -91,8 +91,10 @@ typedef enum {
   PCCL_ATTR_PEER_GROUP = 5,       /* the group id this peer declared */
   PCCL_ATTR_LISTEN_PORT = 6,      /* the port ring neighbours connect to */
   PCCL_ATTR_RING_CONNECTIONS = 7, /* TCP connections to the ring successor (0 when alone in the group) */
-  PCCL_ATTR_CIPHER = 8            /* 0: plain run; 1: ChaCha20-Poly1305, 2: AES-256-GCM offered (a connection
+  PCCL_ATTR_CIPHER = 8,           /* 0: plain run; 1: ChaCha20-Poly1305, 2: AES-256-GCM offered (a connection
                                      uses AES-256-GCM only when both of its ends offer it) */
+  PCCL_ATTR_HIERARCHICAL = 9      /* 1: this peer's group runs its large all-reduces in two levels (regions,
+                                     docs/algorithms.md §12; pcclCommConfig_t.algorithm), 0: flat */
 } pcclAttribute_t;
 
 /* Peer configuration. Initialise with PCCL_COMM_CONFIG_INIT, then set fields. */
@@ -128,12 +130,18 @@ typedef struct {
                                       "auto-" (the master's names); NULL or "" = PCCL_REGION, else none
                                       declared: the master places the peer from the measured links
                                       (docs/algorithms.md "Regions"). Copied by pcclCommCreate */
+  /* Appended with protocol 12, two-level all-reduces (an older struct is accepted: algorithm is NULL). */
+  const char* algorithm;           /* how the group's all-reduces run when its peers sit in several regions:
+                                      "flat", "hierarchical" (inside each region, then across regions) or
+                                      "auto" (the master's cost model); NULL or "" = PCCL_ALGORITHM, else
+                                      "auto". The master decides for the whole group: flat when any member
+                                      asks for it (docs/algorithms.md §12). Copied by pcclCommCreate */
 } pcclCommConfig_t;
 
 #define PCCL_COMM_CONFIG_INIT                                                                 \
   {                                                                                           \
     (uint32_t) sizeof(pcclCommConfig_t), PCCL_CONFIG_VERSION, NULL, NULL, NULL, 0u, 4u, 1000u, \
-        10000u, 120000u, 5000u, NULL, 0u, 0, 1800000u, 1048576u, 1u, 1024u, -1, NULL          \
+        10000u, 120000u, 5000u, NULL, 0u, 0, 1800000u, 1048576u, 1u, 1024u, -1, NULL, NULL    \
   }
 
 /* The longest region name, in bytes (pcclCommConfig_t.region, pcclGetRegion). */

@@ -37,6 +37,7 @@ struct ReduceInfo {
   uint32_t world_size = 0;  // peers that took part (the group's ring)
   double seconds = 0;       // wall time from the call to the result
   bool gathered = false;    // it took the gather path (small operations, docs/algorithms.md §1), else the ring
+  bool hierarchical = false;  // it ran in two levels (regions, docs/algorithms.md §12)
 };
 
 // Shared state (docs/shared_state.md): named host buffers plus a revision, kept equal across the

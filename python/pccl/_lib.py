@@ -107,6 +107,7 @@ class Attribute(enum.IntEnum):
     LISTEN_PORT = 6
     RING_CONNECTIONS = 7
     CIPHER = 8
+    HIERARCHICAL = 9
 
 
 class SyncStrategy(enum.IntEnum):
@@ -148,6 +149,7 @@ class CommConfig(ctypes.Structure):
         ("max_concurrent_ops", u32),
         ("master_reconnect_ms", ctypes.c_int64),
         ("region", ctypes.c_char_p),
+        ("algorithm", ctypes.c_char_p),
     ]
 
 

@@ -50,6 +50,10 @@ class Communicator(_common.OwnedHandle):
         region: the region this peer is in (str, at most 64 bytes of ``[A-Za-z0-9._-]``, not starting
             with ``auto-``); None = PCCL_REGION, else none declared: the master places the peer from the
             measured links (docs/algorithms.md "Regions"). :meth:`regions` reads every member's.
+        algorithm: how the group's all-reduces run when its peers sit in several regions: ``"flat"``,
+            ``"hierarchical"`` (inside each region, then across regions) or ``"auto"`` (the master's cost
+            model); None = PCCL_ALGORITHM, else ``"auto"``. The master decides for the whole group
+            (docs/algorithms.md §12); :attr:`hierarchical` says what it decided.
 
     Raises InvalidArgumentError (a bad setting; ``.detail`` names it), PcclSystemError (cannot listen),
     LibraryNotFoundError.
@@ -67,7 +71,7 @@ class Communicator(_common.OwnedHandle):
                  secret=None, encrypt=False, advertise_host=None, heartbeat_interval_ms=None,
                  peer_timeout_ms=None, connect_timeout_ms=None, handshake_timeout_ms=None, op_timeout_ms=None,
                  segment_bytes=None, same_host_connections=None, max_concurrent_ops=None,
-                 master_reconnect_ms=None, region=None):
+                 master_reconnect_ms=None, region=None, algorithm=None):
         self._guard = None
         lib = load_library()
         cfg = comm_config_init()
@@ -93,6 +97,11 @@ class Communicator(_common.OwnedHandle):
             if not isinstance(region, str) or "\0" in region:
                 raise InvalidArgumentError(detail="region must be a str without NUL characters, got %r" % (region,))
             cfg.region = region.encode("utf-8")  # pcclCommCreate checks the name itself
+        if algorithm is not None:
+            if algorithm not in ("flat", "hierarchical", "auto"):
+                raise InvalidArgumentError(
+                    detail="algorithm must be 'flat', 'hierarchical' or 'auto', got %r" % (algorithm,))
+            cfg.algorithm = algorithm.encode("ascii")
         handle = ctypes.c_void_p()
         check(lib.pcclCommCreate(ctypes.byref(cfg), ctypes.byref(handle)))  # detail: pcclGetLastError(NULL)
         del secret_buf  # pccl copied everything cfg points to
@@ -226,6 +235,10 @@ class Communicator(_common.OwnedHandle):
                            doc="The port ring neighbours connect to.")
     ring_connections = property(lambda self: self.attribute(Attribute.RING_CONNECTIONS),
                                 doc="TCP connections to the ring successor (0 when alone in the group).")
+
+    hierarchical = property(lambda self: self.attribute(Attribute.HIERARCHICAL) == 1,
+                            doc="True when this peer's group runs its large all-reduces in two levels "
+                                "(regions; docs/algorithms.md §12), False when flat.")
 
     @property
     def cipher(self):

@@ -24,7 +24,7 @@ int main(void) {
   OFF(pcclCommConfig_t, handshake_timeout_ms); OFF(pcclCommConfig_t, secret); OFF(pcclCommConfig_t, secret_len);
   OFF(pcclCommConfig_t, encrypt); OFF(pcclCommConfig_t, op_timeout_ms); OFF(pcclCommConfig_t, segment_bytes);
   OFF(pcclCommConfig_t, same_host_connections); OFF(pcclCommConfig_t, max_concurrent_ops);
-  OFF(pcclCommConfig_t, master_reconnect_ms); OFF(pcclCommConfig_t, region);
+  OFF(pcclCommConfig_t, master_reconnect_ms); OFF(pcclCommConfig_t, region); OFF(pcclCommConfig_t, algorithm);
 
   SIZE(pcclReduceOptions_t);
   OFF(pcclReduceOptions_t, struct_size); OFF(pcclReduceOptions_t, tag); OFF(pcclReduceOptions_t, quant);

@@ -93,7 +93,7 @@ Result<ReduceHandle> Communicator::Impl::startCollective(const CollectiveCall& c
     std::lock_guard<std::mutex> lk(state->mu);
     state->done = true;
     state->status = out.status;
-    state->info = ReduceInfo{out.tx_bytes, out.rx_bytes, out.world_size, out.seconds, out.gathered};
+    state->info = ReduceInfo{out.tx_bytes, out.rx_bytes, out.world_size, out.seconds, out.gathered, out.hierarchical};
     state->cv.notify_all();
   };
   auto shared_req = std::make_shared<collective::ReduceRequest>(std::move(req));

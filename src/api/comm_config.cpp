@@ -86,6 +86,25 @@ Status resolveRegion(CommConfig& config) {
   return Status::ok();
 }
 
+Status resolveAlgorithm(CommConfig& config) {
+  const bool from_env = config.algorithm.empty();
+  if (from_env) {
+    const char* env = std::getenv("PCCL_ALGORITHM");
+    config.algorithm = env != nullptr && *env != '\0' ? env : "auto";
+  }
+  if (config.algorithm != "auto" && config.algorithm != "flat" && config.algorithm != "hierarchical") {
+    return Status::invalidArgument(fmt::format("{}'{}': expected auto, flat or hierarchical",
+                                               from_env ? "PCCL_ALGORITHM=" : "algorithm ", config.algorithm));
+  }
+  return Status::ok();
+}
+
+uint8_t levelsAsked(const CommConfig& config) {
+  if (config.algorithm == "flat") return static_cast<uint8_t>(wire::Levels::kFlat);
+  if (config.algorithm == "hierarchical") return static_cast<uint8_t>(wire::Levels::kTwoLevel);
+  return static_cast<uint8_t>(wire::Levels::kAuto);
+}
+
 Result<std::vector<net::HostPort>> parseMasterList(const std::string& text) {
   std::vector<net::HostPort> out;
   size_t at = 0;
@@ -167,8 +186,51 @@ Topology topologyFrom(const std::vector<wire::MemberInfo>& ring, const wire::Uui
     }
     if (m.group == group) ++t.group_world_size;
     t.ring.push_back(RingMember{m.id, m.host, m.port, m.group, m.region});
+    if (m.id == self) t.hierarchical = m.levels == static_cast<uint8_t>(wire::Levels::kTwoLevel);
   }
   return t;
+}
+
+namespace {
+// Our group's members, in ring order (group rank = index).
+std::vector<const wire::MemberInfo*> groupOf(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& self,
+                                             uint32_t* rank) {
+  const wire::MemberInfo* mine = nullptr;
+  for (const auto& m : ring) mine = m.id == self ? &m : mine;
+  std::vector<const wire::MemberInfo*> out;
+  for (const auto& m : ring) {
+    if (mine == nullptr || m.group != mine->group) continue;
+    if (m.id == self && rank != nullptr) *rank = static_cast<uint32_t>(out.size());
+    out.push_back(&m);
+  }
+  return out;
+}
+}  // namespace
+
+std::shared_ptr<const collective::TwoLevelRing> twoLevelOf(const std::vector<wire::MemberInfo>& ring,
+                                                           const wire::Uuid& self) {
+  uint32_t rank = 0;
+  const auto group = groupOf(ring, self, &rank);
+  if (group.size() < 3 || group[rank]->levels != static_cast<uint8_t>(wire::Levels::kTwoLevel)) return nullptr;
+  std::vector<std::string> regions;
+  for (const auto* m : group) regions.push_back(m->region);
+  auto two = std::make_shared<collective::TwoLevelRing>(collective::twoLevelRing(collective::regionLayout(regions)));
+  if (two->layout.flat() || two->pieces() > collective::kMaxTwoLevelPieces) return nullptr;
+  return two;
+}
+
+void addTwoLevelLinks(peer::RingPlan& plan, const std::vector<wire::MemberInfo>& ring, const wire::Uuid& self,
+                      const collective::TwoLevelRing& two) {
+  uint32_t rank = 0;
+  const auto group = groupOf(ring, self, &rank);
+  for (const auto& link : collective::twoLevelLinks(two, rank)) {
+    peer::RingPlan::Extra x;
+    x.peer = *group[link.peer];
+    x.rank = link.peer;
+    x.dial = link.dial;
+    x.connections = link.dial ? wire::linkConnections(*group[rank], x.peer) : wire::linkConnections(x.peer, *group[rank]);
+    plan.extra.push_back(std::move(x));
+  }
 }
 
 }  // namespace pccl

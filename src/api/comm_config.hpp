@@ -2,9 +2,12 @@
 #ifndef PCCL_API_COMM_CONFIG_HPP_
 #define PCCL_API_COMM_CONFIG_HPP_
 
+#include <memory>
 #include <vector>
 
+#include "collective/two_level_plan.hpp"
 #include "net/endpoint.hpp"
+#include "peer/ring_pool.hpp"
 #include "pccl/communicator.hpp"
 #include "wire/messages.hpp"
 
@@ -38,11 +41,22 @@ Status resolveReconnect(CommConfig& config);
 // region empty becomes PCCL_REGION when set; InvalidArgument for a name too long, with a character
 // outside [A-Za-z0-9._-], or starting with wire::kAutoRegionPrefix (the master names detected regions so).
 Status resolveRegion(CommConfig& config);
+// algorithm empty becomes PCCL_ALGORITHM when set, else "auto"; InvalidArgument for anything but
+// "auto", "flat" or "hierarchical".
+Status resolveAlgorithm(CommConfig& config);
+// What a resolved CommConfig::algorithm asks the master for (wire::Levels).
+uint8_t levelsAsked(const CommConfig& config);
 // master_address: one HOST:PORT or a comma-separated list of them (spaces around entries ignored).
 Result<std::vector<net::HostPort>> parseMasterList(const std::string& text);
 
 // What a TopologyUpdate's ring means for the peer `self`.
 Topology topologyFrom(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& self, uint64_t epoch);
+// Our group's two-level plan when the master made the group two-level (else nullptr), and the links
+// it needs beyond the ring neighbours' (collective::twoLevelLinks), added to `plan`.
+std::shared_ptr<const collective::TwoLevelRing> twoLevelOf(const std::vector<wire::MemberInfo>& ring,
+                                                           const wire::Uuid& self);
+void addTwoLevelLinks(peer::RingPlan& plan, const std::vector<wire::MemberInfo>& ring, const wire::Uuid& self,
+                      const collective::TwoLevelRing& two);
 
 }  // namespace pccl
 

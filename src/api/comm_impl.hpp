@@ -161,6 +161,7 @@ class Communicator::Impl : private peer::MasterSession::Io, private peer::Master
   std::unique_ptr<collective::Collectives> colls_;  // io thread
   std::unique_ptr<SharedStateSync> sync_;   // run() on the calling thread, the rest on the io thread
   Topology building_;                       // io thread: the topology being built
+  std::shared_ptr<const collective::TwoLevelRing> building_two_level_;  // io thread: its two-level plan, if any
 
   mutable std::mutex mu_;
   std::condition_variable cv_;

@@ -293,6 +293,9 @@ Status Communicator::Impl::onTopology(const wire::TopologyUpdate& m) {
   }
   colls_->clearRing();
   peer::RingPlan plan = peer::planRing(m.ring, id_, m.epoch);
+  building_two_level_ = twoLevelOf(m.ring, id_);
+  if (building_two_level_) addTwoLevelLinks(plan, m.ring, id_, *building_two_level_);
+  building_.hierarchical = building_two_level_ != nullptr;
   building_.successor_connections = plan.successor_connections;
   building_.predecessor_connections = plan.predecessor_connections;
   ring_pool_->build(plan, [this](uint64_t epoch, const Status& s) {
@@ -328,6 +331,15 @@ Status Communicator::Impl::onReady(const wire::TopologyReady& m) {
   colls_->setRegions(collective::regionLayout(regions));
   colls_->setRing(building_.epoch, building_.group_rank, building_.group_world_size, ring_pool_->outbound(),
                   ring_pool_->inbound(), pred, succ, gatherLimit(config_, one_host));
+  if (building_two_level_) {
+    std::vector<collective::Collectives::PeerLink> links;
+    const auto channels = ring_pool_->extraLinks();
+    const auto& extra = ring_pool_->plan().extra;
+    for (size_t i = 0; i < extra.size() && i < channels.size(); ++i) {
+      links.push_back({extra[i].rank, wire::shortId(extra[i].peer.id), channels[i]});
+    }
+    colls_->setTwoLevel(building_two_level_, std::move(links));
+  }
   std::lock_guard<std::mutex> lk(mu_);
   topology_ = building_;
   last_build_ = Status::ok();

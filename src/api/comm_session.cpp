@@ -65,6 +65,7 @@ void Communicator::Impl::sendJoin(MasterSession::Join kind, const wire::Uuid& ru
   join.ring_key = identity_->publicKey();
   join.client_version = kClientVersion;
   join.region = config_.region;
+  join.levels = levelsAsked(config_);
   if (kind == MasterSession::Join::kAnyMaster) join.resume_flags = wire::JoinRequest::kAnyMaster;
   if (kind == MasterSession::Join::kResume) {
     std::lock_guard<std::mutex> lk(mu_);

@@ -111,6 +111,7 @@ Result<std::unique_ptr<Communicator>> Communicator::create(CommConfig config) {
   PCCL_RETURN_IF_ERROR(resolveSameHostReads(config));
   PCCL_RETURN_IF_ERROR(resolveReconnect(config));
   PCCL_RETURN_IF_ERROR(resolveRegion(config));
+  PCCL_RETURN_IF_ERROR(resolveAlgorithm(config));
   auto key = std::make_shared<const net::AuthKey>(config.secret, config.encrypt);
   wipeSecret(config.secret);
   auto impl = std::make_unique<Impl>(std::move(config), std::move(masters), std::move(listen), std::move(key));

@@ -34,6 +34,7 @@ pccl::CommConfig commConfigFrom(const pcclCommConfig_t& config) {
   c.max_concurrent_ops = config.max_concurrent_ops;
   c.master_reconnect_ms = config.master_reconnect_ms;
   if (config.region != nullptr) c.region = config.region;
+  if (config.algorithm != nullptr) c.algorithm = config.algorithm;
   return c;
 }
 
@@ -48,11 +49,12 @@ pcclResult_t pcclCommCreate(const pcclCommConfig_t* config, pcclComm_t* comm) {
     PCCL_CHECK_PTR(config);
     PCCL_CHECK_PTR(comm);
     *comm = nullptr;
-    // A struct from an older header (before master_reconnect_ms, or before region) is accepted: the
+    // A struct from an older header (before master_reconnect_ms, region or algorithm) is accepted: the
     // fields it lacks keep their defaults.
     const uint32_t oldest = static_cast<uint32_t>(offsetof(pcclCommConfig_t, master_reconnect_ms));
     const uint32_t older = static_cast<uint32_t>(offsetof(pcclCommConfig_t, region));
-    const bool known = config->struct_size == oldest || config->struct_size == older;
+    const uint32_t old = static_cast<uint32_t>(offsetof(pcclCommConfig_t, algorithm));
+    const bool known = config->struct_size == oldest || config->struct_size == older || config->struct_size == old;
     pcclResult_t r = pccl::capi::checkConfigHeader(
         known ? static_cast<uint32_t>(sizeof(pcclCommConfig_t)) : config->struct_size, sizeof(pcclCommConfig_t),
         config->config_version, "pcclCommConfig_t");
@@ -155,6 +157,7 @@ pcclResult_t pcclGetAttribute(pcclComm_t comm, pcclAttribute_t attr, int64_t* va
       case PCCL_ATTR_LISTEN_PORT: *value = c.impl->listenPort(); return pcclSuccess;
       case PCCL_ATTR_RING_CONNECTIONS: *value = t.successor_connections; return pcclSuccess;
       case PCCL_ATTR_CIPHER: *value = cipherCode(c.impl->cipher()); return pcclSuccess;
+      case PCCL_ATTR_HIERARCHICAL: *value = t.hierarchical ? 1 : 0; return pcclSuccess;
     }
     return fail(pcclInvalidArgument, "unknown attribute " + std::to_string(a));
   });

@@ -72,27 +72,34 @@ void Collectives::setRing(uint64_t epoch, uint32_t rank, uint32_t world, Channel
   predecessor_id_ = std::move(predecessor_id);
   successor_id_ = std::move(successor_id);
   ring_broken_ = Status::ok();
+  two_level_.reset();
+  links_.clear();
   next_seq_.clear();
   before_call_.clear();
   striper_ = std::make_shared<Striper>(successor_);
   striper_->attach();
   back_striper_ = std::make_shared<Striper>(predecessor_);
   back_striper_->attach();
-  if (successor_.size() > 1) {
-    // Striped over several connections: the kernel keeps little unsent per connection, so segments
-    // wait in the striper for whichever connection drains first (docs/algorithms.md §1).
-    const uint32_t lowat = notSentLowat();
-    const uint64_t pacing = maxPacingRate();
-    for (auto& ch : successor_) {
-      ch->setNotSentLowat(lowat);
-      ch->setMaxPacingRate(pacing);
-    }
-  }
+  tuneForStriping(successor_);
   for (auto& ch : successor_) ch->start(this);
   for (auto& ch : predecessor_) ch->start(this);
 }
 
+void Collectives::tuneForStriping(const Channels& channels) {
+  if (channels.size() <= 1) return;
+  // Striped over several connections: the kernel keeps little unsent per connection, so segments
+  // wait in the striper for whichever connection drains first (docs/algorithms.md §1).
+  const uint32_t lowat = notSentLowat();
+  const uint64_t pacing = maxPacingRate();
+  for (const auto& ch : channels) {
+    ch->setNotSentLowat(lowat);
+    ch->setMaxPacingRate(pacing);
+  }
+}
+
 void Collectives::clearRing(const Status& why) {
+  two_level_.reset();
+  links_.clear();
   striper_.reset();
   back_striper_.reset();
   successor_.clear();
@@ -195,8 +202,15 @@ void Collectives::submit(ReduceRequest req, Completion done) {
     return;
   }
   if (find(key) == nullptr) return;
-  if (auto theirs = before_call_.takeHello(key)) {
-    if (!onHello(o, *theirs)) return;
+  if (o.desc.algo == static_cast<uint8_t>(wire::Algo::kTwoLevel)) helloOthers(o, hello);
+  for (const auto& [from, theirs] : before_call_.takeHellos(key)) {
+    if (find(key) == nullptr) return;
+    if (from == (rank_ + 1) % world_) {
+      if (!onHello(o, theirs)) return;
+    } else if (Status st = onOtherHello(key, from, theirs); !st.isOk()) {
+      if (Op* p = find(key)) failOp(*p, st, FailSpread::kCloseRing | FailSpread::kTellMaster);
+      return;
+    }
   }
   if (Status st = replayBeforeCall(o); !st.isOk()) {
     if (Op* p = find(key)) failOp(*p, st, FailSpread::kCloseRing | FailSpread::kTellMaster);
@@ -210,7 +224,8 @@ void Collectives::submit(ReduceRequest req, Completion done) {
 wire::Algo Collectives::chooseAlgo(const ReduceRequest& r) const {
   if (world_ < 2 || r.count == 0 || r.kind != wire::Collective::kAllReduce) return wire::Algo::kRing;
   const uint64_t all = static_cast<uint64_t>(world_ - 1) * codec::wireBytes(r.quant, r.dtype, r.count);
-  return all <= gather_bytes_ && all <= wire::kEagerBytes ? wire::Algo::kGather : wire::Algo::kRing;
+  if (all <= gather_bytes_ && all <= wire::kEagerBytes) return wire::Algo::kGather;
+  return twoLevel(r) ? wire::Algo::kTwoLevel : wire::Algo::kRing;
 }
 
 Status Collectives::startRing(Op& op) {
@@ -234,6 +249,7 @@ Status Collectives::startRing(Op& op) {
   spec.compressor = &compressor_;
   spec.device = r.device;
   if (op.desc.algo == static_cast<uint8_t>(wire::Algo::kGather)) return startGather(op, spec);
+  if (op.desc.algo == static_cast<uint8_t>(wire::Algo::kTwoLevel)) return startTwoLevel(op, spec);
   if (r.device != nullptr) {
     // The wire bytes in pinned memory (DMA to and from the GPU) and their mirror on the GPU.
     const size_t wire_bytes = wireRegionBytes(spec);
@@ -390,6 +406,7 @@ void Collectives::finishOp(Op& op, const Status& s) {
   out.status = s;
   out.world_size = op.world;
   out.gathered = op.desc.algo == static_cast<uint8_t>(wire::Algo::kGather);
+  out.hierarchical = op.desc.algo == static_cast<uint8_t>(wire::Algo::kTwoLevel);
   if (op.ring) {
     out.tx_bytes = op.ring->bytesSent();
     out.rx_bytes = op.ring->bytesReceived();

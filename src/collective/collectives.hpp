@@ -33,6 +33,7 @@
 #include "collective/op_book.hpp"
 #include "collective/region_layout.hpp"
 #include "collective/ring_collective.hpp"
+#include "collective/two_level_plan.hpp"
 #include "net/data_channel.hpp"
 #include "util/clock.hpp"
 
@@ -66,6 +67,7 @@ struct ReduceOutcome {
   uint64_t tx_bytes = 0;
   uint64_t rx_bytes = 0;
   bool gathered = false;
+  bool hierarchical = false;
   uint32_t world_size = 0;
   double seconds = 0;
 };
@@ -116,6 +118,15 @@ class Collectives : public net::DataSink {
   // from its TopologyUpdate, so every peer of the ring holds the same layout.
   void setRegions(RegionLayout layout) { regions_ = std::move(layout); }
   const RegionLayout& regions() const { return regions_; }
+  // A two-level group (docs/algorithms.md §12), after setRing: its plan and the connections to the
+  // members it exchanges data with besides the ring neighbours (two_level_calls.cpp). Large all-reduces
+  // then run in two levels.
+  struct PeerLink {
+    uint32_t rank = 0;  // group rank
+    std::string id;     // short id, for messages
+    Channels channels;
+  };
+  void setTwoLevel(std::shared_ptr<const TwoLevelRing> plan, std::vector<PeerLink> links);
   // A rebuild started (or failed: `why`); the old connections are about to close.
   void clearRing(const Status& why = Status::ok());
 
@@ -169,6 +180,18 @@ class Collectives : public net::DataSink {
   // collectives.cpp: the life of an operation on the ring.
   Status startRing(Op& op);
   Status startGather(Op& op, RingOpSpec spec);
+  // two_level_calls.cpp: the two-level side.
+  Status startTwoLevel(Op& op, const RingOpSpec& spec);
+  bool twoLevel(const ReduceRequest& r) const;  // the call runs in two levels
+  // The group rank at the other end of one of the ring's connections (-1: none of them).
+  int64_t rankOf(const net::DataChannel& ch) const { return rankOfChannel(&ch); }
+  int64_t rankOfChannel(const void* ch) const;
+  std::string rankName(uint32_t rank) const;  // its short id
+  std::shared_ptr<Striper> striperTo(uint32_t rank) const;
+  // The call's hello to every peer that sends us its data, besides the predecessor.
+  void helloOthers(const Op& op, const wire::RingCtl& hello);
+  // A hello from `from` (not our successor) for a two-level call.
+  Status onOtherHello(const OpKey& key, uint32_t from, const wire::OpDesc& desc);
   wire::Algo chooseAlgo(const ReduceRequest& r) const;
   void ringFinished(const OpKey& key, const Status& s);
   void maybePrepared(Op& op);
@@ -206,12 +229,17 @@ class Collectives : public net::DataSink {
   void stillInDoubt(const OpKey& key);
   // ring_frames.cpp: frames of the ring.
   void sendCtl(const OpKey& k, bool to_successor, const wire::RingCtl& c);
-  Status onCtl(bool from_predecessor, const wire::DataHeader& h, const wire::RingCtl& c);
+  Status onCtl(const net::DataChannel& ch, const wire::DataHeader& h, const wire::RingCtl& c);
   bool onHello(Op& op, const wire::OpDesc& theirs);  // false: the operation failed on a mismatch
   void onRingAbort(const OpKey& k, const wire::RingCtl& c, bool from_predecessor);
   Status replayBeforeCall(Op& op);
-  Result<uint8_t*> placeData(Op& op, const std::string& from, const wire::DataHeader& h, uint32_t bytes);
+  Result<uint8_t*> placeData(Op& op, const std::string& from, uint32_t from_rank, const wire::DataHeader& h,
+                             uint32_t bytes);
   bool ours(const net::DataChannel& ch, const Channels& list) const;
+  // Connections we send striped frames on: TCP_NOTSENT_LOWAT and pacing (docs/algorithms.md §1).
+  static void tuneForStriping(const Channels& channels);
+  // Sends a control frame on the least loaded of `list`.
+  void sendCtlOn(const Channels& list, const OpKey& k, const wire::RingCtl& c);
 
   asio::io_context& io_;
   BufferPool* buffers_;  // scratch buffers (the communicator's, thread-safe)
@@ -232,6 +260,12 @@ class Collectives : public net::DataSink {
   Channels predecessor_;
   std::shared_ptr<Striper> striper_;       // our frames over successor_
   std::shared_ptr<Striper> back_striper_;  // gather: our frames over predecessor_
+  struct Link {
+    PeerLink peer;
+    std::shared_ptr<Striper> striper;
+  };
+  std::shared_ptr<const TwoLevelRing> two_level_;  // null: flat
+  std::vector<Link> links_;                        // two-level: to the other members we exchange data with
   std::string predecessor_id_, successor_id_;  // short ids, for messages
   Status ring_broken_;  // why the current ring can no longer carry data
   Status failing_all_;  // while failAll() runs: its reason (OK otherwise)

@@ -27,12 +27,15 @@ void OpHistory::put(const OpKey& k, const Status& s) {
   }
 }
 
-Result<uint8_t*> EarlyFrames::add(const OpKey& k, const wire::DataHeader& h, uint32_t bytes, const void* channel) {
+Result<uint8_t*> EarlyFrames::add(const OpKey& k, const wire::DataHeader& h, uint32_t bytes, const void* channel,
+                                  uint32_t sender) {
   Slot& slot = slots_[k];
-  if (slot.eager + bytes > wire::kEagerBytes) {
-    return Status::protocol(fmt::format("the predecessor sent more than {} bytes of {} before this peer called it",
+  uint64_t& from = slot.by_sender[sender];
+  if (from + bytes > wire::kEagerBytes) {
+    return Status::protocol(fmt::format("a neighbour sent more than {} bytes of {} before this peer called it",
                                         wire::kEagerBytes, describeKey(k)));
   }
+  from += bytes;
   slot.eager += bytes;
   total_ += bytes;
   slot.frames.push_back(Frame{h, std::vector<uint8_t>(bytes), channel, false, false});
@@ -88,12 +91,12 @@ std::vector<EarlyFrames::Frame> EarlyFrames::takeComplete(const OpKey& k) {
   return out;
 }
 
-std::optional<wire::OpDesc> EarlyFrames::takeHello(const OpKey& k) {
+std::vector<std::pair<uint32_t, wire::OpDesc>> EarlyFrames::takeHellos(const OpKey& k) {
   auto it = hellos_.find(k);
-  if (it == hellos_.end()) return std::nullopt;
-  wire::OpDesc d = it->second;
+  if (it == hellos_.end()) return {};
+  auto out = std::move(it->second);
   hellos_.erase(it);
-  return d;
+  return out;
 }
 
 void EarlyFrames::drop(const OpKey& k) {
@@ -111,6 +114,7 @@ void EarlyFrames::drop(const OpKey& k) {
     }
   }
   it->second.eager = 0;
+  it->second.by_sender.clear();
   if (frames.empty()) slots_.erase(it);
 }
 

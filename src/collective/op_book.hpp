@@ -12,6 +12,7 @@
 #include <optional>
 #include <string>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "pccl/status.hpp"
@@ -58,15 +59,18 @@ class EarlyFrames {
     bool complete = false;
     bool orphan = false;  // its call ended before it arrived: freed once read
   };
-  // Space for the payload of a data frame arriving on `channel`; an error past the eager limit.
-  Result<uint8_t*> add(const OpKey& k, const wire::DataHeader& h, uint32_t bytes, const void* channel);
+  // Space for the payload of a data frame arriving on `channel` from group rank `sender`; an error past
+  // the eager limit (per sender: a two-level call has several, docs/algorithms.md §12).
+  Result<uint8_t*> add(const OpKey& k, const wire::DataHeader& h, uint32_t bytes, const void* channel,
+                       uint32_t sender = 0);
   // `channel` finished reading the payload it was given space for (if it was given any): its key.
   std::optional<OpKey> delivered(const void* channel);
   void channelClosed(const void* channel);
-  void hello(const OpKey& k, const wire::OpDesc& desc) { hellos_[k] = desc; }
+  // The hello of group rank `from` (the successor, or a two-level sender's).
+  void hello(const OpKey& k, const wire::OpDesc& desc, uint32_t from) { hellos_[k].emplace_back(from, desc); }
   // Hands over (and forgets) the frames of k read completely so far.
   std::vector<Frame> takeComplete(const OpKey& k);
-  std::optional<wire::OpDesc> takeHello(const OpKey& k);
+  std::vector<std::pair<uint32_t, wire::OpDesc>> takeHellos(const OpKey& k);
   void drop(const OpKey& k);  // the call ended: what came for it goes
   void clear();               // a new ring
   size_t bytes() const { return total_; }
@@ -75,11 +79,12 @@ class EarlyFrames {
   struct Slot {
     std::list<Frame> frames;
     uint64_t eager = 0;  // payload bytes received for the call so far
+    std::map<uint32_t, uint64_t> by_sender;  // ... from each sender
   };
   void release(std::map<OpKey, Slot>::iterator it, std::list<Frame>::iterator f);
   std::map<OpKey, Slot> slots_;
   std::map<const void*, std::pair<OpKey, std::list<Frame>::iterator>> reading_;
-  std::map<OpKey, wire::OpDesc> hellos_;
+  std::map<OpKey, std::vector<std::pair<uint32_t, wire::OpDesc>>> hellos_;
   uint64_t total_ = 0;
 };
 

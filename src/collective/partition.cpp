@@ -11,6 +11,17 @@ Span chunkOf(size_t count, uint32_t world, uint32_t index) {
   return s;
 }
 
+size_t cutAt(size_t count, uint64_t num, uint64_t den) {
+  // floor(count * num / den) without overflow for den < 2^32: count = q * den + r.
+  const uint64_t q = count / den, r = count % den;
+  return static_cast<size_t>(q * num + r * num / den);
+}
+
+Span cutOf(size_t count, uint32_t parts, uint32_t index) {
+  const size_t begin = cutAt(count, index, parts);
+  return Span{begin, cutAt(count, index + 1, parts) - begin};
+}
+
 size_t segmentCount(size_t chunk_count, size_t segment_elems) {
   return (chunk_count + segment_elems - 1) / segment_elems;
 }

@@ -16,6 +16,13 @@ struct Span {
 // Chunk `index` of `world` balanced chunks of `count` elements: the first count % world chunks hold one more.
 Span chunkOf(size_t count, uint32_t world, uint32_t index);
 
+// Part `index` of `parts` of `count` elements, cut at floor(j * count / parts): monotone in j / parts,
+// so the cuts of different part counts never cross (the two-level all-reduce's blocks and pieces,
+// two_level_plan.hpp, rely on it). Part sizes differ by at most one element.
+Span cutOf(size_t count, uint32_t parts, uint32_t index);
+// floor(count * num / den), exact for any count, num <= den < 2^32.
+size_t cutAt(size_t count, uint64_t num, uint64_t den);
+
 // Segments of at most `segment_elems` elements within a chunk of `chunk_count` elements.
 size_t segmentCount(size_t chunk_count, size_t segment_elems);
 Span segmentOf(size_t chunk_count, size_t segment_elems, size_t index);

@@ -56,7 +56,8 @@ std::vector<Span> ringChunks(const RingOpSpec& spec) {
         out[c] = c == (spec.root + 1) % spec.world ? Span{0, spec.count} : Span{0, 0};
         break;
       default:
-        out[c] = chunkOf(spec.count, spec.world, (c + spec.world - 1) % spec.world);
+        out[c] = spec.blocks.empty() ? chunkOf(spec.count, spec.world, (c + spec.world - 1) % spec.world)
+                                     : spec.blocks[(c + spec.world - 1) % spec.world];
         break;
     }
   }
@@ -234,7 +235,7 @@ void RingCollective::sendSegment(uint32_t phase, size_t segment) {
   const Span s = segmentOf(c.count, spec_.segment_elems, segment);
   const uint8_t* src = phase == 0 ? inputAt(ci, s.offset) : outputAt(ci, s.offset);
   uint32_t bytes = static_cast<uint32_t>(s.count * elem_);
-  wire::DataHeader h = wire::dataHeader(spec_.op_id, phase, 0, s.offset);
+  wire::DataHeader h = wire::dataHeader(spec_.op_id, spec_.phase_base + phase, 0, s.offset);
   h.seq = spec_.seq;
   h.desc = spec_.desc;
   if (spec_.coded()) {
@@ -244,7 +245,7 @@ void RingCollective::sendSegment(uint32_t phase, size_t segment) {
     h.flags = slot_flags_[index];
   }
   if (!successor_ready_) {
-    if (eager_sent_ + bytes > wire::kEagerBytes) {
+    if (eager_sent_ + bytes > spec_.eager_bytes) {
       held_.emplace_back(phase, segment);
       return;
     }
@@ -301,7 +302,7 @@ Status RingCollective::delivered(const wire::DataHeader& h, uint32_t bytes) {
   if (isReducePhase(spec_.world, p)) {
     // Combine the predecessor's partial result with our input; the owner's last hop finalises avg.
     const bool last = isLastReducePhase(spec_.world, p);
-    const uint32_t divisor = last && spec_.op == codec::RedOp::kAvg ? spec_.world : 1;
+    const uint32_t divisor = last && spec_.op == codec::RedOp::kAvg ? spec_.divisor() : 1;
     codec::reduceInto(spec_.dtype, spec_.op, outputAt(ci, s.offset), inputAt(ci, s.offset), s.count, divisor);
     if (inWindow(p + 1)) sendSegment(p + 1, segment);
   } else if (inWindow(p + 1)) {
@@ -335,7 +336,7 @@ Status RingCollective::deliveredCoded(const wire::DataHeader& h, uint32_t bytes)
     if (isReducePhase(spec_.world, p)) {
       step.kind = DeviceStep::kReduce;
       step.adopt = isLastReducePhase(spec_.world, p);
-      step.divisor = step.adopt && spec_.op == codec::RedOp::kAvg ? spec_.world : 1;
+      step.divisor = step.adopt && spec_.op == codec::RedOp::kAvg ? spec_.divisor() : 1;
     } else {
       // Forwarded as it came while the GPU decodes it.
       step.kind = DeviceStep::kGather;
@@ -365,7 +366,7 @@ Status RingCollective::deliveredCoded(const wire::DataHeader& h, uint32_t bytes)
     // next hop. The owner's last hop finalises avg and adopts what the others will decode (a
     // reduce-scatter's owner keeps its full-precision result: nobody else receives it).
     const bool last = isLastReducePhase(spec_.world, p);
-    const uint32_t divisor = last && spec_.op == codec::RedOp::kAvg ? spec_.world : 1;
+    const uint32_t divisor = last && spec_.op == codec::RedOp::kAvg ? spec_.divisor() : 1;
     codec::decodeReduce(spec_.quant, spec_.dtype, spec_.op, raw, s.count, in, out, divisor);
     if (forward) {
       PCCL_RETURN_IF_ERROR(encodeSlot(index, out, s.count, last ? out : nullptr));

@@ -77,7 +77,13 @@ struct RingOpSpec {
   codec::gpu::Engine* device = nullptr;       // input/output are device memory of this engine
   uint8_t* device_wire = nullptr;             // device: wireRegionBytes(spec) bytes on the GPU
   std::function<void(std::function<void()>)> post;  // device: runs a job's completion on the io thread
+  // Set by a composite of rings (two_level_allreduce.hpp); the defaults are the plain ring's.
+  std::vector<Span> blocks;  // reduce-scatter / all-gather: block b (owned by rank b); empty: chunkOf
+  uint32_t phase_base = 0;   // added to the phase of every frame we send (the composite's part)
+  uint32_t avg_divisor = 0;  // avg: the owner divides by this (0: world)
+  uint64_t eager_bytes = wire::kEagerBytes;  // sent before the successor's hello, at most
   // Integer avg: the reduce-scatter carries exact partial sums (codec/partial_sum.hpp).
+  uint32_t divisor() const { return avg_divisor != 0 ? avg_divisor : world; }
   bool partialSums() const { return reduces() && codec::hasPartialSums(dtype, op); }
   bool reduces() const { return kind == wire::Collective::kAllReduce || kind == wire::Collective::kReduceScatter; }
   bool coded() const {

@@ -21,7 +21,10 @@ bool Collectives::ours(const net::DataChannel& ch, const Channels& list) const {
 
 void Collectives::sendCtl(const OpKey& k, bool to_successor, const wire::RingCtl& c) {
   if (ctl_hook_ && !ctl_hook_(k.tag, c.kind)) return;
-  const Channels& list = to_successor ? successor_ : predecessor_;
+  sendCtlOn(to_successor ? successor_ : predecessor_, k, c);
+}
+
+void Collectives::sendCtlOn(const Channels& list, const OpKey& k, const wire::RingCtl& c) {
   if (list.empty() || k.epoch != epoch_) return;
   // The least loaded connection: a control frame must not wait behind megabytes of data.
   net::DataChannel* best = nullptr;
@@ -42,7 +45,8 @@ void Collectives::sendCtl(const OpKey& k, bool to_successor, const wire::RingCtl
 
 Result<net::Placement> Collectives::place(net::DataChannel& ch, const wire::DataHeader& h, uint32_t bytes) {
   const bool from_pred = ours(ch, predecessor_);
-  if (!from_pred && !ours(ch, successor_)) {
+  const int64_t from = rankOf(ch);
+  if (from < 0) {
     return Status::protocol(fmt::format("{}: frame on a connection that is not part of the ring", ch.name()));
   }
   if ((h.flags & wire::kDataRequest) != 0) {
@@ -52,7 +56,11 @@ Result<net::Placement> Collectives::place(net::DataChannel& ch, const wire::Data
     if (bytes > kMaxCtlBytes) return Status::protocol(fmt::format("{}: control frame of {} bytes", ch.name(), bytes));
     return net::Placement::stage();
   }
-  if (!from_pred && h.desc.algo != static_cast<uint8_t>(wire::Algo::kGather)) {
+  const bool two_level = h.desc.algo == static_cast<uint8_t>(wire::Algo::kTwoLevel);
+  if (two_level && !two_level_) {
+    return Status::protocol(fmt::format("{}: a two-level data frame on a flat ring", ch.name()));
+  }
+  if (!from_pred && !two_level && !(h.desc.algo == static_cast<uint8_t>(wire::Algo::kGather) && ours(ch, successor_))) {
     return Status::protocol(fmt::format("{}: data frame from the successor", ch.name()));
   }
   const OpKey key = keyOf(h);
@@ -61,26 +69,27 @@ Result<net::Placement> Collectives::place(net::DataChannel& ch, const wire::Data
     if (op->state != State::kRunning || !op->ring) {
       return Status::protocol(fmt::format("{}: data for {} after all of it arrived", ch.name(), describeKey(key)));
     }
-    auto p = placeData(*op, ch.name(), h, bytes);
+    auto p = placeData(*op, ch.name(), static_cast<uint32_t>(from), h, bytes);
     if (!p.isOk()) return p.status();
     return *p == nullptr ? net::Placement::discard() : net::Placement::direct(*p);
   }
   if (history_.find(key) || !isFuture(key)) return net::Placement::discard();  // a call that ended here
-  auto p = before_call_.add(key, h, bytes, &ch);
+  auto p = before_call_.add(key, h, bytes, &ch, static_cast<uint32_t>(from));
   if (!p.isOk()) return p.status().withContext(ch.name());
   return net::Placement::direct(*p);
 }
 
 // nullptr: the frame is discarded (the operation just failed on a mismatch).
-Result<uint8_t*> Collectives::placeData(Op& op, const std::string& from, const wire::DataHeader& h, uint32_t bytes) {
+Result<uint8_t*> Collectives::placeData(Op& op, const std::string& from, uint32_t from_rank, const wire::DataHeader& h,
+                                        uint32_t bytes) {
   if (h.desc != op.desc) {
-    // The predecessor made another call under this tag: nothing of it is combined with ours.
-    failOp(op, Status::mismatch(mismatch(h.desc, predecessor_id_, op.desc, op.key)),
+    // The sender made another call under this tag: nothing of it is combined with ours.
+    failOp(op, Status::mismatch(mismatch(h.desc, rankName(from_rank), op.desc, op.key)),
            FailSpread::kRingAbort | FailSpread::kTellMaster);
     return static_cast<uint8_t*>(nullptr);
   }
   auto ring = op.ring;
-  auto p = ring->placement(h, bytes);
+  auto p = ring->placementFrom(from_rank, h, bytes);
   if (!p.isOk()) return p.status().withContext(from);
   return *p;
 }
@@ -90,7 +99,7 @@ Status Collectives::deliver(net::DataChannel& ch, const wire::DataHeader& h, con
   if ((h.flags & wire::kDataControl) != 0) {
     auto c = wire::decodeRingCtl(data, bytes);
     if (!c.isOk()) return c.status().withContext(ch.name());
-    Status st = onCtl(ours(ch, predecessor_), h, *c);
+    Status st = onCtl(ch, h, *c);
     return st.isOk() ? st : st.withContext(ch.name());
   }
   if (auto early = before_call_.delivered(&ch)) {  // kept for a call not made yet; it may have been made meanwhile
@@ -112,7 +121,10 @@ Status Collectives::replayBeforeCall(Op& op) {
   for (auto& f : before_call_.takeComplete(key)) {
     Op* p = find(key);
     if (p == nullptr || p->state != State::kRunning || !p->ring) return Status::ok();
-    auto dst = placeData(*p, "an early frame", f.header, static_cast<uint32_t>(f.payload.size()));
+    const int64_t from = rankOfChannel(f.channel);
+    if (from < 0) continue;  // its connection belongs to no ring of ours any more
+    auto dst = placeData(*p, "an early frame", static_cast<uint32_t>(from), f.header,
+                         static_cast<uint32_t>(f.payload.size()));
     if (!dst.isOk()) return dst.status();
     if (*dst == nullptr) return Status::ok();
     std::memcpy(*dst, f.payload.data(), f.payload.size());
@@ -122,14 +134,27 @@ Status Collectives::replayBeforeCall(Op& op) {
   return Status::ok();
 }
 
-Status Collectives::onCtl(bool from_predecessor, const wire::DataHeader& h, const wire::RingCtl& c) {
+Status Collectives::onCtl(const net::DataChannel& ch, const wire::DataHeader& h, const wire::RingCtl& c) {
   const OpKey key = keyOf(h);
   Op* op = find(key);
+  const bool from_successor = ours(ch, successor_);
+  const bool from_predecessor = ours(ch, predecessor_);
+  if (c.kind != wire::RingCtl::kHello && !from_successor && !from_predecessor) {
+    return Status::protocol("a commit-round frame from a peer that is not a ring neighbour");
+  }
   switch (c.kind) {
     case wire::RingCtl::kHello:
-      if (from_predecessor) return Status::protocol("a hello from the predecessor");
+      if (!from_successor) {  // a two-level call's hello from a peer that sends us its data
+        if (!two_level_ || c.desc.algo != static_cast<uint8_t>(wire::Algo::kTwoLevel)) {
+          return Status::protocol("a hello from a peer that is not our successor");
+        }
+        const uint32_t from = static_cast<uint32_t>(rankOf(ch));
+        if (op != nullptr) return onOtherHello(key, from, c.desc);
+        if (isFuture(key) && !history_.find(key)) before_call_.hello(key, c.desc, from);
+        return Status::ok();
+      }
       if (op != nullptr) onHello(*op, c.desc);
-      if (isFuture(key) && !history_.find(key)) before_call_.hello(key, c.desc);
+      if (isFuture(key) && !history_.find(key)) before_call_.hello(key, c.desc, (rank_ + 1) % world_);
       return Status::ok();
     case wire::RingCtl::kPrepared:
       if (op == nullptr || op->state == State::kFailing) return Status::ok();
@@ -187,7 +212,7 @@ void Collectives::onRingAbort(const OpKey& key, const wire::RingCtl& c, bool fro
 
 void Collectives::channelClosed(net::DataChannel& ch, const Status& why) {
   before_call_.channelClosed(&ch);
-  if (!ours(ch, successor_) && !ours(ch, predecessor_)) return;  // an old ring's connection
+  if (rankOf(ch) < 0) return;  // an old ring's connection
   if (ring_broken_.isOk()) {
     ring_broken_ = why.isOk() ? Status::peerLost(ch.name() + " closed") : why;
     PCCL_LOG_DEBUG(kLog, "{} epoch={}: ring connection lost: {}", name_, epoch_, ring_broken_.toString());

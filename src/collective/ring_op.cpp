@@ -32,7 +32,7 @@ void RingOp::send(Striper& to, const wire::DataHeader& h, const uint8_t* payload
     if (!self) return;
     ++self->send_done_;
     if (self->over_) {
-      if (self->quiet_ && self->sendsInFlight() == 0) {
+      if (self->quiet_ && self->ownSendsInFlight() == 0) {
         auto quiet = std::move(self->quiet_);
         self->quiet_ = nullptr;
         quiet();
@@ -46,7 +46,7 @@ void RingOp::send(Striper& to, const wire::DataHeader& h, const uint8_t* payload
 }
 
 void RingOp::maybeFinish() {
-  if (over_ || sendsInFlight() > 0 || !complete()) return;
+  if (over_ || ownSendsInFlight() > 0 || !complete()) return;
   auto self = shared_from_this();  // `finished` may drop the owner's reference
   over_ = true;
   Finished f = std::move(finished_);
@@ -66,7 +66,7 @@ void RingOp::whenQuiet(std::function<void()> quiet) {
   const Status why = Status::internal("the operation ended");
   auto self = shared_from_this();
   for (auto& s : stripers_) s->cancel(op_id_, seq_, why);
-  if (sendsInFlight() == 0) return quiet();
+  if (ownSendsInFlight() == 0) return quiet();
   quiet_ = std::move(quiet);
 }
 

@@ -37,13 +37,21 @@ class RingOp : public std::enable_shared_from_this<RingOp> {
   void fail(const Status& why);
   // After fail(): takes back our frames still queued on the connections, and runs `quiet` once no
   // frame of ours is being written any more (at once if none is): then nothing reads the buffers.
-  void whenQuiet(std::function<void()> quiet);
-  size_t sendsInFlight() const { return sends_issued_ - send_done_; }
+  virtual void whenQuiet(std::function<void()> quiet);
+  virtual size_t sendsInFlight() const { return ownSendsInFlight(); }
   // The call has ended here (successfully, or quiet after a failure): the same-host successors forget
   // the buffers it lent from.
   void retireLending();
-  uint64_t bytesSent() const { return bytes_sent_; }
-  uint64_t bytesReceived() const { return bytes_received_; }
+  virtual uint64_t bytesSent() const { return bytes_sent_; }
+  virtual uint64_t bytesReceived() const { return bytes_received_; }
+  // Two-level (two_level_allreduce.hpp): the call's hello from group rank `rank` arrived (it made the
+  // call too); and where a frame from `from` goes. The plain ring and the gather get their frames from
+  // the ring's neighbours alone, checked by Collectives.
+  virtual void readyFrom(uint32_t rank) { (void)rank; }
+  virtual Result<uint8_t*> placementFrom(uint32_t from, const wire::DataHeader& h, uint32_t bytes) {
+    (void)from;
+    return placement(h, bytes);
+  }
 
  protected:
   RingOp(uint64_t op_id, uint32_t seq, std::vector<std::shared_ptr<Striper>> stripers, Finished finished);
@@ -65,6 +73,7 @@ class RingOp : public std::enable_shared_from_this<RingOp> {
   static Status acceptSegment(const wire::DataHeader& h, uint32_t bytes, size_t raw, bool compress, uint8_t& seen,
                               const char* phase_name);
   size_t sendsIssued() const { return sends_issued_; }
+  size_t ownSendsInFlight() const { return sends_issued_ - send_done_; }  // sent by this op itself
   size_t sendsDone() const { return send_done_; }
   uint64_t bytes_received_ = 0;
 

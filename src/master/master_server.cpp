@@ -340,6 +340,7 @@ wire::MemberInfo MasterServer::memberInfo(const Session& s, const wire::JoinRequ
   info.host_connections = m.host_connections;
   info.ring_key = m.ring_key;
   info.region = m.region;  // declared; a build puts the effective one in the ring (master/regions.hpp)
+  info.levels = m.levels;  // asked; a build puts the group's decision in the ring (master/levels.hpp)
   return info;
 }
 

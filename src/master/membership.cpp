@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <limits>
 
+#include "master/levels.hpp"
 #include "master/regions.hpp"
 #include "master/ring_order.hpp"
 #include "util/log.hpp"
@@ -296,6 +297,7 @@ void Membership::startBuild(Effects& fx, const std::vector<wire::MemberInfo>& me
   ++epoch_;
   phase_ = RunPhase::kBuilding;
   placeRegions(members);
+  placeLevels(members);
   std::string names;
   for (const auto& m : ring_) names += (names.empty() ? "" : " -> ") + shortId(m.id);
   PCCL_LOG_INFO(kLog, "epoch={}: building ring of {} peers: {}", epoch_, ring_.size(), names);
@@ -323,6 +325,22 @@ void Membership::placeRegions(const std::vector<wire::MemberInfo>& members) {
                           choice.threshold_s == std::numeric_limits<double>::infinity()
                               ? std::string("anything (one LAN)")
                               : fmt::format("{:.2f} ms", choice.threshold_s * 1e3)));
+}
+
+void Membership::placeLevels(const std::vector<wire::MemberInfo>& members) {
+  std::map<wire::Uuid, uint8_t> asked;
+  for (const auto& m : members) asked[m.id] = m.levels;
+  const auto choice = master::decideLevels(ring_, asked, book_);
+  for (auto& m : ring_) m.levels = static_cast<uint8_t>(choice.at(m.group).levels);
+  std::map<uint32_t, std::string> now;
+  for (const auto& [group, c] : choice) now[group] = c.why;
+  if (now == levels_) return;
+  levels_ = now;
+  const bool quiet = std::all_of(choice.begin(), choice.end(),  // a run without regions says nothing of them
+                                 [](const auto& kv) { return kv.second.why == "flat (one region)"; });
+  for (const auto& [group, c] : choice) {
+    if (!quiet) PCCL_LOG_INFO(kLog, "epoch={}: group {}: all-reduces {}", epoch_, group, c.why);
+  }
 }
 
 void Membership::noteRegions(const std::string& how) {

@@ -106,6 +106,8 @@ class Membership {
   // The effective regions of ring_ (master/regions.hpp) from `members` (join order, declared regions)
   // and the links; logged when they changed.
   void placeRegions(const std::vector<wire::MemberInfo>& members);
+  // Flat or two-level per group (levels.hpp), after the regions; logged when a group's choice changes.
+  void placeLevels(const std::vector<wire::MemberInfo>& members);
   void noteRegions(const std::string& how);
   void failBuild(Effects& fx, Code code, const std::string& reason);
   void clearVotes();
@@ -114,6 +116,7 @@ class Membership {
   std::map<wire::Uuid, Record> peers_;
   std::vector<wire::MemberInfo> ring_;
   std::map<wire::Uuid, std::string> regions_;  // ring_'s regions as last logged
+  std::map<uint32_t, std::string> levels_;     // each group's levels as last logged
   uint64_t next_seq_ = 0;
   uint64_t epoch_ = 0;
   RunPhase phase_ = RunPhase::kStable;

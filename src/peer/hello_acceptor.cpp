@@ -26,8 +26,10 @@ void HelloAcceptor::open(const Round& r, Accepted accepted) {
   idle_ = false;
   round_ = r;
   accepted_ = std::move(accepted);
-  slots_.assign(r.connections, nullptr);
-  claimed_.assign(r.connections, false);
+  size_t slots = r.connections;
+  for (const Sender& m : r.more) slots += m.connections;
+  slots_.assign(slots, nullptr);
+  claimed_.assign(slots, false);
   // Connections that reached us before we learnt this round.
   std::vector<Parked> parked = std::move(parked_);
   parked_.clear();
@@ -64,13 +66,14 @@ void HelloAcceptor::park(const std::shared_ptr<net::FrameIo>& io, const wire::P2
 void HelloAcceptor::onHello(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello) {
   // From a round we have not heard of yet: it waits for its plan (the FrameIo deadline bounds it).
   if (idle_ || hello.epoch > round_.id) return park(io, hello);
-  Status checked = check(*io, hello);
-  if (!checked.isOk()) return io->rejectWith(checked);
+  Result<uint32_t> checked = check(*io, hello);
+  if (!checked.isOk()) return io->rejectWith(checked.status());
   // Claimed now, not when the P2PAccept is written: another connection may say the same index meanwhile.
-  const uint32_t index = hello.index;
+  const uint32_t index = *checked;
   const uint64_t id = round_.id;
   claimed_[index] = true;
-  std::string who = std::string(rules_.who) + " " + wire::shortId(hello.sender_id);
+  std::string who = std::string(index < round_.connections ? rules_.who : "linked peer") + " " +
+                    wire::shortId(hello.sender_id);
   io->write(wire::encodeFrame(wire::P2PAccept{}, id), [this, io, index, id, who, alive = alive_] {
     // The round may have ended or moved on while the accept was written.
     if (!*alive || idle_ || !round_.accepts || round_.id != id || index >= slots_.size() || slots_[index] != nullptr) {
@@ -81,15 +84,31 @@ void HelloAcceptor::onHello(const std::shared_ptr<net::FrameIo>& io, const wire:
   });
 }
 
-Status HelloAcceptor::check(const net::FrameIo& io, const wire::P2PHello& hello) const {
-  if (!round_.accepts || hello.epoch != round_.id || hello.sender_id != round_.sender) {
-    return rules_.refuse(hello, round_.id);
+Result<uint32_t> HelloAcceptor::check(const net::FrameIo& io, const wire::P2PHello& hello) const {
+  if (!round_.accepts || hello.epoch != round_.id) return rules_.refuse(hello, round_.id);
+  // Which sender: the first, or one of the others (their slots follow).
+  const wire::SignKey* key = nullptr;
+  uint32_t base = 0, connections = 0;
+  if (hello.sender_id == round_.sender) {
+    key = &round_.sender_key;
+    connections = round_.connections;
+  } else {
+    base = round_.connections;
+    for (const Sender& m : round_.more) {
+      if (m.id == hello.sender_id) {
+        key = &m.key;
+        connections = m.connections;
+        break;
+      }
+      base += m.connections;
+    }
   }
-  PCCL_RETURN_IF_ERROR(verifyHello(io, hello, round_.sender_key, rules_.kind, rules_.listed_for(round_.id)));
-  if (hello.index >= slots_.size() || claimed_[hello.index]) {
+  if (key == nullptr) return rules_.refuse(hello, round_.id);
+  PCCL_RETURN_IF_ERROR(verifyHello(io, hello, *key, rules_.kind, rules_.listed_for(round_.id)));
+  if (hello.index >= connections || claimed_[base + hello.index]) {
     return Status::invalidUsage(fmt::format("bad or duplicate {} connection index {}", rules_.kind, hello.index));
   }
-  return Status::ok();
+  return base + hello.index;
 }
 
 }  // namespace pccl::peer

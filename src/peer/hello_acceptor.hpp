@@ -42,14 +42,21 @@ class HelloAcceptor {
     std::function<std::string(uint64_t current)> listed_for;
   };
   // The round that opens: the connections it accepts.
+  struct Sender {
+    wire::Uuid id{};
+    wire::SignKey key{};
+    uint32_t connections = 0;  // its indices 0..connections-1, each accepted once
+  };
   struct Round {
     uint64_t id = 0;
     bool accepts = false;  // false: it expects no connections (every hello for it is refused)
     wire::Uuid sender{};
     wire::SignKey sender_key{};
     uint32_t connections = 0;  // indices 0..connections-1, each accepted once
+    // Further senders (a ring's two-level links): their slots follow the first sender's, in this order.
+    std::vector<Sender> more;
   };
-  // A connection was accepted into `index` (channels()[index]).
+  // A connection was accepted into slot `index` (channels()[index]).
   using Accepted = std::function<void(uint32_t index)>;
 
   HelloAcceptor(Millis handshake_timeout, Rules rules);
@@ -77,7 +84,8 @@ class HelloAcceptor {
   };
   void onHello(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello);
   void park(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello);
-  Status check(const net::FrameIo& io, const wire::P2PHello& hello) const;
+  // The slot a hello is for; an Error (the refusal) when the round does not accept it.
+  Result<uint32_t> check(const net::FrameIo& io, const wire::P2PHello& hello) const;
 
   Millis timeout_;
   Rules rules_;

@@ -83,6 +83,8 @@ size_t RingPool::count(const Channels& c) const {
 void RingPool::closeAll(const Status& why) {
   Channels all = std::move(out_);
   out_.clear();
+  for (auto& link : extra_out_) all.insert(all.end(), link.begin(), link.end());
+  extra_out_.clear();
   Channels in = acceptor_.release();
   all.insert(all.end(), in.begin(), in.end());
   for (auto& c : all) {
@@ -108,6 +110,10 @@ void RingPool::build(const RingPlan& plan, Done done) {
     return finish(Status::ok());
   }
   out_.assign(plan.successor_connections, nullptr);
+  extra_out_.assign(plan.extra.size(), Channels{});
+  for (size_t i = 0; i < plan.extra.size(); ++i) {
+    if (plan.extra[i].dial) extra_out_[i].assign(plan.extra[i].connections, nullptr);
+  }
   deadline_.expires_after(build_timeout_);
   deadline_.async_wait([this, alive = alive_, epoch = plan.epoch](const asio::error_code& ec) {
     if (ec || !*alive || !building_ || plan_.epoch != epoch) return;
@@ -117,27 +123,40 @@ void RingPool::build(const RingPlan& plan, Done done) {
                                        wire::shortId(plan_.successor.id), count(inbound()), inbound().size(),
                                        wire::shortId(plan_.predecessor))));
   });
-  for (uint32_t i = 0; i < plan.successor_connections; ++i) connectOne(i, plan.epoch);
+  for (uint32_t i = 0; i < plan.successor_connections; ++i) connectOne(plan.successor, -1, i, plan.epoch);
+  for (size_t e = 0; e < plan.extra.size(); ++e) {
+    for (uint32_t i = 0; plan.extra[e].dial && i < plan.extra[e].connections; ++i) {
+      connectOne(plan.extra[e].peer, static_cast<int>(e), i, plan.epoch);
+    }
+  }
   HelloAcceptor::Round round;
   round.id = plan.epoch;
   round.accepts = true;
   round.sender = plan.predecessor;
   round.sender_key = plan.predecessor_key;
   round.connections = plan.predecessor_connections;
+  for (const auto& x : plan.extra) {
+    if (!x.dial) round.more.push_back(HelloAcceptor::Sender{x.peer.id, x.peer.ring_key, x.connections});
+  }
   acceptor_.open(round, [this](uint32_t index) { onAccepted(index); });  // replays what came before the plan
 }
 
-void RingPool::connectOne(uint32_t index, uint64_t epoch) {
-  HelloDial d =
-      HelloDial::toMember(io_, plan_.successor, wire::Role::kPeerToPeer, key_, identity_, timeout_, "ring successor");
+void RingPool::connectOne(const wire::MemberInfo& to, int extra, uint32_t index, uint64_t epoch) {
+  HelloDial d = HelloDial::toMember(io_, to, wire::Role::kPeerToPeer, key_, identity_, timeout_,
+                                    extra < 0 ? "ring successor" : "linked peer");
   d.self = plan_.self;
   d.epoch = epoch;
   d.index = index;
   auto alive = alive_;
   auto stale = [this, alive, epoch] { return !*alive || !building_ || plan_.epoch != epoch; };
   dialWithHello(d, stale, [this](const Status& s) { finish(s); },
-                [this, index, epoch, who = d.who](net::Link link) {
-                  out_[index] = std::make_shared<net::DataChannel>(std::move(link), epoch, who);
+                [this, extra, index, epoch, who = d.who](net::Link link) {
+                  auto ch = std::make_shared<net::DataChannel>(std::move(link), epoch, who);
+                  if (extra >= 0) {
+                    extra_out_[static_cast<size_t>(extra)][index] = std::move(ch);
+                    return maybeDone();
+                  }
+                  out_[index] = std::move(ch);
                   if (plan_.successor_same_host && lend_) out_[index]->enableLending(net::LendRole::kDialer);
                   maybeDone();
                 });
@@ -146,13 +165,39 @@ void RingPool::connectOne(uint32_t index, uint64_t epoch) {
 void RingPool::adopt(net::Link link) { acceptor_.adopt(std::move(link)); }
 
 void RingPool::onAccepted(uint32_t index) {
-  if (plan_.predecessor_same_host && lend_) inbound()[index]->enableLending(net::LendRole::kAcceptor);
+  if (index < plan_.predecessor_connections && plan_.predecessor_same_host && lend_) {
+    acceptor_.channels()[index]->enableLending(net::LendRole::kAcceptor);
+  }
   maybeDone();
+}
+
+RingPool::Channels RingPool::inbound() const {
+  const Channels& all = acceptor_.channels();
+  return Channels(all.begin(), all.begin() + std::min<size_t>(all.size(), plan_.predecessor_connections));
+}
+
+std::vector<RingPool::Channels> RingPool::extraLinks() const {
+  std::vector<Channels> out;
+  const Channels& in = acceptor_.channels();
+  size_t at = plan_.predecessor_connections;  // the accepted links' slots follow the predecessor's
+  for (size_t e = 0; e < plan_.extra.size(); ++e) {
+    if (plan_.extra[e].dial) {
+      out.push_back(e < extra_out_.size() ? extra_out_[e] : Channels{});
+      continue;
+    }
+    const size_t end = std::min(in.size(), at + plan_.extra[e].connections);
+    out.emplace_back(in.begin() + std::min(at, end), in.begin() + end);
+    at = end;
+  }
+  return out;
 }
 
 void RingPool::maybeDone() {
   if (!building_) return;
-  if (count(out_) == out_.size() && count(inbound()) == inbound().size()) finish(Status::ok());
+  for (const auto& link : extra_out_) {
+    if (count(link) != link.size()) return;
+  }
+  if (count(out_) == out_.size() && count(acceptor_.channels()) == acceptor_.channels().size()) finish(Status::ok());
 }
 
 void RingPool::finish(const Status& s) {

@@ -36,6 +36,15 @@ struct RingPlan {
   uint32_t predecessor_connections = 0;
   bool successor_same_host = false;    // sameHost(): the links lend payloads (net/lending.hpp)
   bool predecessor_same_host = false;
+  // Links to group members besides the ring neighbours (a two-level group, docs/algorithms.md §12):
+  // one set of connections per pair, opened by one side, carrying data both ways.
+  struct Extra {
+    wire::MemberInfo peer;
+    uint32_t rank = 0;          // its group rank
+    bool dial = false;          // we open the connections; else it does
+    uint32_t connections = 0;   // the dialler's linkConnections()
+  };
+  std::vector<Extra> extra;
 };
 
 using wire::sameHost;
@@ -65,11 +74,14 @@ class RingPool {
 
   // Valid once `done` reported success, until the next build or reset.
   const Channels& outbound() const { return out_; }
-  const Channels& inbound() const { return acceptor_.channels(); }
+  Channels inbound() const;  // the predecessor's
+  // The plan's extra links, in its order: each one's connections, whichever side opened them.
+  std::vector<Channels> extraLinks() const;
   const RingPlan& plan() const { return plan_; }
 
  private:
-  void connectOne(uint32_t index, uint64_t epoch);
+  // Opens connection `index` to `to`: the successor's (extra < 0) or the plan's extra link `extra`.
+  void connectOne(const wire::MemberInfo& to, int extra, uint32_t index, uint64_t epoch);
   void onAccepted(uint32_t index);
   void closeAll(const Status& why);
   void finish(const Status& s);
@@ -86,6 +98,7 @@ class RingPool {
   bool building_ = false;
   Done done_;
   Channels out_;
+  std::vector<Channels> extra_out_;  // per extra link we dial (empty for the others)
   HelloAcceptor acceptor_;  // the predecessor's connections: the inbound ones
   asio::steady_timer deadline_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);

@@ -31,6 +31,12 @@ bool isValidRegion(const std::string& region) {
 }
 
 namespace {
+Status readLevels(ByteReader& r, uint8_t* levels, const char* what) {
+  PCCL_RETURN_IF_ERROR(r.u8(levels));
+  if (*levels > kMaxLevels) return Status::protocol(fmt::format("{} levels {} unknown", what, *levels));
+  return Status::ok();
+}
+
 // A region string: length-checked by the reader, then its characters (docs/protocol.md §5.2.2).
 Status readRegion(ByteReader& r, std::string* region, const char* what) {
   PCCL_RETURN_IF_ERROR(r.str(region, kMaxRegion));
@@ -63,6 +69,7 @@ void JoinRequest::encode(ByteWriter& w) const {
   if (resuming()) w.fixed(resume_sig);
   w.str(region);
   w.str(ring_region);
+  w.u8(levels);
 }
 Result<JoinRequest> JoinRequest::decode(ByteReader& r) {
   JoinRequest m;
@@ -89,6 +96,7 @@ Result<JoinRequest> JoinRequest::decode(ByteReader& r) {
   if (m.resuming()) PCCL_RETURN_IF_ERROR(r.fixed(&m.resume_sig));
   PCCL_RETURN_IF_ERROR(readRegion(r, &m.region, "JoinRequest region"));
   PCCL_RETURN_IF_ERROR(readRegion(r, &m.ring_region, "JoinRequest ring_region"));
+  PCCL_RETURN_IF_ERROR(readLevels(r, &m.levels, "JoinRequest"));
   return m;
 }
 
@@ -137,6 +145,7 @@ void encodeMember(ByteWriter& w, const MemberInfo& m) {
   w.u32(m.host_connections);
   w.fixed(m.ring_key);
   w.str(m.region);
+  w.u8(m.levels);
 }
 
 Status decodeMember(ByteReader& r, MemberInfo* m) {
@@ -147,7 +156,8 @@ Status decodeMember(ByteReader& r, MemberInfo* m) {
   PCCL_RETURN_IF_ERROR(r.u32(&m->connections));
   PCCL_RETURN_IF_ERROR(r.u32(&m->host_connections));
   PCCL_RETURN_IF_ERROR(r.fixed(&m->ring_key));
-  return readRegion(r, &m->region, "member region");
+  PCCL_RETURN_IF_ERROR(readRegion(r, &m->region, "member region"));
+  return readLevels(r, &m->levels, "member");
 }
 
 void TopologyUpdate::encode(ByteWriter& w) const {

@@ -41,6 +41,9 @@ struct JoinRequest {
   // (so that the master taking the run back holds the regions the members hold).
   std::string region;
   std::string ring_region;
+  // How it asks its group's all-reduces to run (protocol 12): Levels below. The master decides for the
+  // whole group (MemberInfo::levels).
+  uint8_t levels = 0;
   bool resuming() const { return (resume_flags & kResuming) != 0; }
   void encode(ByteWriter& w) const;
   static Result<JoinRequest> decode(ByteReader& r);
@@ -95,11 +98,24 @@ struct MemberInfo {
   // ("auto-0", ...), else "" (the unnamed region). The master's JoinRequest bookkeeping holds the
   // declared one here until a build decides (master/regions.hpp).
   std::string region;
+  // How its group's all-reduces run (protocol 12, docs/algorithms.md §12): in a TopologyUpdate the
+  // master's decision for the group, kFlat or kTwoLevel, the same for every member of a group; in the
+  // master's JoinRequest bookkeeping what the member asked for (kAuto too).
+  uint8_t levels = 0;
   bool operator==(const MemberInfo& o) const {
     return id == o.id && host == o.host && port == o.port && group == o.group && connections == o.connections &&
-           host_connections == o.host_connections && ring_key == o.ring_key && region == o.region;
+           host_connections == o.host_connections && ring_key == o.ring_key && region == o.region &&
+           levels == o.levels;
   }
 };
+
+// The levels of a group's all-reduce (JoinRequest::levels, MemberInfo::levels).
+enum class Levels : uint8_t {
+  kAuto = 0,      // asked: whatever the master's cost model picks
+  kFlat = 1,      // one ring over the whole group
+  kTwoLevel = 2,  // inside each region, then across regions (docs/algorithms.md §12)
+};
+inline constexpr uint8_t kMaxLevels = static_cast<uint8_t>(Levels::kTwoLevel);
 
 // A region name (declared or effective): at most kMaxRegion bytes of [A-Za-z0-9._-]; empty is the
 // unnamed region. Decoders refuse anything else (ProtocolError); a communicator refuses it at create.
@@ -118,7 +134,7 @@ uint32_t linkConnections(const MemberInfo& from, const MemberInfo& to);
 // A member's encoding (docs/protocol.md §5.2), shared by TopologyUpdate and the probe plans (§5.7):
 // id(16) + host length(2) + host + port(2) + group(4) + connections(4) + host_connections(4) + ring_key(32)
 // + region length(2) + region.
-inline constexpr size_t kMinMemberBytes = 66;
+inline constexpr size_t kMinMemberBytes = 67;
 void encodeMember(ByteWriter& w, const MemberInfo& m);
 Status decodeMember(ByteReader& r, MemberInfo* m);
 

@@ -31,6 +31,7 @@ inline constexpr uint32_t kEagerBytes = 4u << 20;
 enum class Algo : uint8_t {
   kRing = 0,    // reduce-scatter + all-gather around the ring (bandwidth-optimal)
   kGather = 1,  // every input travels half the ring each way, every peer reduces all (2 hops fewer)
+  kTwoLevel = 2,  // inside each region, then across regions, then inside again (docs/algorithms.md §12)
 };
 
 inline constexpr uint32_t kDataCompressed = 1;  // flags: the payload is one zstd frame
@@ -83,7 +84,8 @@ struct OpDesc {
 
 struct DataHeader {
   uint64_t op_id = 0;  // ring: the tag
-  uint32_t phase = 0;  // ring: step 0..N-2 reduce-scatter, N-1..2N-3 all-gather; gather: the input's rank
+  uint32_t phase = 0;  // ring: step 0..N-2 reduce-scatter, N-1..2N-3 all-gather; gather: the input's rank;
+                       // two-level: part << 16 | the part's ring step
   uint32_t flags = 0;  // kData* bits; others must be 0
   uint64_t offset = 0;
   uint32_t seq = 0;    // ring: the call's number for this tag in this epoch

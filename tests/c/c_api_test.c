@@ -214,6 +214,20 @@ int main(void) {
     c.struct_size = (uint32_t)offsetof(pcclCommConfig_t, region);
     EXPECT(pcclCommCreate(&c, &comm) == pcclSuccess);
     EXPECT(pcclCommDestroy(comm) == pcclSuccess);
+    /* algorithm (protocol 12): checked at create; a struct of protocol 11 ends before it. */
+    c.struct_size = (uint32_t)sizeof(pcclCommConfig_t);
+    c.region = NULL;
+    c.algorithm = "tree";
+    EXPECT(pcclCommCreate(&c, &comm) == pcclInvalidArgument);
+    EXPECT(strstr(pcclGetLastError(NULL), "hierarchical") != NULL);
+    c.algorithm = "hierarchical";
+    EXPECT(pcclCommCreate(&c, &comm) == pcclSuccess);
+    EXPECT(pcclGetAttribute(comm, PCCL_ATTR_HIERARCHICAL, &v) == pcclSuccess && v == 0); /* no ring yet */
+    EXPECT(pcclCommDestroy(comm) == pcclSuccess);
+    c.algorithm = "tree"; /* not read */
+    c.struct_size = (uint32_t)offsetof(pcclCommConfig_t, algorithm);
+    EXPECT(pcclCommCreate(&c, &comm) == pcclSuccess);
+    EXPECT(pcclCommDestroy(comm) == pcclSuccess);
   }
 
   /* Arguments are checked, with a useful message. */

@@ -1,0 +1,128 @@
+// Collectives, the two-level side (docs/algorithms.md §12): the links to the members a two-level call
+// exchanges data with besides the ring neighbours, whose frames come from whom, the hellos to and from
+// them, and the start of a two-level call (two_level_allreduce.hpp). The commit round, aborts and the
+// master's part stay on the flat ring (collectives.cpp, ring_frames.cpp, op_reports.cpp).
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "codec/quant.hpp"
+#include "collective/collectives.hpp"
+#include "collective/two_level_allreduce.hpp"
+#include "util/log.hpp"
+
+namespace pccl::collective {
+
+namespace {
+constexpr const char* kLog = "collective";
+}  // namespace
+
+void Collectives::setTwoLevel(std::shared_ptr<const TwoLevelRing> plan, std::vector<PeerLink> links) {
+  two_level_ = std::move(plan);
+  links_.clear();
+  for (auto& l : links) {
+    tuneForStriping(l.channels);
+    auto striper = std::make_shared<Striper>(l.channels);
+    striper->attach();
+    for (auto& ch : l.channels) ch->start(this);
+    links_.push_back(Link{std::move(l), std::move(striper)});
+  }
+  PCCL_LOG_DEBUG(kLog, "{} epoch={}: two-level: {} regions, {} pieces, {} extra links", name_, epoch_,
+                 two_level_ ? two_level_->layout.regions() : 0, two_level_ ? two_level_->pieces() : 0, links_.size());
+}
+
+int64_t Collectives::rankOfChannel(const void* ch) const {
+  auto in = [&](const Channels& list) {
+    return std::any_of(list.begin(), list.end(), [&](const auto& c) { return c.get() == ch; });
+  };
+  if (world_ < 2) return -1;
+  if (in(successor_)) return (rank_ + 1) % world_;
+  if (in(predecessor_)) return (rank_ + world_ - 1) % world_;
+  for (const Link& l : links_) {
+    if (in(l.peer.channels)) return l.peer.rank;
+  }
+  return -1;
+}
+
+std::string Collectives::rankName(uint32_t rank) const {
+  if (world_ >= 2 && rank == (rank_ + world_ - 1) % world_) return predecessor_id_;
+  if (world_ >= 2 && rank == (rank_ + 1) % world_) return successor_id_;
+  for (const Link& l : links_) {
+    if (l.peer.rank == rank) return l.peer.id;
+  }
+  return fmt::format("group rank {}", rank);
+}
+
+std::shared_ptr<Striper> Collectives::striperTo(uint32_t rank) const {
+  if (rank == (rank_ + 1) % world_) return striper_;
+  if (rank == (rank_ + world_ - 1) % world_) return back_striper_;  // the predecessor's connections, backwards
+  for (const Link& l : links_) {
+    if (l.peer.rank == rank) return l.striper;
+  }
+  return nullptr;
+}
+
+// Large all-reduces of a two-level group, host buffers, every dtype and op but integer avg (its exact
+// partial sums are the flat ring's alone): the choice depends on the descriptor and the ring, which
+// every member knows alike.
+bool Collectives::twoLevel(const ReduceRequest& r) const {
+  return two_level_ && r.kind == wire::Collective::kAllReduce && r.count > 0 && r.device == nullptr &&
+         !codec::hasPartialSums(r.dtype, r.op);
+}
+
+Status Collectives::startTwoLevel(Op& op, const RingOpSpec& spec) {
+  TwoLevelPart part = twoLevelPart(*two_level_, rank_, op.req.count);
+  std::vector<uint32_t> peers;
+  if (part.region_world > 1) peers = {part.region_pred, part.region_succ};
+  for (const auto& p : part.pieces) {
+    peers.push_back(p.pred);
+    peers.push_back(p.succ);
+  }
+  for (uint32_t r : peers) {
+    if (striperTo(r) == nullptr) return Status::internal(fmt::format("two-level: no link to group rank {}", r));
+  }
+  const OpKey key = op.key;
+  op.ring = std::make_shared<TwoLevelAllReduce>(
+      spec, std::move(part), [this](uint32_t rank) { return striperTo(rank); }, buffers_,
+      [this, key](const Status& s) { ringFinished(key, s); });
+  auto ring = op.ring;
+  ring->start();
+  return Status::ok();
+}
+
+void Collectives::helloOthers(const Op& op, const wire::RingCtl& hello) {
+  if (!two_level_ || world_ < 2) return;
+  const TwoLevelPart part = twoLevelPart(*two_level_, rank_, op.req.count);
+  std::vector<uint32_t> senders;
+  if (part.region_world > 1) senders.push_back(part.region_pred);
+  for (const auto& p : part.pieces) senders.push_back(p.pred);
+  std::sort(senders.begin(), senders.end());
+  senders.erase(std::unique(senders.begin(), senders.end()), senders.end());
+  const uint32_t predecessor = (rank_ + world_ - 1) % world_;
+  for (uint32_t r : senders) {
+    if (r == predecessor) continue;  // it has ours already
+    if (ctl_hook_ && !ctl_hook_(op.key.tag, hello.kind)) continue;
+    if (r == (rank_ + 1) % world_) {
+      sendCtlOn(successor_, op.key, hello);
+      continue;
+    }
+    for (const Link& l : links_) {
+      if (l.peer.rank == r) sendCtlOn(l.peer.channels, op.key, hello);
+    }
+  }
+}
+
+Status Collectives::onOtherHello(const OpKey& key, uint32_t from, const wire::OpDesc& desc) {
+  Op* op = find(key);
+  if (op == nullptr || op->state != State::kRunning || !op->ring) return Status::ok();
+  if (desc != op->desc) {
+    failOp(*op, Status::mismatch(mismatch(desc, rankName(from), op->desc, op->key)),
+           FailSpread::kRingAbort | FailSpread::kTellMaster);
+    return Status::ok();
+  }
+  auto ring = op->ring;
+  ring->readyFrom(from);
+  return Status::ok();
+}
+
+}  // namespace pccl::collective

@@ -1,0 +1,100 @@
+#include "collective/two_level_plan.hpp"
+
+#include <algorithm>
+#include <numeric>
+
+namespace pccl::collective {
+
+namespace {
+// Numerators and denominators are at most a region's size (< 2^32): the products fit.
+bool less(const Fraction& a, const Fraction& b) { return a.num * b.den < b.num * a.den; }
+bool equal(const Fraction& a, const Fraction& b) { return !less(a, b) && !less(b, a); }
+// The region block holding the piece that starts at `at`: j with j/m <= at < (j+1)/m.
+uint32_t blockAt(const Fraction& at, size_t members) {
+  return static_cast<uint32_t>(at.num * members / at.den);
+}
+}  // namespace
+
+TwoLevelRing twoLevelRing(const RegionLayout& layout) {
+  TwoLevelRing out;
+  out.layout = layout;
+  for (const auto& members : layout.members) {
+    const uint64_t m = members.size();
+    for (uint64_t j = 0; j <= m; ++j) {
+      const uint64_t g = std::gcd(j, m);
+      out.bounds.push_back(Fraction{j / g, m / g});
+    }
+  }
+  if (out.bounds.empty()) out.bounds = {Fraction{0, 1}, Fraction{1, 1}};
+  std::sort(out.bounds.begin(), out.bounds.end(), less);
+  out.bounds.erase(std::unique(out.bounds.begin(), out.bounds.end(), equal), out.bounds.end());
+  for (size_t k = 0; k + 1 < out.bounds.size(); ++k) {
+    std::vector<uint32_t> owners;
+    for (const auto& members : layout.members) owners.push_back(members[blockAt(out.bounds[k], members.size())]);
+    out.owner.push_back(std::move(owners));
+  }
+  return out;
+}
+
+std::vector<std::pair<uint32_t, uint32_t>> twoLevelEdges(const TwoLevelRing& ring) {
+  std::vector<std::pair<uint32_t, uint32_t>> edges;
+  for (const auto& members : ring.layout.members) {
+    for (size_t i = 0; members.size() > 1 && i < members.size(); ++i) {
+      edges.emplace_back(members[i], members[(i + 1) % members.size()]);
+    }
+  }
+  for (const auto& owners : ring.owner) {
+    for (size_t r = 0; owners.size() > 1 && r < owners.size(); ++r) {
+      edges.emplace_back(owners[r], owners[(r + 1) % owners.size()]);
+    }
+  }
+  std::sort(edges.begin(), edges.end());
+  edges.erase(std::unique(edges.begin(), edges.end()), edges.end());
+  return edges;
+}
+
+std::vector<ExtraLink> twoLevelLinks(const TwoLevelRing& ring, uint32_t rank) {
+  const uint32_t world = static_cast<uint32_t>(ring.layout.ranks());
+  auto neighbours = [&](uint32_t a, uint32_t b) { return (a + 1) % world == b || (b + 1) % world == a; };
+  std::vector<uint32_t> peers;
+  for (const auto& [from, to] : twoLevelEdges(ring)) {
+    if (from == to) continue;
+    if (from == rank && !neighbours(rank, to)) peers.push_back(to);
+    if (to == rank && !neighbours(rank, from)) peers.push_back(from);
+  }
+  std::sort(peers.begin(), peers.end());
+  peers.erase(std::unique(peers.begin(), peers.end()), peers.end());
+  std::vector<ExtraLink> out;
+  for (uint32_t p : peers) out.push_back(ExtraLink{p, rank < p});
+  return out;
+}
+
+TwoLevelPart twoLevelPart(const TwoLevelRing& ring, uint32_t rank, size_t count) {
+  const RegionLayout& l = ring.layout;
+  TwoLevelPart out;
+  out.region = l.region_of[rank];
+  out.regions = static_cast<uint32_t>(l.regions());
+  const auto& members = l.members[out.region];
+  out.region_world = static_cast<uint32_t>(members.size());
+  out.region_rank = l.index_in_region[rank];
+  out.region_pred = members[(out.region_rank + out.region_world - 1) % out.region_world];
+  out.region_succ = members[(out.region_rank + 1) % out.region_world];
+  for (uint32_t j = 0; j < out.region_world; ++j) out.blocks.push_back(cutOf(count, out.region_world, j));
+  out.block = out.blocks[out.region_rank];
+  for (size_t k = 0; k < ring.pieces(); ++k) {
+    const auto& owners = ring.owner[k];
+    if (owners[out.region] != rank) continue;
+    const size_t begin = cutAt(count, ring.bounds[k].num, ring.bounds[k].den);
+    const size_t end = cutAt(count, ring.bounds[k + 1].num, ring.bounds[k + 1].den);
+    if (end == begin) continue;
+    TwoLevelPart::Piece p;
+    p.id = static_cast<uint32_t>(k);
+    p.span = Span{begin, end - begin};
+    p.pred = owners[(out.region + out.regions - 1) % out.regions];
+    p.succ = owners[(out.region + 1) % out.regions];
+    out.pieces.push_back(p);
+  }
+  return out;
+}
+
+}  // namespace pccl::collective

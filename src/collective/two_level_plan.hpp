@@ -1,0 +1,79 @@
+// The two-level all-reduce's plan (docs/algorithms.md §12): who reduces what with whom, from the
+// group ring's regions alone, so every member computes the same plan. Pure.
+//
+//   level 1, inside each region:  a reduce-scatter on the region's ring; region r cuts the buffer into
+//                                 m_r blocks (cutOf), block j ending reduced over the region at its
+//                                 j-th member (in ring order);
+//   level 2, across regions:      the buffer's *pieces* are the intervals between every region's block
+//                                 boundaries (the fractions j / m_r, merged); a piece lies inside one
+//                                 block of each region, and its owners (one per region) all-reduce it
+//                                 on a ring of R members, in region order: every member's WAN link
+//                                 carries its own block, so a region of m members uses m WAN links;
+//   level 3, inside each region:  an all-gather of the blocks on the region's ring.
+//
+// The pieces and the links between members depend only on the regions (boundaries are fractions; a
+// call's cut at floor(fraction * count) is monotone, so a call may leave a piece empty but never makes
+// a new one): the ring's connections are planned once per ring, a call's spans per call.
+#ifndef PCCL_COLLECTIVE_TWO_LEVEL_PLAN_HPP_
+#define PCCL_COLLECTIVE_TWO_LEVEL_PLAN_HPP_
+
+#include <cstddef>
+#include <cstdint>
+#include <utility>
+#include <vector>
+
+#include "collective/partition.hpp"
+#include "collective/region_layout.hpp"
+
+namespace pccl::collective {
+
+// The most pieces a two-level ring may have: a frame's phase carries its part (a piece's is 2 + its
+// index, two_level_allreduce.hpp) in its upper 16 bits. More regions and members than that: flat.
+inline constexpr size_t kMaxTwoLevelPieces = (1u << 16) - 2;
+
+struct Fraction {
+  uint64_t num = 0;
+  uint64_t den = 1;
+};
+
+// The plan of one ring (count-independent).
+struct TwoLevelRing {
+  RegionLayout layout;
+  std::vector<Fraction> bounds;              // 0 = bounds[0] < ... < bounds[P] = 1: piece k is [k, k+1)
+  std::vector<std::vector<uint32_t>> owner;  // per piece: per region, the group rank holding it
+  size_t pieces() const { return owner.size(); }
+};
+TwoLevelRing twoLevelRing(const RegionLayout& layout);
+
+// Every ordered pair (sender, receiver) of group ranks that the two-level all-reduce sends data
+// between: the region rings and every piece's ring, without duplicates, sorted.
+std::vector<std::pair<uint32_t, uint32_t>> twoLevelEdges(const TwoLevelRing& ring);
+
+// The links a member needs besides its ring neighbours' (which the flat ring already connects):
+// every other member it exchanges two-level data with, over one set of connections per pair, dialled
+// by the pair's lower group rank. `world`: the group's size (rank r's ring neighbours are r +- 1).
+struct ExtraLink {
+  uint32_t peer = 0;  // group rank
+  bool dial = false;  // we open the connections (we are the lower rank)
+};
+std::vector<ExtraLink> twoLevelLinks(const TwoLevelRing& ring, uint32_t rank);
+
+// One member's part in a call of `count` elements.
+struct TwoLevelPart {
+  struct Piece {
+    uint32_t id = 0;           // index into TwoLevelRing::owner (and the part of its frames)
+    Span span;                 // elements of the call
+    uint32_t pred = 0, succ = 0;  // group ranks on the piece's ring (our region's neighbours)
+  };
+  uint32_t region = 0, regions = 1;        // our region's index, and how many regions
+  uint32_t region_rank = 0, region_world = 1;
+  uint32_t region_pred = 0, region_succ = 0;  // group ranks on our region's ring
+  std::vector<Span> blocks;                // our region's blocks, by region rank
+  Span block;                              // ours: blocks[region_rank]
+  std::vector<Piece> pieces;               // the non-empty pieces inside our block, in order
+};
+TwoLevelPart twoLevelPart(const TwoLevelRing& ring, uint32_t rank, size_t count);
+
+}  // namespace pccl::collective
+
+#endif  // PCCL_COLLECTIVE_TWO_LEVEL_PLAN_HPP_

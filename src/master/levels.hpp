@@ -1,0 +1,49 @@
+// Flat or two-level (docs/algorithms.md §12): how each group's all-reduces run, decided by the master
+// at every ring build, after the regions, and sent in the TopologyUpdate (wire::MemberInfo::levels,
+// the same for every member of a group). Per group:
+//   - flat when a member asked for flat (JoinRequest::levels), or when two levels have nothing to work
+//     with: one region, or no region with more than one member;
+//   - else two-level when a member asked for it;
+//   - else (every member asked auto) the cost model below, over the measured links; without a
+//     measured link for every pair it needs, two-level (members declared or were found in regions
+//     because the links between regions are the slow ones).
+// The cost model predicts a `model_bytes` all-reduce (bandwidth and one-way delays, LevelsRule):
+//   flat       2(N-1)/N x S over the ring's slowest link + 2(N-1) one-way delays of the ring's slowest;
+//   two-level  the reduce-scatter and the all-gather in the slowest region, (m-1)/m x S each over its
+//              slowest link + (m-1) delays each; plus, across regions, 2(R-1)/R x S/m over the slowest
+//              link from each region's members to other regions' (the region with the fewest members m
+//              carries the most) + 2(R-1) of the slowest such delays.
+// Two-level when it predicts at most `margin` x the flat ring's time. Pure: no I/O, no clocks.
+// Thread: MasterServer's event loop only.
+#ifndef PCCL_MASTER_LEVELS_HPP_
+#define PCCL_MASTER_LEVELS_HPP_
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "master/link_survey.hpp"
+#include "wire/messages.hpp"
+
+namespace pccl::master {
+
+struct LevelsRule {
+  uint64_t model_bytes = 64ull << 20;
+  double margin = 0.9;  // two-level must win by at least 10 %
+};
+
+struct LevelsChoice {
+  wire::Levels levels = wire::Levels::kFlat;
+  std::string why;  // for the master's log
+};
+
+// `ring`: the ring's members in ring order with their effective regions (every group); `asked`: what
+// each asked for, by member id. One choice per group.
+std::map<uint32_t, LevelsChoice> decideLevels(const std::vector<wire::MemberInfo>& ring,
+                                              const std::map<wire::Uuid, uint8_t>& asked, const LinkBook& book,
+                                              const LevelsRule& rule = {});
+
+}  // namespace pccl::master
+
+#endif  // PCCL_MASTER_LEVELS_HPP_

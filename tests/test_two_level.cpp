@@ -1,0 +1,207 @@
+// Two-level all-reduces (docs/algorithms.md §12) on real rings in this process: peers declare regions
+// and ask for "hierarchical"; large all-reduces then run inside each region and across regions. The
+// results equal the flat ring's (exactly for integers, within rounding for floats), bit-identical on
+// every peer, for equal and unequal regions, one-member regions, every op, quantized, by concurrent
+// tags; the master logs its choice, and "flat" and one-region runs stay flat.
+#include <catch2/catch.hpp>
+
+#include <cmath>
+#include <cstring>
+
+#include "test_support.hpp"
+
+using namespace pccl;
+using namespace pccl::test;
+
+namespace {
+
+CommConfig regionConfig(const std::string& region, const std::string& algorithm) {
+  CommConfig c = fastCommConfig(0);
+  c.region = region;
+  c.algorithm = algorithm;
+  c.gather_bytes = 0;      // every size on the ring (or in two levels): small ones exercise many pieces
+  c.segment_bytes = 1024;  // many segments per piece
+  c.op_timeout_ms = 60000;
+  return c;
+}
+
+LocalCluster regionCluster(const std::vector<std::string>& regions, const std::string& algorithm = "hierarchical") {
+  std::vector<CommConfig> configs;
+  for (const auto& r : regions) configs.push_back(regionConfig(r, algorithm));
+  return startCluster(configs);
+}
+
+// Every peer all-reduces `count` elements of input(rank, i); returns each peer's output and info.
+template <typename T>
+std::vector<std::vector<T>> allReduceAll(LocalCluster& c, size_t count, DataType dtype, RedOp op,
+                                         const std::function<T(size_t, size_t)>& input,
+                                         std::vector<ReduceInfo>* infos = nullptr, Quant quant = Quant::kNone) {
+  const size_t n = c.peers.size();
+  std::vector<std::vector<T>> out(n, std::vector<T>(count));
+  std::vector<Status> st(n);
+  std::vector<ReduceInfo> info(n);
+  c.onEach([&](size_t r) {
+    std::vector<T> in(count);
+    for (size_t i = 0; i < count; ++i) in[i] = input(r, i);
+    ReduceOptions o;
+    o.quant = quant;
+    auto res = c.peers[r]->allReduce(in.data(), out[r].data(), count, dtype, op, o);
+    st[r] = res.status();
+    if (res.isOk()) info[r] = *res;
+  });
+  for (size_t r = 0; r < n; ++r) {
+    INFO("peer " << r);
+    REQUIRE(st[r].isOk());
+  }
+  if (infos != nullptr) *infos = info;
+  return out;
+}
+
+template <typename T>
+void checkIdentical(const std::vector<std::vector<T>>& out) {
+  for (size_t r = 1; r < out.size(); ++r) {
+    INFO("peer " << r);
+    CHECK(std::memcmp(out[r].data(), out[0].data(), out[0].size() * sizeof(T)) == 0);
+  }
+}
+
+const std::vector<std::string> kUnequal = {"a", "b", "c", "a", "b", "a", "c", "b", "a"};  // 4 + 3 + 2
+
+}  // namespace
+
+TEST_CASE("two-level: 4 + 3 + 2 peers, every size, float sum and avg within rounding of the exact value, "
+          "bit-identical on every peer, int32 exact",
+          "[two-level]") {
+  LocalCluster c = regionCluster(kUnequal);
+  REQUIRE(c.peers.size() == kUnequal.size());
+  for (const auto& p : c.peers) CHECK(p->topology().hierarchical);
+  const size_t n = c.peers.size();
+  for (size_t count : {1, 2, 9, 37, 1000, 20011}) {
+    INFO("count " << count);
+    std::vector<ReduceInfo> infos;
+    auto f = [](size_t r, size_t i) { return static_cast<float>((r * 31 + i * 7) % 101) / 8.0f; };
+    auto sum = allReduceAll<float>(c, count, DataType::kFloat32, RedOp::kSum, f, &infos);
+    checkIdentical(sum);
+    for (const auto& info : infos) {
+      CHECK(info.hierarchical);
+      CHECK_FALSE(info.gathered);
+    }
+    for (size_t i = 0; i < count; ++i) {
+      double want = 0;
+      for (size_t r = 0; r < n; ++r) want += f(r, i);
+      CHECK(sum[0][i] == Approx(want).epsilon(1e-5));  // eighths: exact in float, any order
+    }
+    auto avg = allReduceAll<float>(c, count, DataType::kFloat32, RedOp::kAvg, f);
+    checkIdentical(avg);
+    for (size_t i = 0; i < count; i += 7) {
+      double want = 0;
+      for (size_t r = 0; r < n; ++r) want += f(r, i);
+      CHECK(avg[0][i] == Approx(want / static_cast<double>(n)).epsilon(1e-5));
+    }
+    auto ints = allReduceAll<int32_t>(c, count, DataType::kInt32, RedOp::kSum,
+                                      [](size_t r, size_t i) { return static_cast<int32_t>(r * 1000 + i) - 500; });
+    for (size_t i = 0; i < count; ++i) {
+      int64_t want = 0;
+      for (size_t r = 0; r < n; ++r) want += static_cast<int64_t>(r * 1000 + i) - 500;
+      CHECK(ints[0][i] == want);
+    }
+    checkIdentical(ints);
+  }
+}
+
+TEST_CASE("two-level: max, min, prod and every dtype, against the flat ring's results", "[two-level]") {
+  // Equal regions and a one-member region.
+  for (const auto& regions : std::vector<std::vector<std::string>>{{"x", "x", "x", "y", "y", "y"},
+                                                                  {"x", "solo", "x", "x"}}) {
+    LocalCluster two = regionCluster(regions);
+    REQUIRE(two.peers.size() == regions.size());
+    const size_t count = 777;
+    auto in = [](size_t r, size_t i) { return static_cast<double>(((r + 3) * (i + 1)) % 17) - 8.0; };
+    for (RedOp op : {RedOp::kMax, RedOp::kMin, RedOp::kSum, RedOp::kProd}) {
+      INFO("op " << static_cast<int>(op));
+      std::vector<ReduceInfo> infos;
+      auto d = allReduceAll<double>(two, count, DataType::kFloat64, op, in, &infos);
+      CHECK(infos[0].hierarchical);
+      checkIdentical(d);
+      for (size_t i = 0; i < count; ++i) {
+        double want = in(0, i);
+        for (size_t r = 1; r < regions.size(); ++r) {
+          const double x = in(r, i);
+          want = op == RedOp::kMax ? std::max(want, x) : op == RedOp::kMin ? std::min(want, x)
+                 : op == RedOp::kSum ? want + x : want * x;  // small integers: exact in any order
+        }
+        CHECK(d[0][i] == want);
+      }
+      auto i64 = allReduceAll<int64_t>(two, count, DataType::kInt64, op,
+                                       [&](size_t r, size_t i) { return static_cast<int64_t>(in(r, i)); });
+      checkIdentical(i64);
+      CHECK(static_cast<double>(i64[0][5]) == d[0][5]);
+    }
+    // Integer avg keeps the flat ring (its exact partial sums): still right, and says so.
+    std::vector<ReduceInfo> infos;
+    auto iavg = allReduceAll<int32_t>(two, count, DataType::kInt32, RedOp::kAvg,
+                                      [](size_t r, size_t) { return static_cast<int32_t>(r) * 4; }, &infos);
+    CHECK_FALSE(infos[0].hierarchical);
+    checkIdentical(iavg);
+  }
+}
+
+TEST_CASE("two-level: quantized int8 on the WAN level is bit-identical on every peer and within int8's error",
+          "[two-level]") {
+  LocalCluster c = regionCluster(kUnequal);
+  REQUIRE(c.peers.size() == kUnequal.size());
+  const size_t count = 5000;
+  auto f = [](size_t r, size_t i) { return std::sin(static_cast<float>(r * 13 + i) * 0.01f); };
+  std::vector<ReduceInfo> infos;
+  auto q = allReduceAll<float>(c, count, DataType::kFloat32, RedOp::kSum, f, &infos, Quant::kInt8);
+  CHECK(infos[0].hierarchical);
+  checkIdentical(q);
+  for (size_t i = 0; i < count; i += 13) {
+    double want = 0;
+    for (size_t r = 0; r < c.peers.size(); ++r) want += f(r, i);
+    CHECK(std::fabs(q[0][i] - want) < 0.1 * c.peers.size());
+  }
+}
+
+TEST_CASE("two-level: concurrent tags run side by side", "[two-level]") {
+  LocalCluster c = regionCluster({"a", "a", "b", "b", "b"});
+  REQUIRE(c.peers.size() == 5);
+  const size_t count = 3001;
+  std::vector<std::vector<std::vector<float>>> out(4, std::vector<std::vector<float>>(5));
+  std::vector<Status> st(20);
+  c.onEach([&](size_t r) {
+    std::vector<std::vector<float>> in(4, std::vector<float>(count));
+    std::vector<ReduceHandle> handles;
+    for (uint64_t tag = 0; tag < 4; ++tag) {
+      for (size_t i = 0; i < count; ++i) in[tag][i] = static_cast<float>(r + tag * 10 + i % 3);
+      out[tag][r].assign(count, 0.0f);
+      ReduceOptions o;
+      o.tag = tag;
+      auto h = c.peers[r]->allReduceAsync(in[tag].data(), out[tag][r].data(), count, DataType::kFloat32, RedOp::kSum, o);
+      REQUIRE(h.isOk());
+      handles.push_back(*h);
+    }
+    for (size_t t = 0; t < handles.size(); ++t) st[r * 4 + t] = handles[t].wait().status();
+  });
+  for (const auto& s : st) CHECK(s.isOk());
+  for (uint64_t tag = 0; tag < 4; ++tag) {
+    checkIdentical(out[tag]);
+    CHECK(out[tag][0][4] == static_cast<float>(0 + 1 + 2 + 3 + 4 + 5 * (tag * 10 + 1)));
+  }
+}
+
+TEST_CASE("two-level: flat when asked, and with one region or one peer per region", "[two-level]") {
+  for (const auto& [regions, algorithm] :
+       std::vector<std::pair<std::vector<std::string>, std::string>>{{{"a", "a", "b", "b"}, "flat"},
+                                                                    {{"a", "a", "a", "a"}, "hierarchical"},
+                                                                    {{"a", "b", "c", "d"}, "hierarchical"}}) {
+    LocalCluster c = regionCluster(regions, algorithm);
+    REQUIRE(c.peers.size() == regions.size());
+    CHECK_FALSE(c.peers[0]->topology().hierarchical);
+    std::vector<ReduceInfo> infos;
+    auto out = allReduceAll<float>(c, 4096, DataType::kFloat32, RedOp::kSum,
+                                   [](size_t r, size_t) { return static_cast<float>(r); }, &infos);
+    CHECK_FALSE(infos[0].hierarchical);
+    CHECK(out[0][100] == 6.0f);
+  }
+}

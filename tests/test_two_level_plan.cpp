@@ -1,0 +1,126 @@
+// The two-level all-reduce's plan (collective/two_level_plan.hpp): pieces, owners, links, and each
+// member's share of a call. Pure.
+#include <catch2/catch.hpp>
+
+#include <map>
+#include <set>
+
+#include "collective/partition.hpp"
+#include "collective/two_level_plan.hpp"
+
+using namespace pccl::collective;
+
+namespace {
+// 4 + 3 + 2 members, interleaved in ring order as a join order would leave them.
+const std::vector<std::string> kUnequal = {"a", "b", "c", "a", "b", "a", "c", "b", "a"};
+}  // namespace
+
+TEST_CASE("two-level plan: cuts at floor(j * count / parts) never cross", "[regions]") {
+  for (size_t count : {0, 1, 2, 5, 7, 12, 13, 1000, 1001}) {
+    size_t sum = 0;
+    for (uint32_t j = 0; j < 7; ++j) {
+      const Span s = cutOf(count, 7, j);
+      CHECK(s.offset == sum);
+      sum += s.count;
+      CHECK(s.count <= count / 7 + 1);
+    }
+    CHECK(sum == count);
+    // A cut at 1/2 lies between those at 1/3 and 2/3, whatever the count.
+    CHECK(cutAt(count, 1, 3) <= cutAt(count, 1, 2));
+    CHECK(cutAt(count, 1, 2) <= cutAt(count, 2, 3));
+    CHECK(cutAt(count, 2, 4) == cutAt(count, 1, 2));
+  }
+  CHECK(cutAt(size_t(1) << 62, 3, 4) == (size_t(3) << 60));  // no overflow
+}
+
+TEST_CASE("two-level plan: equal regions give one piece per position, owned by the same index", "[regions]") {
+  const TwoLevelRing ring = twoLevelRing(regionLayout({"a", "a", "a", "b", "b", "b"}));
+  REQUIRE(ring.pieces() == 3);
+  for (uint32_t k = 0; k < 3; ++k) CHECK(ring.owner[k] == std::vector<uint32_t>{k, 3 + k});
+  const auto edges = twoLevelEdges(ring);
+  const std::set<std::pair<uint32_t, uint32_t>> got(edges.begin(), edges.end());
+  for (uint32_t k = 0; k < 3; ++k) {
+    CHECK(got.count({k, (k + 1) % 3}) == 1);          // region a's ring
+    CHECK(got.count({3 + k, 3 + (k + 1) % 3}) == 1);  // region b's
+    CHECK(got.count({k, 3 + k}) == 1);                // position k across the two regions, both ways
+    CHECK(got.count({3 + k, k}) == 1);
+  }
+  CHECK(edges.size() == 12);
+  // Rank 0's neighbours (1, 5) are the flat ring's; it links to 2 (a's ring closes) and 3 (across).
+  const auto links = twoLevelLinks(ring, 0);
+  REQUIRE(links.size() == 2);
+  CHECK(links[0].peer == 2);
+  CHECK(links[0].dial);
+  CHECK(links[1].peer == 3);
+  CHECK(links[1].dial);
+  const auto back = twoLevelLinks(ring, 3);
+  CHECK(std::any_of(back.begin(), back.end(), [](const ExtraLink& l) { return l.peer == 0 && !l.dial; }));
+}
+
+TEST_CASE("two-level plan: unequal regions cut every block into pieces owned by one member per region",
+          "[regions]") {
+  const RegionLayout layout = regionLayout(kUnequal);
+  const TwoLevelRing ring = twoLevelRing(layout);
+  // Boundaries 0, 1/4, 1/3, 1/2, 2/3, 3/4, 1: six pieces.
+  REQUIRE(ring.pieces() == 6);
+  for (const auto& owners : ring.owner) {
+    REQUIRE(owners.size() == 3);
+    for (uint32_t r = 0; r < 3; ++r) CHECK(layout.region_of[owners[r]] == r);
+  }
+  for (size_t count : {0, 1, 5, 11, 12, 1000, 1001, 65537}) {
+    // Every element is in exactly one piece, and every region's members own their own blocks' pieces.
+    std::map<uint32_t, size_t> covered;  // per region: elements covered by its members' pieces
+    for (uint32_t rank = 0; rank < layout.ranks(); ++rank) {
+      const TwoLevelPart part = twoLevelPart(ring, rank, count);
+      CHECK(part.region == layout.region_of[rank]);
+      CHECK(part.block.offset == part.blocks[part.region_rank].offset);
+      size_t at = part.block.offset;
+      for (const auto& piece : part.pieces) {
+        CHECK(piece.span.offset == at);  // contiguous, inside the block
+        at += piece.span.count;
+        CHECK(piece.span.count > 0);
+        CHECK(ring.owner[piece.id][part.region] == rank);
+        CHECK(piece.succ == ring.owner[piece.id][(part.region + 1) % 3]);
+        CHECK(piece.pred == ring.owner[piece.id][(part.region + 2) % 3]);
+      }
+      CHECK(at == part.block.offset + part.block.count);
+      covered[part.region] += part.block.count;
+    }
+    for (const auto& [region, n] : covered) CHECK(n == count);
+  }
+  // The links a call needs are always among the ring's links (planned once per ring).
+  const auto edges = twoLevelEdges(ring);
+  const std::set<std::pair<uint32_t, uint32_t>> planned(edges.begin(), edges.end());
+  for (size_t count : {1, 2, 3, 7, 100}) {
+    for (uint32_t rank = 0; rank < layout.ranks(); ++rank) {
+      for (const auto& piece : twoLevelPart(ring, rank, count).pieces) {
+        CHECK(planned.count({rank, piece.succ}) == 1);
+        CHECK(planned.count({piece.pred, rank}) == 1);
+      }
+    }
+  }
+  // The region of 2 carries half the buffer per member across the WAN; the region of 4 a quarter.
+  const TwoLevelPart c0 = twoLevelPart(ring, 2, 1200);
+  CHECK(c0.block.count == 600);
+  const TwoLevelPart a0 = twoLevelPart(ring, 0, 1200);
+  CHECK(a0.block.count == 300);
+}
+
+TEST_CASE("two-level plan: a one-member region owns every piece", "[regions]") {
+  const TwoLevelRing ring = twoLevelRing(regionLayout({"a", "a", "solo", "a"}));
+  const TwoLevelPart solo = twoLevelPart(ring, 2, 90);
+  CHECK(solo.region_world == 1);
+  CHECK(solo.block.count == 90);
+  size_t n = 0;
+  for (const auto& p : solo.pieces) n += p.span.count;
+  CHECK(n == 90);
+  CHECK(solo.pieces.size() == 3);
+  // Links: the solo member reaches rank 0 through the flat ring (0 is its successor) and dials nobody
+  // else it is not next to; rank 0 needs a link to 3 only if the region's ring does not close on it.
+  for (uint32_t rank = 0; rank < 4; ++rank) {
+    for (const auto& l : twoLevelLinks(ring, rank)) {
+      CHECK(l.peer != rank);
+      CHECK(l.dial == (rank < l.peer));
+    }
+  }
+}
