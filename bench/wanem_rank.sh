@@ -11,7 +11,8 @@ usage: pccl-wanem --ranks N ... -- bench/wanem_rank.sh [pccl-bench flags...]
   Environment: PCCL_BUILD_DIR (default build), PCCL_WANEM_* (set by pccl-wanem), PCCL_LOG_LEVEL,
   PCCL_BENCH_MASTER_FLAGS (extra pccl-master flags, e.g. "--probe-budget-ms 1000"), PCCL_BENCH_JOIN_STAGGER_MS
   (rank r starts r times this many ms late, so that the ranks join, and the join-order ring is, in
-  rank order).
+  rank order), PCCL_BENCH_REGIONS=FILE (each rank declares the region that FILE's 'rank I REGION' line
+  gives it, as PCCL_REGION: a pccl-wanem paths file; a PCCL_REGION already set wins).
 EOF
 }
 for arg in "$@"; do
@@ -40,6 +41,13 @@ if [ "$PCCL_WANEM_RANK" = 0 ]; then
     --heartbeat-ms 1000 --peer-timeout-ms 30000 $security ${PCCL_BENCH_MASTER_FLAGS:-} >/dev/null &
   master=$!
   trap 'kill $master 2>/dev/null; wait $master 2>/dev/null || true' EXIT INT TERM
+fi
+if [ -n "${PCCL_BENCH_REGIONS:-}" ] && [ -z "${PCCL_REGION:-}" ]; then
+  region=$(awk -v r="$PCCL_WANEM_RANK" '{ sub(/#.*/, "") } $1 == "rank" && $2 == r { print $3; exit }' "$PCCL_BENCH_REGIONS")
+  if [ -n "$region" ]; then
+    PCCL_REGION=$region
+    export PCCL_REGION
+  fi
 fi
 if [ -n "${PCCL_BENCH_JOIN_STAGGER_MS:-}" ]; then
   sleep "$(awk -v r="$PCCL_WANEM_RANK" -v ms="$PCCL_BENCH_JOIN_STAGGER_MS" 'BEGIN { print r * ms / 1000 }')"

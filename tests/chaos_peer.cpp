@@ -170,10 +170,10 @@ int main(int argc, char** argv) {
           for (size_t i = 0; i < count; ++i) {
             wrong += data[i] != (value + static_cast<float>(i % 5)) * static_cast<float>(r->world_size);
           }
-          log.line("ok epoch=%llu seq=%llu world=%u wrong=%zu hash=%016llx ms=%.1f t=%lld",
+          log.line("ok epoch=%llu seq=%llu world=%u wrong=%zu hash=%016llx ms=%.1f t=%lld hier=%d",
                    static_cast<unsigned long long>(epoch), static_cast<unsigned long long>(seq), r->world_size, wrong,
                    static_cast<unsigned long long>(fnv1a(data.data(), count * sizeof(float))), ms,
-                   static_cast<long long>(realMs()));
+                   static_cast<long long>(realMs()), r->hierarchical ? 1 : 0);
           ++seq;
           quiet = quiet || (!quiet_file.empty() && access(quiet_file.c_str(), F_OK) == 0);
           if (quiet && r->world_size != reported_world) {

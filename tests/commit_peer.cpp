@@ -2,7 +2,10 @@
 // float32 sum all-reduce of ones, and never tells its neighbours that it holds its data: its
 // "prepared" and "commit" messages are dropped (a test hook), as if it died right after its last data
 // frame. When it would have sent its first one it prints "prepared" (flushed), so the test can kill
-// or freeze it at exactly that point. Then it prints "result <status> <first element>".
+// or freeze it at exactly that point: a "prepared" streak, or, when it is the last peer to hold its
+// data and already heard every other peer's streak, straight away a "commit" (it then ends its call
+// and leaves: the others, who never hear it, settle with the master). Then it prints
+// "result <status> <first element>".
 //
 //   commit_peer --master HOST:PORT --count N
 #include <cstdio>
@@ -35,12 +38,13 @@ int main(int argc, char** argv) {
   if (!comm.isOk()) return 2;
   pccl::detail::CommAccess::impl(**comm).setRingCtlHookForTest([](uint64_t, uint8_t kind) {
     static bool said = false;
-    if (kind == pccl::wire::RingCtl::kPrepared && !said) {
+    const bool round = kind == pccl::wire::RingCtl::kPrepared || kind == pccl::wire::RingCtl::kCommit;
+    if (round && !said) {
       said = true;
       std::printf("prepared\n");
       std::fflush(stdout);
     }
-    return kind != pccl::wire::RingCtl::kPrepared && kind != pccl::wire::RingCtl::kCommit;
+    return !round;
   });
   if (!(*comm)->connect().isOk()) return 3;
   std::printf("connected\n");

@@ -11,7 +11,9 @@
 //   - the master's resident memory and open file count stay flat (from a baseline taken after its last
 //     restart);
 //   - the run, and every process's exit after SIGTERM, end on time.
-// PCCL_CHAOS_SECONDS sets the chaos phase (default 60); a long value is the soak mode for manual runs.
+// It runs twice: on one flat ring, and with the peers in two regions of three running two-level
+// all-reduces (docs/algorithms.md §12), which must then have happened.
+// PCCL_CHAOS_SECONDS sets each chaos phase (default 30); a long value is the soak mode for manual runs.
 #include <catch2/catch.hpp>
 
 #include <dirent.h>
@@ -83,12 +85,14 @@ struct Peer {
   int64_t restart_at = 0;                           // killed: when to start it again
 };
 
-}  // namespace
-
-TEST_CASE("chaos: 6 peers loop all-reduces through random kills, freezes and restarts", "[chaos]") {
+// One chaos run. `regions`: the peers sit in two regions of three and ask for two-level all-reduces
+// (docs/algorithms.md §12; no gather, so every operation runs in two levels while both regions have
+// more than one member).
+void runChaos(bool regions) {
   const char* env = std::getenv("PCCL_CHAOS_SECONDS");
-  const int chaos_s = env != nullptr ? std::atoi(env) : 60;
-  const std::string dir = "chaos-logs";  // under the test's working directory (the build tree)
+  const int chaos_s = env != nullptr ? std::atoi(env) : 30;
+  // Under the test's working directory (the build tree).
+  const std::string dir = regions ? "chaos-logs-regions" : "chaos-logs";
   REQUIRE(std::system(("rm -rf " + dir + " && mkdir -p " + dir).c_str()) == 0);
 
   // Under ASan, freed memory sits in a 256 MB quarantine and RSS would grow by that much whatever the
@@ -112,9 +116,15 @@ TEST_CASE("chaos: 6 peers loop all-reduces through random kills, freezes and res
   std::vector<Peer> peers(kPeers);
   auto start = [&](int i) {
     peers[i].log = dir + "/peer" + std::to_string(i) + ".log";
+    std::vector<std::string> vars;
+    if (regions) {
+      vars = {std::string("PCCL_REGION=") + (i % 2 == 0 ? "west" : "east"), "PCCL_ALGORITHM=hierarchical",
+             "PCCL_GATHER_BYTES=0"};
+    }
     peers[i].proc = std::make_unique<ChildProcess>(
         std::vector<std::string>{PCCL_CHAOS_PEER_BIN, "--master", address, "--log", peers[i].log, "--quiet-file",
-                                 dir + "/quiet"});
+                                 dir + "/quiet"},
+        vars);
   };
   for (int i = 0; i < kPeers; ++i) start(i);
 
@@ -136,8 +146,9 @@ TEST_CASE("chaos: 6 peers loop all-reduces through random kills, freezes and res
     std::this_thread::sleep_for(std::chrono::milliseconds(pick(300, 1500)));  // the next random event
     if (!master_kills.empty() && realMs() >= master_kills.front() && master_restart_at == 0) {
       master_kills.erase(master_kills.begin());
-      master.reset();  // SIGKILL and reap
-      rss0 = -1;       // its memory says nothing about the next one
+      master.reset();      // SIGKILL and reap
+      rss0 = -1;           // its memory says nothing about the next one
+      rebaseline_at = 0;   // nor does a baseline still due (the next restart sets one)
       master_restart_at = realMs() + pick(300, 2500);
       ++master_deaths;
     }
@@ -147,7 +158,7 @@ TEST_CASE("chaos: 6 peers loop all-reduces through random kills, freezes and res
       REQUIRE(master->waitForLine("listening on", 10000));
       rebaseline_at = realMs() + 8000;
     }
-    if (rebaseline_at != 0 && realMs() >= rebaseline_at) {
+    if (rebaseline_at != 0 && realMs() >= rebaseline_at && master) {
       rebaseline_at = 0;
       rss0 = rssKb(master->pid());
       fds0 = openFds(master->pid());
@@ -215,7 +226,7 @@ TEST_CASE("chaos: 6 peers loop all-reduces through random kills, freezes and res
 
   // ---- the invariants, from the logs --------------------------------------------------------------
   std::map<std::pair<std::string, std::string>, std::set<std::string>> hashes;  // (epoch, seq) -> hashes
-  size_t ok_ops = 0, wrong = 0, overruns = 0, quiet_ops_full = 0;
+  size_t ok_ops = 0, wrong = 0, overruns = 0, quiet_ops_full = 0, two_level_ops = 0;
   std::set<int> quiet_peers;
   for (int i = 0; i < kPeers; ++i) {
     std::ifstream f(peers[i].log);
@@ -227,6 +238,7 @@ TEST_CASE("chaos: 6 peers loop all-reduces through random kills, freezes and res
         wrong += std::stoull(kv["wrong"]);
         hashes[{kv["epoch"], kv["seq"]}].insert(kv["hash"]);
         if (kv["world"] == std::to_string(kPeers)) quiet_ops_full += 1;
+        two_level_ops += kv["hier"] == "1";
         if (std::stoll(kv["t"]) < stop_ms) last_ok = l;
       } else if (kv["kind"] == "overrun") {
         const int64_t s = std::stoll(kv["start"]), e = std::stoll(kv["end"]);
@@ -256,6 +268,9 @@ TEST_CASE("chaos: 6 peers loop all-reduces through random kills, freezes and res
   CHECK(overruns == 0);       // no call past its deadline
   CHECK(quiet_peers.size() == kPeers);  // everyone back in one ring of 6 at the end
   CHECK(quiet_ops_full > 0);
+  // Two-level operations happened exactly in the run with regions.
+  INFO(two_level_ops << " two-level operations");
+  CHECK((two_level_ops > 0) == regions);
   // The master's memory and descriptors stay flat (same 6 peers connected at both samples).
   INFO("master RSS " << rss0 << " -> " << rss1 << " kB, fds " << fds0 << " -> " << fds1);
   CHECK(master_deaths > 0);
@@ -264,4 +279,12 @@ TEST_CASE("chaos: 6 peers loop all-reduces through random kills, freezes and res
     CHECK(rss1 <= rss0 + 8 * 1024);
     CHECK(fds1 <= fds0 + 2);
   }
+}
+
+}  // namespace
+
+TEST_CASE("chaos: 6 peers loop all-reduces through random kills, freezes and restarts, flat and in two regions",
+          "[chaos]") {
+  SECTION("one flat ring") { runChaos(false); }
+  SECTION("two regions of three, two-level all-reduces") { runChaos(true); }
 }

@@ -105,7 +105,11 @@ std::vector<std::future<Outcome>> reduceUntilAllPrepared(Scene& s) {
   PreparedWatch watch;
   watch.watch(s.cluster);
   auto futures = reduceOnEach(s.cluster);
-  REQUIRE(s.victim->waitForLine("prepared", 20000));
+  const bool prepared = s.victim->waitForLine("prepared", 20000).has_value();
+  if (!prepared) {
+    for (const auto& l : s.victim->lines()) WARN("victim: " << l);
+  }
+  REQUIRE(prepared);
   REQUIRE(watch.waitFor(3, 20000));
   for (auto& p : s.cluster.peers) detail::CommAccess::impl(*p).setRingCtlHookForTest(nullptr);
   return futures;

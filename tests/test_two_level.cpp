@@ -205,3 +205,38 @@ TEST_CASE("two-level: flat when asked, and with one region or one peer per regio
     CHECK(out[0][100] == 6.0f);
   }
 }
+
+TEST_CASE("two-level: the master decides again when a departure and a join change the regions", "[two-level]") {
+  LocalCluster c = regionCluster({"a", "a", "b"});
+  REQUIRE(c.peers.size() == 3);
+  auto check = [&](bool hierarchical, float want) {
+    for (const auto& p : c.peers) CHECK(p->topology().hierarchical == hierarchical);
+    std::vector<ReduceInfo> infos;
+    auto out = allReduceAll<float>(c, 9000, DataType::kFloat32, RedOp::kSum,
+                                   [](size_t, size_t i) { return static_cast<float>(i % 4); }, &infos);
+    checkIdentical(out);
+    CHECK(infos[0].hierarchical == hierarchical);
+    CHECK(out[0][3] == 3.0f * want);
+  };
+  check(true, 3.0f);
+  // An "a" peer leaves: a and b have one member each, nothing to gain from two levels.
+  REQUIRE(c.peers[1]->leave().isOk());
+  c.peers.erase(c.peers.begin() + 1);
+  REQUIRE(c.updateAll());
+  check(false, 2.0f);
+  // A "b" peer joins: b has two members again.
+  CommConfig nc = regionConfig("b", "hierarchical");
+  nc.master_address = "127.0.0.1:" + std::to_string(c.master->port());
+  c.peers.push_back(makeComm(nc));
+  REQUIRE(c.peers.back());
+  auto joining = std::async(std::launch::async, [&] { return c.peers.back()->connect(); });
+  REQUIRE(c.master->waitFor([](const MasterStats& s) { return s.pending == 1; }, 10000));
+  std::vector<Status> st(2);
+  std::vector<std::thread> votes;
+  for (size_t i = 0; i < 2; ++i) votes.emplace_back([&, i] { st[i] = c.peers[i]->updateTopology(); });
+  for (auto& t : votes) t.join();
+  REQUIRE(st[0].isOk());
+  REQUIRE(st[1].isOk());
+  REQUIRE(joining.get().isOk());
+  check(true, 3.0f);
+}

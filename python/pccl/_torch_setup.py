@@ -49,6 +49,8 @@ class Options:
         timeout), secret (None: PCCL_SECRET / PCCL_SECRET_FILE), encrypt: as pccl.Communicator.
     region: the region this rank is in, as pccl.Communicator's ``region`` (None: PCCL_REGION, else
         none declared).
+    algorithm: "flat", "hierarchical" or "auto", as pccl.Communicator's ``algorithm`` (None:
+        PCCL_ALGORITHM, else "auto"): two-level all-reduces when the group sits in several regions.
     """
 
     quant: object = None
@@ -65,6 +67,7 @@ class Options:
     secret: object = None
     encrypt: bool = False
     region: object = None
+    algorithm: object = None
 
 
 _QUANTS = {None: None, "": None, "none": None, "fp16": "fp16", "bf16": "bf16", "int8": "int8"}
@@ -171,7 +174,7 @@ class Membership:
                             connections_per_peer=o.connections_per_peer or 4, secret=o.secret, encrypt=o.encrypt,
                             heartbeat_interval_ms=o.heartbeat_interval_ms, peer_timeout_ms=o.peer_timeout_ms,
                             connect_timeout_ms=o.connect_timeout_ms, op_timeout_ms=o.op_timeout_ms,
-                            region=o.region)
+                            region=o.region, algorithm=o.algorithm)
 
     def _complete_ring(self, size, deadline):
         comm = self.comm
