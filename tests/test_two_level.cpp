@@ -240,3 +240,22 @@ TEST_CASE("two-level: the master decides again when a departure and a join chang
   REQUIRE(joining.get().isOk());
   check(true, 3.0f);
 }
+
+TEST_CASE("two-level: a call above 16 MiB runs in waves, exact and bit-identical", "[two-level]") {
+  // 20 MiB of int32: two waves (docs/algorithms.md §12), a one-member region among them.
+  LocalCluster c = regionCluster({"a", "b", "a", "b", "solo"});
+  REQUIRE(c.peers.size() == 5);
+  const size_t count = (20u << 20) / sizeof(int32_t) + 3;
+  std::vector<ReduceInfo> infos;
+  auto out = allReduceAll<int32_t>(c, count, DataType::kInt32, RedOp::kSum,
+                                   [](size_t r, size_t i) { return static_cast<int32_t>((i * 7 + r) % 1000); }, &infos);
+  CHECK(infos[0].hierarchical);
+  checkIdentical(out);
+  size_t wrong = 0;
+  for (size_t i = 0; i < count; ++i) {
+    int32_t want = 0;
+    for (size_t r = 0; r < 5; ++r) want += static_cast<int32_t>((i * 7 + r) % 1000);
+    wrong += out[0][i] != want;
+  }
+  CHECK(wrong == 0);
+}

@@ -8,89 +8,133 @@
 namespace pccl::collective {
 
 namespace {
-std::vector<std::shared_ptr<Striper>> stripersOf(const TwoLevelPart& part, const TwoLevelAllReduce::StriperTo& to) {
-  std::vector<uint32_t> ranks;
-  if (part.region_world > 1) ranks.push_back(part.region_succ);
-  for (const auto& p : part.pieces) ranks.push_back(p.succ);
-  std::sort(ranks.begin(), ranks.end());
-  ranks.erase(std::unique(ranks.begin(), ranks.end()), ranks.end());
+std::vector<std::shared_ptr<Striper>> stripersOf(const TwoLevelCall& call, const TwoLevelAllReduce::StriperTo& to) {
   std::vector<std::shared_ptr<Striper>> out;
-  for (uint32_t r : ranks) out.push_back(to(r));
+  for (uint32_t r : call.receivers()) out.push_back(to(r));
   return out;
 }
 }  // namespace
 
-TwoLevelAllReduce::TwoLevelAllReduce(const RingOpSpec& base, TwoLevelPart part, const StriperTo& striper_to,
+TwoLevelAllReduce::TwoLevelAllReduce(const RingOpSpec& base, const TwoLevelRing& ring, const StriperTo& striper_to,
                                      BufferPool* buffers, Finished finished)
-    : RingOp(base.op_id, base.seq, stripersOf(part, striper_to), std::move(finished)),
+    : RingOp(base.op_id, base.seq,
+             stripersOf(twoLevelCall(ring, base.rank, base.count, codec::dtypeSize(base.dtype)), striper_to),
+             std::move(finished)),
       base_(base),
-      plan_(std::move(part)),
+      call_(twoLevelCall(ring, base.rank, base.count, codec::dtypeSize(base.dtype))),
+      pieces_(ring.pieces()),
       buffers_(buffers),
       elem_(codec::dtypeSize(base.dtype)) {
+  const uint32_t waves = static_cast<uint32_t>(call_.waves.size());
+  partials_.resize(waves);
+  pieces_left_.assign(waves, 0);
+  for (uint32_t w = 0; w < waves; ++w) addWave(w, striper_to);
+}
+
+TwoLevelAllReduce::~TwoLevelAllReduce() {
+  for (auto& b : partials_) buffers_->release(std::move(b));
+  for (auto& b : scratches_) buffers_->release(std::move(b));
+  for (Part& p : parts_) buffers_->release(std::move(p.wire));
+}
+
+uint8_t* TwoLevelAllReduce::partialOf(uint32_t wave) {
+  BufferPool::Buffer& b = partials_[wave];
+  if (!b.data) b = buffers_->acquire(std::max<size_t>(call_.parts[wave].block.count, 1) * elem_);
+  return b.data.get();
+}
+
+uint8_t* TwoLevelAllReduce::scratchOf(uint32_t wave) {
+  BufferPool::Buffer& b = scratches_[wave % 2];
+  if (!b.data) {
+    size_t largest = 1;
+    for (const Span& w : call_.waves) largest = std::max(largest, w.count);
+    b = buffers_->acquire(largest * elem_);
+  }
+  return b.data.get();
+}
+
+void TwoLevelAllReduce::addWave(uint32_t w, const StriperTo& striper_to) {
+  const TwoLevelPart& plan = call_.parts[w];
+  const Span wave = call_.waves[w];
+  const uint32_t base_id = w * static_cast<uint32_t>(pieces_ + 2);
   const size_t segment_bytes = base_.desc.segment_bytes;
-  // The LAN level: full precision, and avg sums (the WAN level divides by the group's size).
-  RingOpSpec lan = base_;
-  lan.quant = codec::Quant::kNone;
-  lan.compress = 0;
-  lan.compressor = nullptr;
-  lan.op = base_.op == codec::RedOp::kAvg ? codec::RedOp::kSum : base_.op;
-  lan.world = plan_.region_world;
-  lan.rank = plan_.region_rank;
-  lan.blocks = plan_.blocks;
-  lan.segment_elems = segmentElems(base_.count, plan_.region_world, elem_, segment_bytes);
-  if (plan_.region_world > 1) {
-    partial_ = buffers_->acquire(std::max<size_t>(plan_.block.count, 1) * elem_);
-    scratch_ = buffers_->acquire(std::max<size_t>(base_.count, 1) * elem_);
+  const uint8_t* input = base_.input + wave.offset * elem_;
+  uint8_t* output = base_.output + wave.offset * elem_;
+  if (plan.region_world > 1) {
+    // The LAN level: full precision, and avg sums (the WAN level divides by the group's size).
+    RingOpSpec lan = base_;
+    lan.quant = codec::Quant::kNone;
+    lan.compress = 0;
+    lan.compressor = nullptr;
+    lan.op = base_.op == codec::RedOp::kAvg ? codec::RedOp::kSum : base_.op;
+    lan.world = plan.region_world;
+    lan.rank = plan.region_rank;
+    lan.count = wave.count;
+    lan.blocks = plan.blocks;
+    lan.segment_elems = segmentElems(wave.count, plan.region_world, elem_, segment_bytes);
     RingOpSpec rs = lan;
     rs.kind = wire::Collective::kReduceScatter;
-    rs.output = partial_.data.get();
-    rs.scratch = scratch_.data.get();
-    addPart(kPartReduceScatter, rs, plan_.region_pred, plan_.region_succ, striper_to);
+    rs.input = input;
+    addPart(base_id, w, Kind::kReduceScatter, rs, plan.region_pred, plan.region_succ, striper_to);
     RingOpSpec ag = lan;
     ag.kind = wire::Collective::kAllGather;
-    ag.input = base_.output + plan_.block.offset * elem_;
-    ag.output = base_.output;
-    addPart(kPartAllGather, ag, plan_.region_pred, plan_.region_succ, striper_to);
+    ag.input = output + plan.block.offset * elem_;
+    ag.output = output;
+    addPart(base_id + 1, w, Kind::kAllGather, ag, plan.region_pred, plan.region_succ, striper_to);
   }
-  // The WAN level: one all-reduce per piece of our block, over the R owners of the piece.
-  const uint8_t* reduced = plan_.region_world > 1 ? partial_.data.get() : base_.input + plan_.block.offset * elem_;
-  for (const auto& piece : plan_.pieces) {
+  // The WAN level: one all-reduce per piece of our block, over the R owners of the piece, reading the
+  // wave's partial (ensure() points it there), or our input when we are our region's only member.
+  for (const auto& piece : plan.pieces) {
     RingOpSpec wan = base_;
     wan.kind = wire::Collective::kAllReduce;
-    wan.world = plan_.regions;
-    wan.rank = plan_.region;
-    wan.input = reduced + (piece.span.offset - plan_.block.offset) * elem_;
-    wan.output = base_.output + piece.span.offset * elem_;
+    wan.world = plan.regions;
+    wan.rank = plan.region;
+    wan.input = plan.region_world > 1 ? nullptr : input + piece.span.offset * elem_;
+    wan.output = output + piece.span.offset * elem_;
     wan.count = piece.span.count;
     wan.avg_divisor = base_.world;
-    wan.segment_elems = segmentElems(piece.span.count, plan_.regions, elem_, segment_bytes);
-    addPart(kPartFirstPiece + piece.id, wan, piece.pred, piece.succ, striper_to);
-    ++pieces_left_;
+    wan.segment_elems = segmentElems(piece.span.count, plan.regions, elem_, segment_bytes);
+    addPart(base_id + 2 + piece.id, w, Kind::kPiece, wan, piece.pred, piece.succ, striper_to);
+    parts_.back().from_partial = plan.region_world > 1;
+    parts_.back().partial_offset = piece.span.offset - plan.block.offset;
+    ++pieces_left_[w];
   }
 }
 
-void TwoLevelAllReduce::addPart(uint32_t id, RingOpSpec spec, uint32_t pred, uint32_t succ,
+void TwoLevelAllReduce::addPart(uint32_t id, uint32_t wave, Kind kind, RingOpSpec spec, uint32_t pred, uint32_t succ,
                                 const StriperTo& striper_to) {
   spec.phase_base = id << kPartShift;
   uint32_t sharing = 0;  // the parts of this call that send to `succ` (this one among them)
-  if (plan_.region_world > 1 && succ == plan_.region_succ) sharing += 2;
-  for (const auto& p : plan_.pieces) sharing += p.succ == succ ? 1 : 0;
-  spec.eager_bytes = wire::kEagerBytes / std::max<uint32_t>(sharing, 1);
-  if (spec.coded()) {
-    Part tmp;
-    tmp.wire = buffers_->acquire(wireRegionBytes(spec));
-    spec.wire = tmp.wire.data.get();
-    parts_.push_back(std::move(tmp));
-  } else {
-    parts_.emplace_back();
+  for (const auto& plan : call_.parts) {
+    if (plan.region_world > 1 && succ == plan.region_succ) sharing += 2;
+    for (const auto& p : plan.pieces) sharing += p.succ == succ ? 1 : 0;
   }
+  spec.eager_bytes = wire::kEagerBytes / std::max<uint32_t>(sharing, 1);
+  parts_.emplace_back();
   Part& p = parts_.back();
   p.id = id;
+  p.wave = wave;
+  p.kind = kind;
   p.pred = pred;
   p.succ = succ;
-  p.ring = std::make_shared<RingCollective>(spec, striper_to(succ), [this, id](const Status& s) {
-    partFinished(id, s);
-  });
+  p.spec = std::move(spec);
+  p.striper = striper_to(succ);
+}
+
+void TwoLevelAllReduce::ensure(Part& p) {
+  if (p.ring) return;
+  RingOpSpec spec = p.spec;
+  if (p.kind == Kind::kReduceScatter) {
+    spec.output = partialOf(p.wave);
+    spec.scratch = scratchOf(p.wave);
+  }
+  if (p.from_partial) spec.input = partialOf(p.wave) + p.partial_offset * elem_;
+  if (spec.coded()) {
+    p.wire = buffers_->acquire(wireRegionBytes(spec));
+    spec.wire = p.wire.data.get();
+  }
+  const uint32_t id = p.id;
+  p.ring = std::make_shared<RingCollective>(spec, p.striper, [this, id](const Status& s) { partFinished(id, s); });
 }
 
 TwoLevelAllReduce::Part* TwoLevelAllReduce::find(uint32_t id) {
@@ -100,13 +144,18 @@ TwoLevelAllReduce::Part* TwoLevelAllReduce::find(uint32_t id) {
   return nullptr;
 }
 
+TwoLevelAllReduce::Part* TwoLevelAllReduce::find(uint32_t wave, Kind kind) {
+  for (Part& p : parts_) {
+    if (p.wave == wave && p.kind == kind) return &p;
+  }
+  return nullptr;
+}
+
 void TwoLevelAllReduce::start() {
-  if (plan_.region_world > 1) {
-    startPart(*find(kPartReduceScatter));
+  if (Part* rs = find(0, Kind::kReduceScatter)) {
+    startPart(*rs);  // the waves' pieces follow their reduce-scatters
   } else {
-    for (Part& p : parts_) {
-      if (!over()) startPart(p);
-    }
+    for (uint32_t w = 0; w < call_.waves.size() && !over(); ++w) startPieces(w);  // a region of one
   }
   maybeFinish();
 }
@@ -114,6 +163,7 @@ void TwoLevelAllReduce::start() {
 void TwoLevelAllReduce::startPart(Part& p) {
   if (p.started || over()) return;
   p.started = true;
+  ensure(p);
   auto self = shared_from_this();  // a part may finish (and fail us) inside its start
   auto ring = p.ring;
   ring->start();
@@ -127,22 +177,36 @@ void TwoLevelAllReduce::startPart(Part& p) {
   }
 }
 
+void TwoLevelAllReduce::startPieces(uint32_t wave) {
+  for (Part& q : parts_) {
+    if (q.wave == wave && q.kind == Kind::kPiece && !over()) startPart(q);
+  }
+  // Our block of the wave is final once every piece of it is (at once when the wave leaves it empty).
+  if (pieces_left_[wave] == 0 && !over()) {
+    if (Part* ag = find(wave, Kind::kAllGather)) startPart(*ag);
+  }
+}
+
 void TwoLevelAllReduce::partFinished(uint32_t id, const Status& s) {
   if (over()) return;
   if (!s.isOk()) return fail(s);
   Part* p = find(id);
   if (p == nullptr || p->finished) return;
   p->finished = true;
-  if (id == kPartReduceScatter) {
-    for (Part& q : parts_) {
-      if (q.id >= kPartFirstPiece && !over()) startPart(q);
-    }
-  } else if (id >= kPartFirstPiece) {
-    --pieces_left_;
-  }
-  // Our block is final once every piece of it is (at once when the call leaves our block empty).
-  if (id != kPartAllGather && pieces_left_ == 0 && plan_.region_world > 1 && !over()) {
-    startPart(*find(kPartAllGather));
+  const uint32_t wave = p->wave;
+  switch (p->kind) {
+    case Kind::kReduceScatter:
+      // The LAN is free for the next wave's reduce-scatter; this wave goes on across regions.
+      if (Part* next = find(wave + 1, Kind::kReduceScatter)) startPart(*next);
+      startPieces(wave);
+      break;
+    case Kind::kPiece:
+      if (--pieces_left_[wave] == 0 && !over()) {
+        if (Part* ag = find(wave, Kind::kAllGather)) startPart(*ag);
+      }
+      break;
+    case Kind::kAllGather:
+      break;
   }
   maybeFinish();
 }
@@ -185,6 +249,7 @@ Result<uint8_t*> TwoLevelAllReduce::placementFrom(uint32_t from, const wire::Dat
     return Status::protocol(fmt::format("op {}: a frame of two-level part {} from group rank {}; it comes from {}",
                                         base_.op_id, id, from, p->pred));
   }
+  ensure(*p);  // a frame of a part that has not started: placed now, delivered when it starts
   auto ring = p->ring;
   return ring->placement(local(h), bytes);
 }
@@ -210,39 +275,39 @@ bool TwoLevelAllReduce::complete() const {
 void TwoLevelAllReduce::stopWork() {
   const Status why = Status::internal("the two-level operation ended");
   for (Part& p : parts_) {
-    auto ring = p.ring;
-    ring->fail(why);
+    if (auto ring = p.ring) ring->fail(why);
   }
 }
 
 void TwoLevelAllReduce::whenQuiet(std::function<void()> quiet) {
   auto self = shared_from_this();
-  auto left = std::make_shared<size_t>(parts_.size() + 1);
+  size_t made = 0;
+  for (const Part& p : parts_) made += p.ring ? 1 : 0;
+  auto left = std::make_shared<size_t>(made + 1);
   auto one = [left, quiet = std::move(quiet)]() {
     if (--*left == 0) quiet();
   };
   for (Part& p : parts_) {
-    auto ring = p.ring;
-    ring->whenQuiet(one);
+    if (auto ring = p.ring) ring->whenQuiet(one);
   }
   RingOp::whenQuiet(one);
 }
 
 size_t TwoLevelAllReduce::sendsInFlight() const {
   size_t n = RingOp::sendsInFlight();
-  for (const Part& p : parts_) n += p.ring->sendsInFlight();
+  for (const Part& p : parts_) n += p.ring ? p.ring->sendsInFlight() : 0;
   return n;
 }
 
 uint64_t TwoLevelAllReduce::bytesSent() const {
   uint64_t n = 0;
-  for (const Part& p : parts_) n += p.ring->bytesSent();
+  for (const Part& p : parts_) n += p.ring ? p.ring->bytesSent() : 0;
   return n;
 }
 
 uint64_t TwoLevelAllReduce::bytesReceived() const {
   uint64_t n = 0;
-  for (const Part& p : parts_) n += p.ring->bytesReceived();
+  for (const Part& p : parts_) n += p.ring ? p.ring->bytesReceived() : 0;
   return n;
 }
 

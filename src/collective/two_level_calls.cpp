@@ -71,19 +71,13 @@ bool Collectives::twoLevel(const ReduceRequest& r) const {
 }
 
 Status Collectives::startTwoLevel(Op& op, const RingOpSpec& spec) {
-  TwoLevelPart part = twoLevelPart(*two_level_, rank_, op.req.count);
-  std::vector<uint32_t> peers;
-  if (part.region_world > 1) peers = {part.region_pred, part.region_succ};
-  for (const auto& p : part.pieces) {
-    peers.push_back(p.pred);
-    peers.push_back(p.succ);
-  }
-  for (uint32_t r : peers) {
+  const TwoLevelCall call = twoLevelCall(*two_level_, rank_, op.req.count, codec::dtypeSize(op.req.dtype));
+  for (uint32_t r : call.receivers()) {
     if (striperTo(r) == nullptr) return Status::internal(fmt::format("two-level: no link to group rank {}", r));
   }
   const OpKey key = op.key;
   op.ring = std::make_shared<TwoLevelAllReduce>(
-      spec, std::move(part), [this](uint32_t rank) { return striperTo(rank); }, buffers_,
+      spec, *two_level_, [this](uint32_t rank) { return striperTo(rank); }, buffers_,
       [this, key](const Status& s) { ringFinished(key, s); });
   auto ring = op.ring;
   ring->start();
@@ -92,12 +86,8 @@ Status Collectives::startTwoLevel(Op& op, const RingOpSpec& spec) {
 
 void Collectives::helloOthers(const Op& op, const wire::RingCtl& hello) {
   if (!two_level_ || world_ < 2) return;
-  const TwoLevelPart part = twoLevelPart(*two_level_, rank_, op.req.count);
-  std::vector<uint32_t> senders;
-  if (part.region_world > 1) senders.push_back(part.region_pred);
-  for (const auto& p : part.pieces) senders.push_back(p.pred);
-  std::sort(senders.begin(), senders.end());
-  senders.erase(std::unique(senders.begin(), senders.end()), senders.end());
+  const auto senders =
+      twoLevelCall(*two_level_, rank_, op.req.count, codec::dtypeSize(op.req.dtype)).senders();
   const uint32_t predecessor = (rank_ + world_ - 1) % world_;
   for (uint32_t r : senders) {
     if (r == predecessor) continue;  // it has ours already

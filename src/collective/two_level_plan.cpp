@@ -97,4 +97,35 @@ TwoLevelPart twoLevelPart(const TwoLevelRing& ring, uint32_t rank, size_t count)
   return out;
 }
 
+uint32_t twoLevelWaves(size_t bytes) {
+  const size_t w = (bytes + kTwoLevelWaveBytes - 1) / kTwoLevelWaveBytes;
+  return static_cast<uint32_t>(std::clamp<size_t>(w, 1, kMaxTwoLevelWaves));
+}
+
+TwoLevelCall twoLevelCall(const TwoLevelRing& ring, uint32_t rank, size_t count, size_t elem_size) {
+  TwoLevelCall out;
+  const uint32_t waves = twoLevelWaves(count * elem_size);
+  for (uint32_t w = 0; w < waves; ++w) {
+    out.waves.push_back(cutOf(count, waves, w));
+    out.parts.push_back(twoLevelPart(ring, rank, out.waves.back().count));
+  }
+  return out;
+}
+
+namespace {
+std::vector<uint32_t> ranksOf(const TwoLevelCall& call, bool senders) {
+  std::vector<uint32_t> out;
+  for (const auto& part : call.parts) {
+    if (part.region_world > 1) out.push_back(senders ? part.region_pred : part.region_succ);
+    for (const auto& p : part.pieces) out.push_back(senders ? p.pred : p.succ);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+}  // namespace
+
+std::vector<uint32_t> TwoLevelCall::senders() const { return ranksOf(*this, true); }
+std::vector<uint32_t> TwoLevelCall::receivers() const { return ranksOf(*this, false); }
+
 }  // namespace pccl::collective

@@ -27,9 +27,16 @@
 
 namespace pccl::collective {
 
-// The most pieces a two-level ring may have: a frame's phase carries its part (a piece's is 2 + its
-// index, two_level_allreduce.hpp) in its upper 16 bits. More regions and members than that: flat.
-inline constexpr size_t kMaxTwoLevelPieces = (1u << 16) - 2;
+// A call's waves: the buffer cut into W consecutive ranges (cutOf), each run as its own two levels,
+// one after the other on the LAN, so that one wave's WAN level overlaps the next one's reduce-scatter
+// and the previous one's all-gather. W = clamp(ceil(bytes / 16 MiB), 1, 4): every peer computes the same.
+inline constexpr uint32_t kMaxTwoLevelWaves = 4;
+inline constexpr size_t kTwoLevelWaveBytes = 16u << 20;
+uint32_t twoLevelWaves(size_t bytes);
+
+// The most pieces a two-level ring may have: a frame's phase carries its part (wave x (pieces + 2) +
+// 0, 1 or 2 + the piece's index, two_level_allreduce.hpp) in its upper 16 bits. More: flat.
+inline constexpr size_t kMaxTwoLevelPieces = (1u << 16) / kMaxTwoLevelWaves - 2;
 
 struct Fraction {
   uint64_t num = 0;
@@ -73,6 +80,16 @@ struct TwoLevelPart {
   std::vector<Piece> pieces;               // the non-empty pieces inside our block, in order
 };
 TwoLevelPart twoLevelPart(const TwoLevelRing& ring, uint32_t rank, size_t count);
+
+// One member's part in a whole call: its waves and its share of each (spans relative to the wave).
+struct TwoLevelCall {
+  std::vector<Span> waves;          // elements of the call
+  std::vector<TwoLevelPart> parts;  // per wave
+  // The group ranks that send us data, and that we send data to, in any wave (sorted, no duplicates).
+  std::vector<uint32_t> senders() const;
+  std::vector<uint32_t> receivers() const;
+};
+TwoLevelCall twoLevelCall(const TwoLevelRing& ring, uint32_t rank, size_t count, size_t elem_size);
 
 }  // namespace pccl::collective
 
