@@ -259,3 +259,22 @@ TEST_CASE("two-level: a call above 16 MiB runs in waves, exact and bit-identical
   }
   CHECK(wrong == 0);
 }
+
+TEST_CASE("two-level: a member accepting more connections at once than the listener's base bound builds its ring",
+          "[two-level]") {
+  // K = 48: the first "b" member accepts 48 from its ring predecessor and 48 on the link from the
+  // first "a" member, all in their handshakes at once (the listener's base bound is 64).
+  std::vector<CommConfig> configs;
+  for (const char* r : {"a", "a", "a", "b", "b", "b"}) {
+    CommConfig cfg = regionConfig(r, "hierarchical");
+    cfg.connections_per_peer = 48;
+    configs.push_back(cfg);
+  }
+  LocalCluster c = startCluster(configs);
+  REQUIRE(c.peers.size() == 6);
+  CHECK(c.peers[0]->topology().hierarchical);
+  auto out = allReduceAll<float>(c, 100000, DataType::kFloat32, RedOp::kSum,
+                                 [](size_t r, size_t) { return static_cast<float>(r); });
+  checkIdentical(out);
+  CHECK(out[0][99999] == 15.0f);
+}

@@ -46,6 +46,10 @@
 
 namespace pccl {
 
+// Authentications a peer's listener runs at once beyond those its ring plan expects (probe and
+// state-fetch connections, stray dialers); each ring plan raises the bound by its inbound connections.
+inline constexpr uint32_t kListenerHandshakes = 64;
+
 class Communicator::Impl : private peer::MasterSession::Io, private peer::MasterSession::Listener {
  public:
   // `config.secret` is already wiped: `key` is all the communicator keeps of it.

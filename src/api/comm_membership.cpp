@@ -296,6 +296,11 @@ Status Communicator::Impl::onTopology(const wire::TopologyUpdate& m) {
   building_two_level_ = twoLevelOf(m.ring, id_);
   if (building_two_level_) addTwoLevelLinks(plan, m.ring, id_, *building_two_level_);
   building_.hierarchical = building_two_level_ != nullptr;
+  // Every connection the plan makes others open to us may be in its handshake at once (a two-level
+  // member accepts several links of K each): the listener's bound on handshakes in progress is above that.
+  uint32_t inbound = plan.predecessor_connections;
+  for (const auto& x : plan.extra) inbound += x.dial ? 0 : x.connections;
+  listener_->setMaxPendingHandshakes(std::max<uint32_t>(kListenerHandshakes, inbound + kListenerHandshakes));
   building_.successor_connections = plan.successor_connections;
   building_.predecessor_connections = plan.predecessor_connections;
   ring_pool_->build(plan, [this](uint64_t epoch, const Status& s) {

@@ -34,6 +34,7 @@ Communicator::Impl::Impl(CommConfig config, std::vector<net::HostPort> masters, 
   lc.key = key_;
   lc.handshake_timeout = Millis(config_.handshake_timeout_ms);
   lc.name = "peer-listener";
+  lc.max_pending_handshakes = kListenerHandshakes;  // raised with each ring plan (comm_membership.cpp)
   listener_ = std::make_shared<net::Listener>(io_, lc);
   colls_->setReadHook([this](uint64_t bytes) { stats_.sameHostRead(bytes); });
   colls_->setReconnects(config_.master_reconnect_ms > 0);

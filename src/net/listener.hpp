@@ -35,6 +35,9 @@ class Listener : public std::enable_shared_from_this<Listener> {
   Status open();  // binds and listens; call from any thread before start()
   void start(OnAuthenticated on_authenticated);
   void close();
+  // Authentications in progress at once beyond which new connections are refused (a peer raises it to
+  // what its ring plan makes others open to it). Thread: the io thread.
+  void setMaxPendingHandshakes(uint32_t n) { config_.max_pending_handshakes = n; }
   uint16_t port() const { return port_; }
   std::string boundAddress() const;
 
