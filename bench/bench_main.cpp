@@ -125,7 +125,8 @@ int main(int argc, char** argv) {
   app.add_option("--algorithm", o.algorithm,
                  "pccl: how the group's all-reduces run when the ranks sit in several regions (PCCL_REGION): flat, "
                  "hierarchical (two levels: inside each region, then across regions) or auto (the master's cost "
-                 "model); the rows' algorithm column says what each size took (ring, gather, two-level)")
+                 "model); the rows' algorithm column says what each size took (ring, gather, two-level, "
+                 "two-level-gather)")
       ->check(CLI::IsMember({"flat", "hierarchical", "auto"}));
   app.add_option("--segment-bytes", o.segment_bytes, "pccl: largest pipelining unit")->check(CLI::Range(64u, 64u << 20));
   app.add_flag("--optimize-topology", o.optimize,

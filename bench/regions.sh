@@ -3,9 +3,9 @@
 # the flat ring against the two-level all-reduce (docs/algorithms.md §12). Each rank declares its
 # region; pcclOptimizeTopology installs the best ring first; one pccl-wanem run per algorithm (the
 # algorithm and the gather limit are a communicator's settings, fixed when it is created).
-#   bench/regions.sh [--json FILE] [--algorithms flat,two-level] [pccl-bench flags]
+#   bench/regions.sh [--json FILE] [--algorithms flat,two-level] [--sizes FROM:TO] [pccl-bench flags]
 SCENARIO=regions
-SCENARIO_ARGS="[--algorithms LIST] "
+SCENARIO_ARGS="[--algorithms LIST] [--sizes FROM:TO] "
 SCENARIO_HELP="  Regions: 9 ranks in pccl-wanem, three regions of unequal size (bench/regions.paths): 4 in eu, 3 in
   us, 2 in asia; 500 Mbit/s access links and 0.5 ms one way inside a region; across regions every pair
   of peers has its own 50 Mbit/s path, 40 ms one way eu-us, 70 ms eu-asia, 80 ms us-asia; no loss,
@@ -18,12 +18,15 @@ SCENARIO_HELP="  Regions: 9 ranks in pccl-wanem, three regions of unequal size (
                      ring       the flat ring at every size, 4 KiB .. 256 MiB (PCCL_GATHER_BYTES=0)
                      gather     the gather, 4 KiB .. 256 KiB (PCCL_GATHER_BYTES=4194304: 8 inputs within
                                 the 4 MiB eager limit)
-                     two-level  --algorithm hierarchical: two levels above the gather limit, 4 KiB .. 256 MiB
+                     two-level  --algorithm hierarchical: two levels (gathered in two levels up to the
+                                gather limit), 4 KiB .. 256 MiB
+  --sizes FROM:TO    only the sizes FROM .. TO of each algorithm's (e.g. 4K:64K, 64M:64M)
   --json FILE        FILE.json becomes FILE-ALGORITHM.json, one per algorithm; every row carries the
                      machine, the command and the emulator's verdict over its own timed operations.
   Takes about 15 minutes per algorithm. Needs root."
 # --algorithms is this script's, not pccl-bench's: taken out before scenario_common.sh reads the rest.
 ALGORITHMS=flat,two-level
+ONLY_SIZES=
 COMMAND="bench/regions.sh $*"
 args=()
 while [ $# -gt 0 ]; do
@@ -36,6 +39,13 @@ while [ $# -gt 0 ]; do
       ALGORITHMS=$2
       shift 2 ;;
     --algorithms=*) ALGORITHMS=${1#--algorithms=}; shift ;;
+    --sizes)
+      if [ $# -lt 2 ] || [[ "$2" != *:* ]]; then
+        echo "$0: --sizes needs FROM:TO (e.g. 64M:64M); usage: bench/regions.sh --help" >&2
+        exit 2
+      fi
+      ONLY_SIZES=$2
+      shift 2 ;;
     *) args+=("$1"); shift ;;
   esac
 done
@@ -56,6 +66,11 @@ algorithm_settings() {
 IFS=, read -r -a algorithms <<< "$ALGORITHMS"
 [ ${#algorithms[@]} -gt 0 ] || { echo "$0: --algorithms is empty" >&2; scenario_usage >&2; exit 2; }
 for a in "${algorithms[@]}"; do algorithm_settings "$a"; done
+# only_sizes: SIZES narrowed to --sizes FROM:TO (pccl-bench takes one -b and one -e).
+only_sizes() {
+  [ -n "$ONLY_SIZES" ] || return 0
+  SIZES=(-b "${ONLY_SIZES%%:*}" -e "${ONLY_SIZES#*:}" -f 4)
+}
 
 PATHS=$ROOT/bench/regions.paths
 export PCCL_BENCH_REGIONS=$PATHS  # each rank's PCCL_REGION from the file's 'rank' lines (wanem_rank.sh)
@@ -65,6 +80,7 @@ base_json=$JSON
 status=0
 for a in "${algorithms[@]}"; do
   algorithm_settings "$a"
+  only_sizes
   [ -z "$base_json" ] || JSON="${base_json%.json}-$a.json"
   if [ -n "$GATHER_BYTES" ]; then export PCCL_GATHER_BYTES=$GATHER_BYTES; else unset PCCL_GATHER_BYTES; fi
   echo "# regions: $a (--algorithm $LEVELS, PCCL_GATHER_BYTES=${GATHER_BYTES:-default})${JSON:+, rows to $JSON}"

@@ -284,7 +284,7 @@ bool Worker::runPccl(size_t bytes, Row* row) {
                false;
       }
       // The same on every iteration of a size.
-      row->algorithm = r->hierarchical ? "two-level" : r->gathered ? "gather" : "ring";
+      row->algorithm = r->hierarchical ? (r->gathered ? "two-level-gather" : "two-level") : r->gathered ? "gather" : "ring";
     }
     const auto t1 = Clock::now();
     const double dt = std::chrono::duration<double>(t1 - t0).count();
@@ -457,7 +457,7 @@ bool Worker::report(Row& row) {
   const double algbw = t > 0 ? static_cast<double>(row.bytes) * ops / t / 1e9 : 0;
   const double busbw = algbw * (world_ > 1 && !o_.sync ? busFactor(kind_, world_) : 1.0);
   const int conns = row.backend == "pccl" ? static_cast<int>(ring_connections_) : 1;
-  std::printf("%-6s %-13s %5d %14zu %12.1f %12.3f %12.3f %10llu\n", row.backend.c_str(), row.algorithm.c_str(), conns,
+  std::printf("%-6s %-16s %5d %14zu %12.1f %12.3f %12.3f %10llu\n", row.backend.c_str(), row.algorithm.c_str(), conns,
               row.bytes, t * 1e6, algbw, busbw, static_cast<unsigned long long>(wrong));
   std::fflush(stdout);
   json_ << (json_rows_++ ? ",\n  " : "\n  ") << "{\"backend\": \"" << row.backend << "\", \"collective\": \""
@@ -544,7 +544,7 @@ int Worker::run() {
                   "(pccl %.3g, float32 %.3g) and results that differ between ranks\n",
                   quantBound(o_.quant, world_, false, world_), quantBound("none", world_, false, world_));
     }
-    std::printf("%-6s %-13s %5s %14s %12s %12s %12s %10s\n", "#back", "algorithm", "conns", "size(B)", "time(us)",
+    std::printf("%-6s %-16s %5s %14s %12s %12s %12s %10s\n", "#back", "algorithm", "conns", "size(B)", "time(us)",
                 "algbw(GB/s)", "busbw(GB/s)", "wrong");
     std::fflush(stdout);
   }

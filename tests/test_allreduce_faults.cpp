@@ -19,9 +19,13 @@ namespace {
 constexpr size_t kCount = 1 << 22;  // 16 MiB of float32: an operation takes long enough to be hit
 // Elements per rank of a `kind` operation: an all-gather's or reduce-scatter's layout is 4 x that
 // (about as much as the all-reduce's at 3 peers).
+// "allreduce-small": 1000 elements, which gather (in two levels in a two-level group).
 size_t perRank(const std::string& kind) {
+  if (kind == "allreduce-small") return 1000;
   return kind == "allgather" || kind == "reducescatter" ? kCount / 4 : kCount;
 }
+// ring_member's --collective for `kind` (the victim's loop prints it).
+std::string memberKind(const std::string& kind) { return kind == "allreduce-small" ? "allreduce" : kind; }
 constexpr uint32_t kSegment = 64 << 10;
 
 CommConfig faultConfig(uint16_t port) {
@@ -38,6 +42,7 @@ struct Outcome {
   bool input_intact = false;
   size_t successes = 0;
   bool hierarchical = false;  // its successes ran in two levels (docs/algorithms.md §12)
+  bool gathered = false;      // and gathered (a small call, §1 and §12a)
 };
 
 // Counts successful operations across threads, so a test can wait for "N done" without polling.
@@ -114,6 +119,7 @@ Outcome reduceUntilFailure(Communicator& c, Progress* progress = nullptr, Reduce
     }
     ++o.successes;
     o.hierarchical = r->hierarchical;
+    o.gathered = r->gathered;
     if (progress != nullptr) progress->add();
     if (!right) {
       o.status = Status::internal("wrong result");
@@ -154,7 +160,8 @@ Scene sceneWithVictim(const std::string& kind = "allreduce", const Regions& regi
   std::vector<std::future<Status>> joins;
   for (size_t i = 1; i < n; ++i) joins.push_back(std::async(std::launch::async, [&, i] { return s.survivors[i]->connect(); }));
   std::vector<std::string> args = memberArgs(s.master->port(), "victim");
-  args.insert(args.end(), {"--allreduce", std::to_string(perRank(kind)), "--segment-bytes", "65536", "--collective", kind});
+  args.insert(args.end(),
+              {"--allreduce", std::to_string(perRank(kind)), "--segment-bytes", "65536", "--collective", memberKind(kind)});
   std::vector<std::string> env = {"PCCL_LOG_LEVEL=error"};
   if (!regions.survivors.empty()) env.insert(env.end(), {"PCCL_REGION=" + regions.victim, "PCCL_ALGORITHM=hierarchical"});
   s.victim = std::make_unique<ChildProcess>(args, env);
@@ -169,7 +176,7 @@ Scene sceneWithVictim(const std::string& kind = "allreduce", const Regions& regi
 // Waits for the victim's third completed operation, then for half the time one operation took: the
 // next operation is then under way on every peer (a fixed point to strike at, not a polling loop).
 void waitUntilMidOperation(ChildProcess& victim, const std::string& kind) {
-  auto line = victim.waitForLine("victim " + kind + " 3 ok", 20000);
+  auto line = victim.waitForLine("victim " + memberKind(kind) + " 3 ok", 20000);
   REQUIRE(line);
   const double op_ms = std::stod(line->substr(line->find("time_ms=") + 8));
   std::this_thread::sleep_for(std::chrono::microseconds(static_cast<int64_t>(op_ms * 500)));
@@ -221,12 +228,14 @@ void strikeMidOperation(Scene& s, int sig, double limit_s, ReduceOptions opts = 
   s.victim->signal(sig);
   for (auto& t : loops) t.join();
   const bool two_level = s.survivors[0]->topology().hierarchical;
+  const bool small = kind == "allreduce-small";
   for (size_t i = 0; i < n; ++i) {
     INFO("survivor " << i << ": " << out[i].status.toString());
     CHECK(out[i].status.code() == Code::kPeerLost);
     CHECK(out[i].input_intact);
     CHECK(out[i].successes >= 3);
     CHECK(out[i].hierarchical == two_level);
+    CHECK(out[i].gathered == small);
     const double after = std::chrono::duration<double>(out[i].at - struck).count();
     WARN("survivor " << i << " saw PeerLost " << after * 1000 << " ms after " << strsignal(sig) << ": "
                      << out[i].status.message());
@@ -319,6 +328,29 @@ TEST_CASE("two-level faults: a peer sharing its region SIGKILLed mid-operation (
   strikeMidOperation(s, SIGKILL, kKilledLimitS);
 }
 
+TEST_CASE("two-level faults: small all-reduces (gathered in two levels), a region leader SIGKILLed -> PeerLost "
+          "on every survivor, input intact, retry exact",
+          "[faults][allreduce][two-level]") {
+  // The victim is region b's first member in ring order or not, as the ring falls: either way it is in
+  // the region's gather and broadcast, and as b's leader in the gather between regions too.
+  Scene s = sceneWithVictim("allreduce-small", Regions{{"a", "b", "a"}, "b"});
+  strikeMidOperation(s, SIGKILL, kKilledLimitS, {}, "allreduce-small");
+}
+
+TEST_CASE("two-level faults: a peer SIGKILLed mid-broadcast (LAN and WAN level) -> PeerLost, in-place buffers "
+          "intact, retry exact",
+          "[faults][collectives][two-level]") {
+  Scene s = sceneWithVictim("broadcast", Regions{{"a", "b", "a"}, "b"});
+  strikeMidOperation(s, SIGKILL, kKilledLimitS, {}, "broadcast");
+}
+
+TEST_CASE("two-level faults: a peer SIGKILLed mid-reducescatter (LAN and WAN level) -> PeerLost, input intact, "
+          "retry exact",
+          "[faults][collectives][two-level]") {
+  Scene s = sceneWithVictim("reducescatter", Regions{{"a", "b", "a"}, "b"});
+  strikeMidOperation(s, SIGKILL, kKilledLimitS, {}, "reducescatter");
+}
+
 TEST_CASE("two-level faults: a peer SIGSTOPped mid-operation -> PeerLost within the heartbeat timeout",
           "[faults][allreduce][two-level]") {
   Scene s = sceneWithVictim("allreduce", Regions{{"a", "b", "a"}, "b"});
@@ -353,7 +385,15 @@ TEST_CASE("allreduce faults: the master killed mid-operation -> MasterUnreachabl
   for (auto& t : loops) t.join();
   for (size_t i = 0; i < 2; ++i) {
     INFO("peer " << i << ": " << out[i].status.toString());
-    CHECK(out[i].status.code() == Code::kMasterUnreachable);
+    // A peer whose call failed with MasterUnreachable closes the ring; its neighbour may have been between
+    // two calls then, and its next one finds the ring down (PeerLost, "call pcclUpdateTopology"): what
+    // that update says is that the master is gone.
+    if (out[i].status.code() == Code::kPeerLost) {
+      CHECK_THAT(out[i].status.message(), Catch::Contains("ring's connections are down"));
+      CHECK(peers[i]->updateTopology().code() == Code::kMasterUnreachable);
+    } else {
+      CHECK(out[i].status.code() == Code::kMasterUnreachable);
+    }
     CHECK(out[i].input_intact);
     CHECK(std::chrono::duration<double>(out[i].at - killed).count() < kTimeoutMs / 1000.0 + 1.0);
   }

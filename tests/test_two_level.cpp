@@ -25,9 +25,15 @@ CommConfig regionConfig(const std::string& region, const std::string& algorithm)
   return c;
 }
 
-LocalCluster regionCluster(const std::vector<std::string>& regions, const std::string& algorithm = "hierarchical") {
+// `gather_bytes`: 0 runs every size on the ring or in two levels; the largest (wire::kEagerBytes)
+// gathers every call that can (§12a).
+LocalCluster regionCluster(const std::vector<std::string>& regions, const std::string& algorithm = "hierarchical",
+                           int64_t gather_bytes = 0) {
   std::vector<CommConfig> configs;
-  for (const auto& r : regions) configs.push_back(regionConfig(r, algorithm));
+  for (const auto& r : regions) {
+    configs.push_back(regionConfig(r, algorithm));
+    configs.back().gather_bytes = gather_bytes;
+  }
   return startCluster(configs);
 }
 
@@ -146,6 +152,203 @@ TEST_CASE("two-level: max, min, prod and every dtype, against the flat ring's re
   }
 }
 
+TEST_CASE("two-level: small calls gather in each region and between the region leaders: every op and dtype, "
+          "int8, bit-identical on every peer, and larger calls and integer avg do not",
+          "[two-level]") {
+  for (const auto& regions : std::vector<std::vector<std::string>>{kUnequal, {"x", "solo", "x", "x"}}) {
+    LocalCluster c = regionCluster(regions, "hierarchical", 4 << 20);
+    const size_t n = regions.size();
+    REQUIRE(c.peers.size() == n);
+    REQUIRE(c.peers[0]->topology().hierarchical);
+    auto f = [](size_t r, size_t i) { return static_cast<float>((r * 31 + i * 7) % 101) / 8.0f; };
+    for (size_t count : {1, 9, 1000, 20011}) {
+      INFO("count " << count);
+      std::vector<ReduceInfo> infos;
+      auto sum = allReduceAll<float>(c, count, DataType::kFloat32, RedOp::kSum, f, &infos);
+      checkIdentical(sum);
+      for (const auto& info : infos) {
+        CHECK(info.hierarchical);
+        CHECK(info.gathered);
+      }
+      for (size_t i = 0; i < count; ++i) {
+        double want = 0;
+        for (size_t r = 0; r < n; ++r) want += f(r, i);
+        CHECK(sum[0][i] == Approx(want).epsilon(1e-5));
+      }
+      auto avg = allReduceAll<float>(c, count, DataType::kFloat32, RedOp::kAvg, f);
+      checkIdentical(avg);
+      double want = 0;
+      for (size_t r = 0; r < n; ++r) want += f(r, count - 1);
+      CHECK(avg[0][count - 1] == Approx(want / static_cast<double>(n)).epsilon(1e-5));
+      auto q = allReduceAll<float>(c, count, DataType::kFloat32, RedOp::kSum, f, nullptr, Quant::kInt8);
+      checkIdentical(q);
+      CHECK(std::fabs(q[0][count - 1] - want) < 0.1 * static_cast<double>(n));
+    }
+    auto in = [](size_t r, size_t i) { return static_cast<double>(((r + 3) * (i + 1)) % 17) - 8.0; };
+    for (RedOp op : {RedOp::kMax, RedOp::kMin, RedOp::kProd}) {
+      INFO("op " << static_cast<int>(op));
+      auto d = allReduceAll<double>(c, 333, DataType::kFloat64, op, in);
+      checkIdentical(d);
+      auto i64 = allReduceAll<int64_t>(c, 333, DataType::kInt64, op,
+                                       [&](size_t r, size_t i) { return static_cast<int64_t>(in(r, i)); });
+      checkIdentical(i64);
+      for (size_t i = 0; i < 333; i += 11) {
+        double want = in(0, i);
+        for (size_t r = 1; r < n; ++r) {
+          const double x = in(r, i);
+          want = op == RedOp::kMax ? std::max(want, x) : op == RedOp::kMin ? std::min(want, x) : want * x;
+        }
+        CHECK(d[0][i] == want);
+        CHECK(static_cast<double>(i64[0][i]) == want);
+      }
+    }
+    std::vector<ReduceInfo> infos;
+    allReduceAll<int32_t>(c, 100, DataType::kInt32, RedOp::kAvg, [](size_t r, size_t) { return static_cast<int32_t>(r); },
+                          &infos);
+    CHECK(infos[0].gathered);  // on the flat ring: integer avg's exact partial sums are its alone
+    CHECK_FALSE(infos[0].hierarchical);
+    // Beyond the eager limit: the large two-level path.
+    allReduceAll<float>(c, (4u << 20) / sizeof(float), DataType::kFloat32, RedOp::kSum, f, &infos);
+    CHECK(infos[0].hierarchical);
+    CHECK_FALSE(infos[0].gathered);
+  }
+}
+
+TEST_CASE("two-level: broadcasts from a root in every region arrive bit for bit, in and out of place",
+          "[two-level]") {
+  LocalCluster c = regionCluster(kUnequal);
+  const size_t n = kUnequal.size();
+  REQUIRE(c.peers.size() == n);
+  for (size_t count : {1, 9, 20011}) {
+    for (uint32_t root = 0; root < n; ++root) {
+      INFO("count " << count << " root " << root);
+      std::vector<std::vector<float>> out(n, std::vector<float>(count));
+      std::vector<Status> st(n);
+      std::vector<ReduceInfo> info(n);
+      const bool in_place = root % 2 == 0;
+      c.onEach([&](size_t r) {
+        const size_t g = c.peers[r]->topology().group_rank;  // the root is a group rank
+        std::vector<float> in(count);
+        for (size_t i = 0; i < count; ++i) in[i] = static_cast<float>(g * 100000 + i) * 0.5f;
+        if (in_place) out[r] = in;
+        auto res = c.peers[r]->broadcast(in_place ? out[r].data() : in.data(), out[r].data(), count,
+                                         DataType::kFloat32, root);
+        st[r] = res.status();
+        if (res.isOk()) info[r] = *res;
+      });
+      for (size_t r = 0; r < n; ++r) {
+        INFO("peer " << r);
+        REQUIRE(st[r].isOk());
+        CHECK(info[r].hierarchical);
+        size_t wrong = 0;
+        for (size_t i = 0; i < count; ++i) wrong += out[r][i] != static_cast<float>(root * 100000 + i) * 0.5f;
+        CHECK(wrong == 0);
+      }
+    }
+  }
+  // 20 MiB: three waves.
+  const size_t big = (20u << 20) / sizeof(int32_t) + 5;
+  std::vector<std::vector<int32_t>> out(n, std::vector<int32_t>(big));
+  std::vector<Status> st(n);
+  c.onEach([&](size_t r) {
+    const bool root = c.peers[r]->topology().group_rank == 7;
+    for (size_t i = 0; i < big; ++i) out[r][i] = root ? static_cast<int32_t>(i * 3) : -1;
+    st[r] = c.peers[r]->broadcast(out[r].data(), out[r].data(), big, DataType::kInt32, 7).status();
+  });
+  for (size_t r = 0; r < n; ++r) {
+    REQUIRE(st[r].isOk());
+    size_t wrong = 0;
+    for (size_t i = 0; i < big; ++i) wrong += out[r][i] != static_cast<int32_t>(i * 3);
+    CHECK(wrong == 0);
+  }
+}
+
+TEST_CASE("two-level: all-gathers and reduce-scatters, ring sorted by region or not, in and out of place, exact",
+          "[two-level]") {
+  // kUnequal interleaves the regions in ring order (the levels work in a sorted scratch); the second
+  // ring is sorted by region (they work in the caller's buffers), with a one-member region.
+  for (const auto& regions : std::vector<std::vector<std::string>>{kUnequal, {"x", "x", "x", "y", "y", "solo"}}) {
+    LocalCluster c = regionCluster(regions);
+    const size_t n = regions.size();
+    REQUIRE(c.peers.size() == n);
+    std::vector<size_t> g(n);  // each peer's group rank: its block's place
+    for (size_t r = 0; r < n; ++r) g[r] = c.peers[r]->topology().group_rank;
+    for (size_t block : {1, 7, 5000}) {
+      for (bool in_place : {false, true}) {
+        INFO("block " << block << (in_place ? " in place" : ""));
+        auto f = [](size_t r, size_t i) { return static_cast<float>(r * 1000 + i) / 8.0f; };
+        std::vector<std::vector<float>> gathered(n, std::vector<float>(n * block, -1.0f));
+        std::vector<std::vector<float>> scattered(n, std::vector<float>(block, -1.0f));
+        std::vector<Status> st(2 * n);
+        std::vector<ReduceInfo> info(2 * n);
+        c.onEach([&](size_t r) {
+          std::vector<float> own(block);
+          for (size_t i = 0; i < block; ++i) own[i] = f(g[r], i);
+          float* at = gathered[r].data() + g[r] * block;
+          if (in_place) std::copy(own.begin(), own.end(), at);
+          auto ag = c.peers[r]->allGather(in_place ? at : own.data(), gathered[r].data(), block, DataType::kFloat32);
+          st[r] = ag.status();
+          if (ag.isOk()) info[r] = *ag;
+          std::vector<float> all(n * block);
+          for (size_t i = 0; i < all.size(); ++i) all[i] = f(r, i);
+          float* out = in_place ? all.data() + g[r] * block : scattered[r].data();
+          auto rs = c.peers[r]->reduceScatter(all.data(), out, block, DataType::kFloat32, RedOp::kSum);
+          st[n + r] = rs.status();
+          if (rs.isOk()) info[n + r] = *rs;
+          if (in_place) std::copy(out, out + block, scattered[r].begin());
+        });
+        for (size_t r = 0; r < n; ++r) {
+          INFO("peer " << r);
+          REQUIRE(st[r].isOk());
+          REQUIRE(st[n + r].isOk());
+          CHECK(info[r].hierarchical);
+          CHECK(info[n + r].hierarchical);
+          size_t wrong = 0;
+          for (size_t b = 0; b < n; ++b) {
+            for (size_t i = 0; i < block; ++i) wrong += gathered[r][b * block + i] != f(b, i);
+          }
+          CHECK(wrong == 0);
+          for (size_t i = 0; i < block; ++i) {
+            double want = 0;
+            for (size_t q = 0; q < n; ++q) want += f(q, g[r] * block + i);
+            wrong += scattered[r][i] != static_cast<float>(want);  // eighths: exact in any order
+          }
+          CHECK(wrong == 0);
+        }
+      }
+    }
+    // avg, int32 and zstd on the WAN level.
+    const size_t block = 3001;
+    std::vector<std::vector<int32_t>> ints(n, std::vector<int32_t>(block));
+    std::vector<std::vector<double>> avgs(n, std::vector<double>(block));
+    std::vector<Status> st(2 * n);
+    c.onEach([&](size_t r) {
+      std::vector<int32_t> in(n * block);
+      std::vector<double> din(n * block);
+      for (size_t i = 0; i < in.size(); ++i) {
+        in[i] = static_cast<int32_t>((r * 7 + i) % 1000) - 300;
+        din[i] = static_cast<double>(in[i]);
+      }
+      ReduceOptions z;
+      z.compress = 1;
+      st[r] = c.peers[r]->reduceScatter(in.data(), ints[r].data(), block, DataType::kInt32, RedOp::kSum, z).status();
+      st[n + r] = c.peers[r]->reduceScatter(din.data(), avgs[r].data(), block, DataType::kFloat64, RedOp::kAvg).status();
+    });
+    for (size_t r = 0; r < n; ++r) {
+      REQUIRE(st[r].isOk());
+      REQUIRE(st[n + r].isOk());
+      size_t wrong = 0;
+      for (size_t i = 0; i < block; ++i) {
+        int64_t want = 0;
+        for (size_t q = 0; q < n; ++q) want += static_cast<int64_t>((q * 7 + g[r] * block + i) % 1000) - 300;
+        wrong += ints[r][i] != want;
+        wrong += std::fabs(avgs[r][i] - static_cast<double>(want) / static_cast<double>(n)) > 1e-9;
+      }
+      CHECK(wrong == 0);
+    }
+  }
+}
+
 TEST_CASE("two-level: quantized int8 on the WAN level is bit-identical on every peer and within int8's error",
           "[two-level]") {
   LocalCluster c = regionCluster(kUnequal);
@@ -241,8 +444,8 @@ TEST_CASE("two-level: the master decides again when a departure and a join chang
   check(true, 3.0f);
 }
 
-TEST_CASE("two-level: a call above 16 MiB runs in waves, exact and bit-identical", "[two-level]") {
-  // 20 MiB of int32: two waves (docs/algorithms.md §12), a one-member region among them.
+TEST_CASE("two-level: a call above 8 MiB runs in waves, exact and bit-identical", "[two-level]") {
+  // 20 MiB of int32: three waves (docs/algorithms.md §12), a one-member region among them.
   LocalCluster c = regionCluster({"a", "b", "a", "b", "solo"});
   REQUIRE(c.peers.size() == 5);
   const size_t count = (20u << 20) / sizeof(int32_t) + 3;

@@ -124,3 +124,49 @@ TEST_CASE("two-level plan: a one-member region owns every piece", "[regions]") {
     }
   }
 }
+
+TEST_CASE("two-level plan: small calls gather between the first members of the regions, over links the ring has",
+          "[regions]") {
+  for (const auto& names : std::vector<std::vector<std::string>>{kUnequal, {"a", "a", "solo", "a"}, {"x", "y"}}) {
+    const RegionLayout layout = regionLayout(names);
+    const TwoLevelRing ring = twoLevelRing(layout);
+    const auto edges = twoLevelEdges(ring);
+    const std::set<std::pair<uint32_t, uint32_t>> planned(edges.begin(), edges.end());
+    std::set<uint32_t> leaders;
+    for (uint32_t rank = 0; rank < layout.ranks(); ++rank) {
+      const TwoLevelGatherPlan plan = twoLevelGatherPlan(ring, rank);
+      const TwoLevelPart part = twoLevelPart(ring, rank, 100);
+      CHECK(plan.region == part.region);
+      CHECK(plan.region_rank == part.region_rank);
+      CHECK(plan.region_pred == part.region_pred);
+      CHECK(plan.region_succ == part.region_succ);
+      CHECK(plan.leader == (part.region_rank == 0));
+      if (plan.leader) {
+        leaders.insert(rank);
+        CHECK(layout.members[plan.region][0] == rank);
+        CHECK(plan.leader_succ == layout.members[(plan.region + 1) % plan.regions][0]);
+        CHECK(plan.leader_pred == layout.members[(plan.region + plan.regions - 1) % plan.regions][0]);
+      }
+      for (uint32_t to : plan.receivers()) {
+        INFO("rank " << rank << " -> " << to);
+        CHECK(to != rank);
+        CHECK((planned.count({rank, to}) + planned.count({to, rank})) > 0);  // a link, used either way
+      }
+    }
+    CHECK(leaders.size() == layout.regions());
+  }
+}
+
+TEST_CASE("two-level plan: calls above 8 MiB run in up to 8 waves, cut where every member cuts", "[regions]") {
+  CHECK(twoLevelWaves(0) == 1);
+  CHECK(twoLevelWaves(8u << 20) == 1);
+  CHECK(twoLevelWaves((8u << 20) + 1) == 2);
+  CHECK(twoLevelWaves(64u << 20) == 8);
+  CHECK(twoLevelWaves(size_t{1} << 34) == kMaxTwoLevelWaves);
+  const TwoLevelRing ring = twoLevelRing(regionLayout(kUnequal));
+  const size_t count = (20u << 20) / 4 + 3;
+  const TwoLevelCall a = twoLevelCall(ring, 0, count, 4), b = twoLevelCall(ring, 5, count, 4);
+  REQUIRE(a.waves.size() == 3);
+  for (size_t w = 0; w < 3; ++w) CHECK((a.waves[w].offset == b.waves[w].offset && a.waves[w].count == b.waves[w].count));
+  CHECK(a.waves[2].offset + a.waves[2].count == count);
+}

@@ -93,8 +93,8 @@ typedef enum {
   PCCL_ATTR_RING_CONNECTIONS = 7, /* TCP connections to the ring successor (0 when alone in the group) */
   PCCL_ATTR_CIPHER = 8,           /* 0: plain run; 1: ChaCha20-Poly1305, 2: AES-256-GCM offered (a connection
                                      uses AES-256-GCM only when both of its ends offer it) */
-  PCCL_ATTR_HIERARCHICAL = 9      /* 1: this peer's group runs its large all-reduces in two levels (regions,
-                                     docs/algorithms.md §12; pcclCommConfig_t.algorithm), 0: flat */
+  PCCL_ATTR_HIERARCHICAL = 9      /* 1: this peer's group runs its all-reduces and broadcasts in two levels
+                                     (regions, docs/algorithms.md §12; pcclCommConfig_t.algorithm), 0: flat */
 } pcclAttribute_t;
 
 /* Peer configuration. Initialise with PCCL_COMM_CONFIG_INIT, then set fields. */

@@ -9,7 +9,9 @@ namespace pccl::codec {
 std::string describeCall(const wire::OpDesc& d, uint64_t epoch) {
   const char* algo = d.algo == static_cast<uint8_t>(wire::Algo::kRing)     ? "ring"
                      : d.algo == static_cast<uint8_t>(wire::Algo::kGather) ? "gather"
-                                                                           : "unknown";
+                     : d.algo == static_cast<uint8_t>(wire::Algo::kTwoLevel) ? "two-level"
+                     : d.algo == static_cast<uint8_t>(wire::Algo::kTwoLevelGather) ? "two-level-gather"
+                                                                                   : "unknown";
   const auto kind = static_cast<wire::Collective>(d.kind);
   const std::string root = kind == wire::Collective::kBroadcast ? fmt::format(" root={}", d.root) : std::string();
   return fmt::format("{} count={} dtype={} op={} quant={} compress={} epoch={} segment_bytes={} algo={}{}",

@@ -202,7 +202,7 @@ void Collectives::submit(ReduceRequest req, Completion done) {
     return;
   }
   if (find(key) == nullptr) return;
-  if (o.desc.algo == static_cast<uint8_t>(wire::Algo::kTwoLevel)) helloOthers(o, hello);
+  if (wire::isTwoLevel(o.desc.algo)) helloOthers(o, hello);
   for (const auto& [from, theirs] : before_call_.takeHellos(key)) {
     if (find(key) == nullptr) return;
     if (from == (rank_ + 1) % world_) {
@@ -222,9 +222,12 @@ void Collectives::submit(ReduceRequest req, Completion done) {
 // Gather when everything a peer can receive of the call fits both the limit and the eager bytes: the
 // choice depends on the descriptor and the group size alone, so every peer makes the same one.
 wire::Algo Collectives::chooseAlgo(const ReduceRequest& r) const {
-  if (world_ < 2 || r.count == 0 || r.kind != wire::Collective::kAllReduce) return wire::Algo::kRing;
+  if (world_ < 2 || r.count == 0) return wire::Algo::kRing;
+  if (r.kind != wire::Collective::kAllReduce) return twoLevel(r) ? wire::Algo::kTwoLevel : wire::Algo::kRing;
   const uint64_t all = static_cast<uint64_t>(world_ - 1) * codec::wireBytes(r.quant, r.dtype, r.count);
-  if (all <= gather_bytes_ && all <= wire::kEagerBytes) return wire::Algo::kGather;
+  if (all <= gather_bytes_ && all <= wire::kEagerBytes) {
+    return twoLevel(r) && twoLevelGatherFits(r) ? wire::Algo::kTwoLevelGather : wire::Algo::kGather;
+  }
   return twoLevel(r) ? wire::Algo::kTwoLevel : wire::Algo::kRing;
 }
 
@@ -250,6 +253,7 @@ Status Collectives::startRing(Op& op) {
   spec.device = r.device;
   if (op.desc.algo == static_cast<uint8_t>(wire::Algo::kGather)) return startGather(op, spec);
   if (op.desc.algo == static_cast<uint8_t>(wire::Algo::kTwoLevel)) return startTwoLevel(op, spec);
+  if (op.desc.algo == static_cast<uint8_t>(wire::Algo::kTwoLevelGather)) return startTwoLevelGather(op, spec);
   if (r.device != nullptr) {
     // The wire bytes in pinned memory (DMA to and from the GPU) and their mirror on the GPU.
     const size_t wire_bytes = wireRegionBytes(spec);
@@ -405,8 +409,9 @@ void Collectives::finishOp(Op& op, const Status& s) {
   ReduceOutcome out;
   out.status = s;
   out.world_size = op.world;
-  out.gathered = op.desc.algo == static_cast<uint8_t>(wire::Algo::kGather);
-  out.hierarchical = op.desc.algo == static_cast<uint8_t>(wire::Algo::kTwoLevel);
+  out.gathered = op.desc.algo == static_cast<uint8_t>(wire::Algo::kGather) ||
+                 op.desc.algo == static_cast<uint8_t>(wire::Algo::kTwoLevelGather);
+  out.hierarchical = wire::isTwoLevel(op.desc.algo);
   if (op.ring) {
     out.tx_bytes = op.ring->bytesSent();
     out.rx_bytes = op.ring->bytesReceived();

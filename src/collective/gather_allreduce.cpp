@@ -97,7 +97,7 @@ void GatherAllReduce::start() {
 
 void GatherAllReduce::sendSlot(Striper& to, uint32_t origin, size_t s) {
   if (over()) return;
-  wire::DataHeader h = wire::dataHeader(spec_.op_id, origin, 0, segment(s).offset);
+  wire::DataHeader h = wire::dataHeader(spec_.op_id, spec_.phase_base | origin, 0, segment(s).offset);
   h.seq = spec_.seq;
   h.desc = spec_.desc;
   uint32_t bytes = static_cast<uint32_t>(rawBytes(s));
@@ -200,7 +200,7 @@ Status GatherAllReduce::reduceSegment(size_t s) {
       std::memcpy(out, x, count * elem_);
       continue;
     }
-    const uint32_t divisor = o + 1 == n && spec_.op == codec::RedOp::kAvg ? n : 1;
+    const uint32_t divisor = o + 1 == n && spec_.op == codec::RedOp::kAvg ? spec_.divisor() : 1;
     codec::reduceInto(spec_.dtype, spec_.op, out, x, count, divisor);
   }
   return Status::ok();

@@ -18,7 +18,9 @@
 // round unchanged, and every peer decodes all N, its own included. Integer avg is reduced in exact
 // partial sums (codec/partial_sum.hpp) and divided once. Device buffers are staged through host memory
 // by Collectives (this class sees host memory only).
-// Frame header: phase = the input's rank, offset = the segment's first element within the input.
+// Frame header: phase = the input's rank (plus spec.phase_base), offset = the segment's first element
+// within the input. In a two-level call (two_level_gather.hpp) it runs on a region's ring or on the
+// regions' leaders' ring, avg dividing by spec.divisor().
 // Thread: the communicator's io thread.
 #ifndef PCCL_COLLECTIVE_GATHER_ALLREDUCE_HPP_
 #define PCCL_COLLECTIVE_GATHER_ALLREDUCE_HPP_

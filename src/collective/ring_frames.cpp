@@ -56,7 +56,7 @@ Result<net::Placement> Collectives::place(net::DataChannel& ch, const wire::Data
     if (bytes > kMaxCtlBytes) return Status::protocol(fmt::format("{}: control frame of {} bytes", ch.name(), bytes));
     return net::Placement::stage();
   }
-  const bool two_level = h.desc.algo == static_cast<uint8_t>(wire::Algo::kTwoLevel);
+  const bool two_level = wire::isTwoLevel(h.desc.algo);
   if (two_level && !two_level_) {
     return Status::protocol(fmt::format("{}: a two-level data frame on a flat ring", ch.name()));
   }
@@ -145,7 +145,7 @@ Status Collectives::onCtl(const net::DataChannel& ch, const wire::DataHeader& h,
   switch (c.kind) {
     case wire::RingCtl::kHello:
       if (!from_successor) {  // a two-level call's hello from a peer that sends us its data
-        if (!two_level_ || c.desc.algo != static_cast<uint8_t>(wire::Algo::kTwoLevel)) {
+        if (!two_level_ || !wire::isTwoLevel(c.desc.algo)) {
           return Status::protocol("a hello from a peer that is not our successor");
         }
         const uint32_t from = static_cast<uint32_t>(rankOf(ch));

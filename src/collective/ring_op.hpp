@@ -52,6 +52,9 @@ class RingOp : public std::enable_shared_from_this<RingOp> {
     (void)from;
     return placement(h, bytes);
   }
+  // Two-level: the group ranks besides the flat predecessor that send us more than the eager limit
+  // before our hello, sorted (Collectives sends them our hello when we make the call).
+  virtual std::vector<uint32_t> helloTo() const { return {}; }
 
  protected:
   RingOp(uint64_t op_id, uint32_t seq, std::vector<std::shared_ptr<Striper>> stripers, Finished finished);

@@ -8,7 +8,11 @@
 
 #include "codec/quant.hpp"
 #include "collective/collectives.hpp"
+#include "collective/two_level_allgather.hpp"
 #include "collective/two_level_allreduce.hpp"
+#include "collective/two_level_broadcast.hpp"
+#include "collective/two_level_gather.hpp"
+#include "collective/two_level_reduce_scatter.hpp"
 #include "util/log.hpp"
 
 namespace pccl::collective {
@@ -62,22 +66,69 @@ std::shared_ptr<Striper> Collectives::striperTo(uint32_t rank) const {
   return nullptr;
 }
 
-// Large all-reduces of a two-level group, host buffers, every dtype and op but integer avg (its exact
-// partial sums are the flat ring's alone): the choice depends on the descriptor and the ring, which
-// every member knows alike.
+// Every collective of a two-level group on host buffers (docs/algorithms.md §12-12c), but integer avg
+// (its exact partial sums are the flat ring's alone) and a quantized broadcast or all-gather (each
+// level would quantize what the one before decoded: not the same bits everywhere). The choice depends
+// on the descriptor and the ring, which every member knows alike.
 bool Collectives::twoLevel(const ReduceRequest& r) const {
-  return two_level_ && r.kind == wire::Collective::kAllReduce && r.count > 0 && r.device == nullptr &&
-         !codec::hasPartialSums(r.dtype, r.op);
+  if (!two_level_ || r.count == 0 || r.device != nullptr) return false;
+  switch (r.kind) {
+    case wire::Collective::kBroadcast:
+    case wire::Collective::kAllGather:
+      return r.quant == codec::Quant::kNone;
+    case wire::Collective::kAllReduce:
+    case wire::Collective::kReduceScatter:
+      return !codec::hasPartialSums(r.dtype, r.op);
+    default:
+      return false;
+  }
+}
+
+bool Collectives::twoLevelGatherFits(const ReduceRequest& r) const {
+  const uint64_t raw = static_cast<uint64_t>(r.count) * codec::dtypeSize(r.dtype);
+  return static_cast<uint64_t>(world_ - 1) * raw <= wire::kEagerBytes;
+}
+
+Status Collectives::linksTo(const std::vector<uint32_t>& receivers) const {
+  for (uint32_t r : receivers) {
+    if (striperTo(r) == nullptr) return Status::internal(fmt::format("two-level: no link to group rank {}", r));
+  }
+  return Status::ok();
 }
 
 Status Collectives::startTwoLevel(Op& op, const RingOpSpec& spec) {
-  const TwoLevelCall call = twoLevelCall(*two_level_, rank_, op.req.count, codec::dtypeSize(op.req.dtype));
-  for (uint32_t r : call.receivers()) {
-    if (striperTo(r) == nullptr) return Status::internal(fmt::format("two-level: no link to group rank {}", r));
-  }
   const OpKey key = op.key;
-  op.ring = std::make_shared<TwoLevelAllReduce>(
-      spec, *two_level_, [this](uint32_t rank) { return striperTo(rank); }, buffers_,
+  auto to = [this](uint32_t rank) { return striperTo(rank); };
+  auto finished = [this, key](const Status& s) { ringFinished(key, s); };
+  if (op.req.kind == wire::Collective::kAllGather || op.req.kind == wire::Collective::kReduceScatter) {
+    PCCL_RETURN_IF_ERROR(linksTo(twoLevelPeers(*two_level_, rank_)));
+    if (op.req.kind == wire::Collective::kAllGather) {
+      op.ring = std::make_shared<TwoLevelAllGather>(spec, *two_level_, to, buffers_, finished);
+    } else {
+      op.ring = std::make_shared<TwoLevelReduceScatter>(spec, *two_level_, to, buffers_, finished);
+    }
+    auto ring = op.ring;
+    ring->start();
+    return Status::ok();
+  }
+  TwoLevelCall call = twoLevelCall(*two_level_, rank_, op.req.count, codec::dtypeSize(op.req.dtype));
+  PCCL_RETURN_IF_ERROR(linksTo(call.receivers()));
+  if (op.req.kind == wire::Collective::kBroadcast) {
+    op.ring = std::make_shared<TwoLevelBroadcast>(spec, *two_level_, std::move(call), to, buffers_, finished);
+  } else {
+    op.ring = std::make_shared<TwoLevelAllReduce>(spec, *two_level_, std::move(call), to, buffers_, finished);
+  }
+  auto ring = op.ring;
+  ring->start();
+  return Status::ok();
+}
+
+Status Collectives::startTwoLevelGather(Op& op, const RingOpSpec& spec) {
+  const TwoLevelGatherPlan plan = twoLevelGatherPlan(*two_level_, rank_);
+  PCCL_RETURN_IF_ERROR(linksTo(plan.receivers()));
+  const OpKey key = op.key;
+  op.ring = std::make_shared<TwoLevelGather>(
+      spec, plan, [this](uint32_t rank) { return striperTo(rank); }, buffers_,
       [this, key](const Status& s) { ringFinished(key, s); });
   auto ring = op.ring;
   ring->start();
@@ -85,11 +136,9 @@ Status Collectives::startTwoLevel(Op& op, const RingOpSpec& spec) {
 }
 
 void Collectives::helloOthers(const Op& op, const wire::RingCtl& hello) {
-  if (!two_level_ || world_ < 2) return;
-  const auto senders =
-      twoLevelCall(*two_level_, rank_, op.req.count, codec::dtypeSize(op.req.dtype)).senders();
+  if (!two_level_ || world_ < 2 || !op.ring) return;
   const uint32_t predecessor = (rank_ + world_ - 1) % world_;
-  for (uint32_t r : senders) {
+  for (uint32_t r : op.ring->helloTo()) {
     if (r == predecessor) continue;  // it has ours already
     if (ctl_hook_ && !ctl_hook_(op.key.tag, hello.kind)) continue;
     if (r == (rank_ + 1) % world_) {

@@ -128,4 +128,73 @@ std::vector<uint32_t> ranksOf(const TwoLevelCall& call, bool senders) {
 std::vector<uint32_t> TwoLevelCall::senders() const { return ranksOf(*this, true); }
 std::vector<uint32_t> TwoLevelCall::receivers() const { return ranksOf(*this, false); }
 
+TwoLevelGatherPlan twoLevelGatherPlan(const TwoLevelRing& ring, uint32_t rank) {
+  const TwoLevelPart part = twoLevelPart(ring, rank, 0);
+  TwoLevelGatherPlan out;
+  out.region = part.region;
+  out.regions = part.regions;
+  out.region_rank = part.region_rank;
+  out.region_world = part.region_world;
+  out.region_pred = part.region_pred;
+  out.region_succ = part.region_succ;
+  out.leader = part.region_rank == 0;
+  if (out.leader && !ring.owner.empty()) {
+    const auto& leaders = ring.owner[0];
+    out.leader_pred = leaders[(out.region + out.regions - 1) % out.regions];
+    out.leader_succ = leaders[(out.region + 1) % out.regions];
+  }
+  return out;
+}
+
+std::vector<uint32_t> TwoLevelGatherPlan::receivers() const {
+  std::vector<uint32_t> out;
+  if (region_world > 1) out = {region_pred, region_succ};
+  if (leader && regions > 1) {
+    out.push_back(leader_pred);
+    out.push_back(leader_succ);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+std::vector<uint32_t> twoLevelPeers(const TwoLevelRing& ring, uint32_t rank) {
+  std::vector<uint32_t> out;
+  for (const auto& [from, to] : twoLevelEdges(ring)) {
+    if (from == rank && to != rank) out.push_back(to);
+    if (to == rank && from != rank) out.push_back(from);
+  }
+  std::sort(out.begin(), out.end());
+  out.erase(std::unique(out.begin(), out.end()), out.end());
+  return out;
+}
+
+TwoLevelBlocks twoLevelBlocks(const RegionLayout& layout, size_t block) {
+  TwoLevelBlocks out;
+  out.block = block;
+  out.sorted_at.assign(layout.ranks(), 0);
+  size_t at = 0;
+  for (const auto& members : layout.members) {
+    out.data.push_back(Span{at, members.size() * block});
+    for (uint32_t rank : members) {
+      out.sorted_at[rank] = at;
+      out.identity = out.identity && at == rank * block;
+      at += block;
+    }
+  }
+  return out;
+}
+
+Span TwoLevelBlocks::piece(const TwoLevelRing& ring, size_t k, uint32_t r) const {
+  const Span d = data[r];
+  const size_t begin = cutAt(d.count, ring.bounds[k].num, ring.bounds[k].den);
+  const size_t end = cutAt(d.count, ring.bounds[k + 1].num, ring.bounds[k + 1].den);
+  return Span{d.offset + begin, end - begin};
+}
+
+Span TwoLevelBlocks::fraction(uint32_t r, uint32_t members, uint32_t j) const {
+  const Span f = cutOf(data[r].count, members, j);
+  return Span{data[r].offset + f.offset, f.count};
+}
+
 }  // namespace pccl::collective

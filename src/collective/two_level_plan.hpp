@@ -29,9 +29,9 @@ namespace pccl::collective {
 
 // A call's waves: the buffer cut into W consecutive ranges (cutOf), each run as its own two levels,
 // one after the other on the LAN, so that one wave's WAN level overlaps the next one's reduce-scatter
-// and the previous one's all-gather. W = clamp(ceil(bytes / 16 MiB), 1, 4): every peer computes the same.
-inline constexpr uint32_t kMaxTwoLevelWaves = 4;
-inline constexpr size_t kTwoLevelWaveBytes = 16u << 20;
+// and the previous one's all-gather. W = clamp(ceil(bytes / 8 MiB), 1, 8): every peer computes the same.
+inline constexpr uint32_t kMaxTwoLevelWaves = 8;
+inline constexpr size_t kTwoLevelWaveBytes = 8u << 20;
 uint32_t twoLevelWaves(size_t bytes);
 
 // The most pieces a two-level ring may have: a frame's phase carries its part (wave x (pieces + 2) +
@@ -90,6 +90,40 @@ struct TwoLevelCall {
   std::vector<uint32_t> receivers() const;
 };
 TwoLevelCall twoLevelCall(const TwoLevelRing& ring, uint32_t rank, size_t count, size_t elem_size);
+
+// One member's part in a small two-level all-reduce (two_level_gather.hpp): a gather on its region's
+// ring, then one gather between the regions' *leaders* (each region's first member, who owns piece 0:
+// the leaders' ring is piece 0's ring, whose links the ring has), then a broadcast on the region's ring
+// from the leader.
+struct TwoLevelGatherPlan {
+  uint32_t region = 0, regions = 1;
+  uint32_t region_rank = 0, region_world = 1;
+  uint32_t region_pred = 0, region_succ = 0;  // group ranks on our region's ring
+  bool leader = false;                        // region_rank == 0
+  uint32_t leader_pred = 0, leader_succ = 0;  // leader: group ranks on the leaders' ring (region order)
+  // The group ranks we send data to (sorted, no duplicates).
+  std::vector<uint32_t> receivers() const;
+};
+TwoLevelGatherPlan twoLevelGatherPlan(const TwoLevelRing& ring, uint32_t rank);
+
+// Every group rank a member exchanges two-level data with, either way (its region's ring and its
+// pieces' rings; sorted, no duplicates).
+std::vector<uint32_t> twoLevelPeers(const TwoLevelRing& ring, uint32_t rank);
+
+// The two-level all-gather's and reduce-scatter's layout (docs/algorithms.md §12c): the group's blocks
+// of `block` elements sorted region by region (each region's members in region order), so that region
+// r's data D_r is one span of the sorted buffer and fraction j / m_r of it is its member j's block.
+struct TwoLevelBlocks {
+  size_t block = 0;               // elements per member
+  std::vector<Span> data;         // per region: D_r, in the sorted buffer
+  std::vector<size_t> sorted_at;  // per group rank: where its block lies in the sorted buffer
+  bool identity = true;           // the sorted buffer is the group's layout (the ring is sorted by region)
+  size_t count() const { return block * sorted_at.size(); }
+  // Piece k of D_r, and fraction j of D_r for a region of `members` (elements of the sorted buffer).
+  Span piece(const TwoLevelRing& ring, size_t k, uint32_t r) const;
+  Span fraction(uint32_t r, uint32_t members, uint32_t j) const;
+};
+TwoLevelBlocks twoLevelBlocks(const RegionLayout& layout, size_t block);
 
 }  // namespace pccl::collective
 

@@ -32,7 +32,11 @@ enum class Algo : uint8_t {
   kRing = 0,    // reduce-scatter + all-gather around the ring (bandwidth-optimal)
   kGather = 1,  // every input travels half the ring each way, every peer reduces all (2 hops fewer)
   kTwoLevel = 2,  // inside each region, then across regions, then inside again (docs/algorithms.md §12)
+  kTwoLevelGather = 3,  // a small call: gather in each region, between the regions' leaders, broadcast (§12a)
 };
+inline bool isTwoLevel(uint8_t algo) {
+  return algo == static_cast<uint8_t>(Algo::kTwoLevel) || algo == static_cast<uint8_t>(Algo::kTwoLevelGather);
+}
 
 inline constexpr uint32_t kDataCompressed = 1;  // flags: the payload is one zstd frame
 // flags: a request for shared-state bytes (state-fetch connections only, docs/protocol.md §5.6)
