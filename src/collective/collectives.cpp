@@ -219,15 +219,15 @@ void Collectives::submit(ReduceRequest req, Completion done) {
   if (Op* p = find(key)) maybePrepared(*p);
 }
 
-// Gather when everything a peer can receive of the call fits both the limit and the eager bytes: the
-// choice depends on the descriptor and the group size alone, so every peer makes the same one.
+// Gather when everything a peer can receive of the call fits both the limit and the eager bytes (in a
+// two-level group: twoLevelGathers): the choice depends on the descriptor, the group's size and its
+// regions alone, so every peer makes the same one.
 wire::Algo Collectives::chooseAlgo(const ReduceRequest& r) const {
   if (world_ < 2 || r.count == 0) return wire::Algo::kRing;
   if (r.kind != wire::Collective::kAllReduce) return twoLevel(r) ? wire::Algo::kTwoLevel : wire::Algo::kRing;
+  if (twoLevel(r) && twoLevelGathers(r)) return wire::Algo::kTwoLevelGather;
   const uint64_t all = static_cast<uint64_t>(world_ - 1) * codec::wireBytes(r.quant, r.dtype, r.count);
-  if (all <= gather_bytes_ && all <= wire::kEagerBytes) {
-    return twoLevel(r) && twoLevelGatherFits(r) ? wire::Algo::kTwoLevelGather : wire::Algo::kGather;
-  }
+  if (all <= gather_bytes_ && all <= wire::kEagerBytes) return wire::Algo::kGather;
   return twoLevel(r) ? wire::Algo::kTwoLevel : wire::Algo::kRing;
 }
 

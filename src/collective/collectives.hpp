@@ -185,9 +185,8 @@ class Collectives : public net::DataSink {
   Status startTwoLevelGather(Op& op, const RingOpSpec& spec);  // a small call of a two-level group
   Status linksTo(const std::vector<uint32_t>& receivers) const;  // an internal error if one is missing
   bool twoLevel(const ReduceRequest& r) const;  // the call runs in two levels
-  // A call that gathers on the flat ring gathers in two levels: the region's full-precision inputs fit
-  // the eager limit too.
-  bool twoLevelGatherFits(const ReduceRequest& r) const;
+  // A small all-reduce of a two-level group gathers in two levels (docs/algorithms.md §12a).
+  bool twoLevelGathers(const ReduceRequest& r) const;
   // The group rank at the other end of one of the ring's connections (-1: none of them).
   int64_t rankOf(const net::DataChannel& ch) const { return rankOfChannel(&ch); }
   int64_t rankOfChannel(const void* ch) const;

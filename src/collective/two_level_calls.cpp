@@ -84,9 +84,14 @@ bool Collectives::twoLevel(const ReduceRequest& r) const {
   }
 }
 
-bool Collectives::twoLevelGatherFits(const ReduceRequest& r) const {
+// A region leader sends the region's reduction to R - 1 other leaders (its WAN links carry that much,
+// against the flat gather's N - 1 inputs through every member), and a member receives at most N - 1
+// full-precision inputs before it makes the call.
+bool Collectives::twoLevelGathers(const ReduceRequest& r) const {
+  const uint64_t regions = two_level_->layout.regions();
   const uint64_t raw = static_cast<uint64_t>(r.count) * codec::dtypeSize(r.dtype);
-  return static_cast<uint64_t>(world_ - 1) * raw <= wire::kEagerBytes;
+  return (regions - 1) * codec::wireBytes(r.quant, r.dtype, r.count) <= gather_bytes_ &&
+         static_cast<uint64_t>(world_ - 1) * raw <= wire::kEagerBytes;
 }
 
 Status Collectives::linksTo(const std::vector<uint32_t>& receivers) const {
