@@ -47,13 +47,8 @@ TwoLevelAllGather::TwoLevelAllGather(const RingOpSpec& base, const TwoLevelRing&
     wan.rank = region;
     wan.count = blocks_.count();
     wan.output = sorted_;
-    wan.blocks.clear();
-    size_t bytes = 0;
-    for (uint32_t i = 0; i < plan.regions; ++i) {
-      wan.blocks.push_back(blocks_.piece(ring, k, i));
-      bytes += wan.blocks.back().count;
-    }
-    if (bytes == 0) continue;  // a small call leaves the piece empty in every region
+    wan.blocks = blocks_.pieceBlocks(ring, k);
+    if (wan.blocks.empty()) continue;
     wan.input = sorted_ + wan.blocks[region].offset * elem_;
     addAllGather(static_cast<uint32_t>(2 + k), kPiece, wan, owners[(region + plan.regions - 1) % plan.regions],
                  owners[(region + 1) % plan.regions], striper_to);

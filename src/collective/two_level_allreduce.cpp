@@ -8,13 +8,10 @@ namespace pccl::collective {
 
 TwoLevelAllReduce::TwoLevelAllReduce(const RingOpSpec& base, const TwoLevelRing& ring, TwoLevelCall call,
                                      const StriperTo& striper_to, BufferPool* buffers, Finished finished)
-    : CompositeOp(base, stripersTo(call.receivers(), striper_to), buffers, std::move(finished)),
-      call_(std::move(call)),
-      pieces_(ring.pieces()),
+    : TwoLevelWaves(base, ring, std::move(call), striper_to, buffers, std::move(finished)),
       elem_(codec::dtypeSize(base.dtype)) {
   const uint32_t waves = static_cast<uint32_t>(call_.waves.size());
   partials_.resize(waves);
-  pieces_left_.assign(waves, 0);
   for (uint32_t w = 0; w < waves; ++w) addWave(w, striper_to);
   for (uint32_t r : call_.senders()) helloFrom(r);
 }
@@ -43,7 +40,6 @@ uint8_t* TwoLevelAllReduce::scratchOf(uint32_t wave) {
 void TwoLevelAllReduce::addWave(uint32_t w, const StriperTo& striper_to) {
   const TwoLevelPart& plan = call_.parts[w];
   const Span wave = call_.waves[w];
-  const uint32_t base_id = w * static_cast<uint32_t>(pieces_ + 2);
   const size_t segment_bytes = base_.desc.segment_bytes;
   const uint8_t* input = base_.input + wave.offset * elem_;
   uint8_t* output = base_.output + wave.offset * elem_;
@@ -62,12 +58,12 @@ void TwoLevelAllReduce::addWave(uint32_t w, const StriperTo& striper_to) {
     RingOpSpec rs = lan;
     rs.kind = wire::Collective::kReduceScatter;
     rs.input = input;
-    addWavePart(base_id, w, kReduceScatter, rs, plan.region_pred, plan.region_succ, striper_to);
+    addWavePart(partId(w, kFirstLan), w, kFirstLan, rs, plan.region_pred, plan.region_succ, striper_to);
     RingOpSpec ag = lan;
     ag.kind = wire::Collective::kAllGather;
     ag.input = output + plan.block.offset * elem_;
     ag.output = output;
-    addWavePart(base_id + 1, w, kAllGather, ag, plan.region_pred, plan.region_succ, striper_to);
+    addWavePart(partId(w, kSecondLan), w, kSecondLan, ag, plan.region_pred, plan.region_succ, striper_to);
   }
   // The WAN level: one all-reduce per piece of our block, over the R owners of the piece, reading the
   // wave's partial, or our input when we are our region's only member.
@@ -83,69 +79,26 @@ void TwoLevelAllReduce::addWave(uint32_t w, const StriperTo& striper_to) {
     wan.segment_elems = segmentElems(piece.span.count, plan.regions, elem_, segment_bytes);
     const auto partial = plan.region_world > 1 ? std::optional<size_t>(piece.span.offset - plan.block.offset)
                                                : std::nullopt;
-    addWavePart(base_id + 2 + piece.id, w, kPiece, wan, piece.pred, piece.succ, striper_to, partial);
-    ++pieces_left_[w];
+    addWavePart(partId(w, kPiece, piece.id), w, kPiece, wan, piece.pred, piece.succ, striper_to, partial);
+    countPiece(w);
   }
 }
 
-CompositeOp::Part& TwoLevelAllReduce::addWavePart(uint32_t id, uint32_t wave, Kind kind, RingOpSpec spec,
-                                                  uint32_t pred, uint32_t succ, const StriperTo& striper_to,
-                                                  std::optional<size_t> partial) {
+void TwoLevelAllReduce::addWavePart(uint32_t id, uint32_t wave, Kind kind, RingOpSpec spec, uint32_t pred,
+                                    uint32_t succ, const StriperTo& striper_to, std::optional<size_t> partial) {
   spec.phase_base = id << kPartShift;
-  uint32_t sharing = 0;  // the parts of this call that send to `succ` (this one among them)
-  for (const auto& plan : call_.parts) {
-    if (plan.region_world > 1 && succ == plan.region_succ) sharing += 2;
-    for (const auto& p : plan.pieces) sharing += p.succ == succ ? 1 : 0;
-  }
-  spec.eager_bytes = wire::kEagerBytes / std::max<uint32_t>(sharing, 1);
+  spec.eager_bytes = eagerShare(succ, 2);
   auto striper = striper_to(succ);
-  return addPart(id, wave, kind, pred, succ, [this, spec = std::move(spec), striper, partial](Part& p) {
-                   RingOpSpec s = spec;
-                   if (p.kind == kReduceScatter) {
-                     s.output = partialOf(p.group);
-                     s.scratch = scratchOf(p.group);
-                   }
-                   if (partial) s.input = partialOf(p.group) + *partial * elem_;
-                   if (s.coded()) s.wire = take(p, wireRegionBytes(s));
-                   return std::make_shared<RingCollective>(s, striper, partDone(p.id));
-                 });
-}
-
-void TwoLevelAllReduce::start() {
-  if (Part* rs = find(0, kReduceScatter)) {
-    startPart(*rs);  // the waves' pieces follow their reduce-scatters
-  } else {
-    for (uint32_t w = 0; w < call_.waves.size() && !over(); ++w) startPieces(w);  // a region of one
-  }
-  maybeFinish();
-}
-
-void TwoLevelAllReduce::startPieces(uint32_t wave) {
-  for (Part& q : parts_) {
-    if (q.group == wave && q.kind == kPiece && !over()) startPart(q);
-  }
-  // Our block of the wave is final once every piece of it is (at once when the wave leaves it empty).
-  if (pieces_left_[wave] == 0 && !over()) {
-    if (Part* ag = find(wave, kAllGather)) startPart(*ag);
-  }
-}
-
-void TwoLevelAllReduce::partFinished(Part& p) {
-  const uint32_t wave = p.group;
-  switch (p.kind) {
-    case kReduceScatter:
-      // The LAN is free for the next wave's reduce-scatter; this wave goes on across regions.
-      if (Part* next = find(wave + 1, kReduceScatter)) startPart(*next);
-      startPieces(wave);
-      break;
-    case kPiece:
-      if (--pieces_left_[wave] == 0 && !over()) {
-        if (Part* ag = find(wave, kAllGather)) startPart(*ag);
-      }
-      break;
-    default:
-      break;
-  }
+  addPart(id, wave, kind, pred, succ, [this, spec = std::move(spec), striper, partial](Part& p) {
+    RingOpSpec s = spec;
+    if (p.kind == kFirstLan) {
+      s.output = partialOf(p.group);
+      s.scratch = scratchOf(p.group);
+    }
+    if (partial) s.input = partialOf(p.group) + *partial * elem_;
+    if (s.coded()) s.wire = take(p, wireRegionBytes(s));
+    return std::make_shared<RingCollective>(s, striper, partDone(p.id));
+  });
 }
 
 }  // namespace pccl::collective

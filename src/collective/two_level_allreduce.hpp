@@ -1,6 +1,5 @@
 // The two-level all-reduce (docs/algorithms.md §12): a composite of rings (composite_op.hpp), each a
-// RingCollective.
-// The call is cut into waves (two_level_plan.hpp); in each wave:
+// RingCollective, in waves (two_level_waves.hpp); in each wave:
 //
 //   reduce-scatter  on our region's ring: the wave's block b reduced over the region at the region's
 //                   member b, into `partial` (our block), full precision (sum for avg)
@@ -9,12 +8,9 @@
 //                   quantized and compressed as the call asks, avg divided by the group's size there
 //   all-gather      on our region's ring: every member's finished block to every member
 //
-// A part starts when what it reads is final and the LAN is free for it: wave w's reduce-scatter when
-// wave w-1's finished (wave 0's at once), its pieces when its reduce-scatter finished, its all-gather
-// when all its pieces finished. So the WAN level of one wave overlaps the LAN level of the next.
-// Part ids: wave x (pieces + 2) + 0 (reduce-scatter), 1 (all-gather) or 2 + k (piece k); a frame of a
-// part is accepted only from that part's ring predecessor. Each part's sends to one peer before that
-// peer's hello share the eager limit. Every element's value is computed once — its region's partial by
+// The reduce-scatter is the waves' first LAN part, the all-gather the second. A frame of a part is
+// accepted only from that part's ring predecessor. Each part's sends to one peer before that peer's
+// hello share the eager limit. Every element's value is computed once — its region's partial by
 // the block's owner, the sum over regions by the piece ring's owner — and then copied: every peer ends
 // with the same bits.
 // Thread: the communicator's io thread.
@@ -26,12 +22,11 @@
 #include <optional>
 #include <vector>
 
-#include "collective/composite_op.hpp"
-#include "collective/two_level_plan.hpp"
+#include "collective/two_level_waves.hpp"
 
 namespace pccl::collective {
 
-class TwoLevelAllReduce : public CompositeOp {
+class TwoLevelAllReduce : public TwoLevelWaves {
  public:
   // `base`: the call as the flat ring would run it (op id, seq, descriptor, buffers, dtype, op, quant,
   // compress, compressor, rank and world in the group). Host buffers only. `call`: our part of it
@@ -41,28 +36,20 @@ class TwoLevelAllReduce : public CompositeOp {
                     BufferPool* buffers, Finished finished);
   ~TwoLevelAllReduce() override;
 
-  void start() override;
-
  private:
-  enum Kind : int { kReduceScatter, kAllGather, kPiece };
   void addWave(uint32_t wave, const StriperTo& striper_to);
   // `partial`: a piece of a region of several reads the wave's partial, this many elements in.
-  Part& addWavePart(uint32_t id, uint32_t wave, Kind kind, RingOpSpec spec, uint32_t pred, uint32_t succ,
-                    const StriperTo& striper_to, std::optional<size_t> partial = std::nullopt);
+  void addWavePart(uint32_t id, uint32_t wave, Kind kind, RingOpSpec spec, uint32_t pred, uint32_t succ,
+                   const StriperTo& striper_to, std::optional<size_t> partial = std::nullopt);
   uint8_t* partialOf(uint32_t wave);
   uint8_t* scratchOf(uint32_t wave);
-  void startPieces(uint32_t wave);  // and then the all-gather, once they are done
-  void partFinished(Part& p) override;
 
-  TwoLevelCall call_;
-  size_t pieces_ = 0;  // the ring's pieces: part ids are wave x (pieces_ + 2) + ...
   size_t elem_;
   // Per wave, our block reduced over our region (read by the wave's pieces until they end).
   std::vector<BufferPool::Buffer> partials_;
   // The reduce-scatters' blocks passing through, wave w in scratches_[w % 2]: wave w + 2's frames
   // cannot come before wave w's reduce-scatter ended (they need ours of wave w + 1, sent only after it).
   BufferPool::Buffer scratches_[2];
-  std::vector<size_t> pieces_left_;  // per wave
 };
 
 }  // namespace pccl::collective

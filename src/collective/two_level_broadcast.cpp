@@ -8,20 +8,16 @@ namespace pccl::collective {
 
 TwoLevelBroadcast::TwoLevelBroadcast(const RingOpSpec& base, const TwoLevelRing& ring, TwoLevelCall call,
                                      const StriperTo& striper_to, BufferPool* buffers, Finished finished)
-    : CompositeOp(base, stripersTo(call.receivers(), striper_to), buffers, std::move(finished)),
-      call_(std::move(call)),
-      pieces_(ring.pieces()),
-      root_region_(ring.layout.region_of[base.root]) {
+    : TwoLevelWaves(base, ring, std::move(call), striper_to, buffers, std::move(finished)) {
   const size_t elem = codec::dtypeSize(base_.dtype);
   const size_t segment_bytes = base_.desc.segment_bytes;
+  const uint32_t root_region = ring.layout.region_of[base_.root];
   const uint32_t root_in_region = ring.layout.index_in_region[base_.root];
-  pieces_left_.assign(call_.waves.size(), 0);
   for (uint32_t w = 0; w < call_.waves.size(); ++w) {
     const TwoLevelPart& plan = call_.parts[w];
     const Span wave = call_.waves[w];
-    const uint32_t base_id = w * static_cast<uint32_t>(pieces_ + 2);
     uint8_t* output = base_.output + wave.offset * elem;
-    in_root_region_ = plan.region == root_region_;
+    const bool in_root_region = plan.region == root_region;
     RingOpSpec lan = base_;
     lan.compress = 0;  // zstd on the WAN level only (a broadcast in two levels is never quantized)
     lan.compressor = nullptr;
@@ -29,19 +25,19 @@ TwoLevelBroadcast::TwoLevelBroadcast(const RingOpSpec& base, const TwoLevelRing&
     lan.rank = plan.region_rank;
     lan.count = wave.count;
     lan.segment_elems = segmentElems(wave.count, plan.region_world, elem, segment_bytes);
-    if (plan.region_world > 1 && in_root_region_) {
+    if (plan.region_world > 1 && in_root_region) {
       RingOpSpec rb = lan;
       rb.root = root_in_region;
       rb.input = base_.rank == base_.root ? base_.input + wave.offset * elem : nullptr;
       rb.output = output;
-      addWavePart(base_id, w, kRootRegion, rb, plan.region_pred, plan.region_succ, striper_to);
+      addWavePart(w, kFirstLan, 0, rb, plan.region_pred, plan.region_succ, striper_to);
     } else if (plan.region_world > 1) {
       RingOpSpec ag = lan;
       ag.kind = wire::Collective::kAllGather;
       ag.blocks = plan.blocks;
       ag.input = output + plan.block.offset * elem;
       ag.output = output;
-      addWavePart(base_id + 1, w, kAllGather, ag, plan.region_pred, plan.region_succ, striper_to);
+      addWavePart(w, kSecondLan, 0, ag, plan.region_pred, plan.region_succ, striper_to);
     }
     // The WAN level: each piece of our block from its owner in the root's region, which holds the wave
     // (the root's input when the root is alone in its region).
@@ -49,15 +45,15 @@ TwoLevelBroadcast::TwoLevelBroadcast(const RingOpSpec& base, const TwoLevelRing&
       RingOpSpec wan = base_;
       wan.world = plan.regions;
       wan.rank = plan.region;
-      wan.root = root_region_;
+      wan.root = root_region;
       wan.count = piece.span.count;
       wan.output = output + piece.span.offset * elem;
       wan.input = plan.region_world == 1 && base_.rank == base_.root
                       ? base_.input + (wave.offset + piece.span.offset) * elem
                       : wan.output;
       wan.segment_elems = segmentElems(piece.span.count, plan.regions, elem, segment_bytes);
-      addWavePart(base_id + 2 + piece.id, w, kPiece, wan, piece.pred, piece.succ, striper_to);
-      ++pieces_left_[w];
+      addWavePart(w, kPiece, piece.id, wan, piece.pred, piece.succ, striper_to);
+      countPiece(w);
     }
   }
   for (const Part& p : parts_) {
@@ -66,52 +62,11 @@ TwoLevelBroadcast::TwoLevelBroadcast(const RingOpSpec& base, const TwoLevelRing&
   }
 }
 
-void TwoLevelBroadcast::addWavePart(uint32_t id, uint32_t wave, Kind kind, RingOpSpec spec, uint32_t pred,
+void TwoLevelBroadcast::addWavePart(uint32_t wave, Kind kind, uint32_t piece, RingOpSpec spec, uint32_t pred,
                                     uint32_t succ, const StriperTo& striper_to) {
-  spec.kind = wire::Collective::kBroadcast;
-  if (kind == kAllGather) spec.kind = wire::Collective::kAllGather;
-  uint32_t sharing = 0;  // the parts of this call that send to `succ` (this one among them)
-  for (const auto& plan : call_.parts) {
-    if (plan.region_world > 1 && succ == plan.region_succ) sharing += 1;
-    for (const auto& p : plan.pieces) sharing += p.succ == succ ? 1 : 0;
-  }
-  spec.eager_bytes = wire::kEagerBytes / std::max<uint32_t>(sharing, 1);
-  CompositeOp::addRing(id, wave, kind, std::move(spec), pred, succ, striper_to(succ));
-}
-
-void TwoLevelBroadcast::start() {
-  if (Part* rb = find(0, kRootRegion)) {
-    startPart(*rb);  // the waves' pieces follow it
-  } else {
-    for (uint32_t w = 0; w < call_.waves.size() && !over(); ++w) startPieces(w);
-  }
-  maybeFinish();
-}
-
-void TwoLevelBroadcast::startPieces(uint32_t wave) {
-  for (Part& q : parts_) {
-    if (q.group == wave && q.kind == kPiece && !over()) startPart(q);
-  }
-  if (pieces_left_[wave] == 0 && !over()) {
-    if (Part* ag = find(wave, kAllGather)) startPart(*ag);
-  }
-}
-
-void TwoLevelBroadcast::partFinished(Part& p) {
-  const uint32_t wave = p.group;
-  switch (p.kind) {
-    case kRootRegion:
-      if (Part* next = find(wave + 1, kRootRegion)) startPart(*next);
-      startPieces(wave);
-      break;
-    case kPiece:
-      if (--pieces_left_[wave] == 0 && !over()) {
-        if (Part* ag = find(wave, kAllGather)) startPart(*ag);
-      }
-      break;
-    default:
-      break;
-  }
+  spec.kind = kind == kSecondLan ? wire::Collective::kAllGather : wire::Collective::kBroadcast;
+  spec.eager_bytes = eagerShare(succ, 1);
+  addRing(partId(wave, kind, piece), wave, kind, std::move(spec), pred, succ, striper_to(succ));
 }
 
 }  // namespace pccl::collective

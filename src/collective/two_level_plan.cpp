@@ -192,6 +192,17 @@ Span TwoLevelBlocks::piece(const TwoLevelRing& ring, size_t k, uint32_t r) const
   return Span{d.offset + begin, end - begin};
 }
 
+std::vector<Span> TwoLevelBlocks::pieceBlocks(const TwoLevelRing& ring, size_t k) const {
+  std::vector<Span> out;
+  size_t elements = 0;
+  for (uint32_t r = 0; r < data.size(); ++r) {
+    out.push_back(piece(ring, k, r));
+    elements += out.back().count;
+  }
+  if (elements == 0) out.clear();  // a small call leaves the piece empty in every region
+  return out;
+}
+
 Span TwoLevelBlocks::fraction(uint32_t r, uint32_t members, uint32_t j) const {
   const Span f = cutOf(data[r].count, members, j);
   return Span{data[r].offset + f.offset, f.count};

@@ -121,6 +121,8 @@ struct TwoLevelBlocks {
   size_t count() const { return block * sorted_at.size(); }
   // Piece k of D_r, and fraction j of D_r for a region of `members` (elements of the sorted buffer).
   Span piece(const TwoLevelRing& ring, size_t k, uint32_t r) const;
+  // Piece k of every region's data, by region: the blocks of the piece's ring (empty when all are).
+  std::vector<Span> pieceBlocks(const TwoLevelRing& ring, size_t k) const;
   Span fraction(uint32_t r, uint32_t members, uint32_t j) const;
 };
 TwoLevelBlocks twoLevelBlocks(const RegionLayout& layout, size_t block);

@@ -60,13 +60,8 @@ TwoLevelReduceScatter::TwoLevelReduceScatter(const RingOpSpec& base, const TwoLe
     wan.input = reduced;
     wan.scratch = scratch_.data.get();
     wan.avg_divisor = base_.world;
-    wan.blocks.clear();
-    size_t bytes = 0;
-    for (uint32_t i = 0; i < plan.regions; ++i) {
-      wan.blocks.push_back(blocks_.piece(ring, k, i));
-      bytes += wan.blocks.back().count;
-    }
-    if (bytes == 0) continue;  // a small call leaves the piece empty in every region
+    wan.blocks = blocks_.pieceBlocks(ring, k);
+    if (wan.blocks.empty()) continue;
     wan.output = base_.output + (wan.blocks[region].offset - mine.offset) * elem_;
     addReduceScatter(static_cast<uint32_t>(2 + k), kPiece, wan, owners[(region + plan.regions - 1) % plan.regions],
                      owners[(region + 1) % plan.regions], striper_to);
