@@ -26,15 +26,8 @@ esac
 BUILD_DIR=$(cd "$1" && pwd)
 ROOT=$(cd "$(dirname "$0")/.." && pwd)
 
-if [ "$(id -u)" != 0 ] || [ ! -c /dev/net/tun ] || ! command -v ip > /dev/null 2>&1; then
-  echo "skipped: needs root, /dev/net/tun and iproute2"
-  exit 77
-fi
-if ! ip netns add pccl-wanem-check 2> /dev/null; then
-  echo "skipped: network namespaces unavailable"
-  exit 77
-fi
-ip netns del pccl-wanem-check
+. "$(dirname "$0")/wanem_checks.sh"
+wanem_require_namespaces
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/pccl-wanem-optimize.XXXXXX")
 trap 'rm -rf "$dir"' EXIT

@@ -30,15 +30,8 @@ esac
 WANEM=$1
 DEADLINE_S=60
 
-if [ "$(id -u)" != 0 ] || [ ! -c /dev/net/tun ] || ! command -v ip > /dev/null 2>&1; then
-  echo "skipped: needs root, /dev/net/tun and iproute2"
-  exit 77
-fi
-if ! ip netns add pccl-wanem-check 2> /dev/null; then
-  echo "skipped: network namespaces unavailable"
-  exit 77
-fi
-ip netns del pccl-wanem-check
+. "$(dirname "$0")/wanem_checks.sh"
+wanem_require_namespaces
 
 dir=$(mktemp -d "${TMPDIR:-/tmp}/pccl-wanem-smoke.XXXXXX")
 pid=
