@@ -18,6 +18,14 @@ std::vector<std::shared_ptr<Striper>> CompositeOp::stripersTo(const std::vector<
   return out;
 }
 
+RingOpSpec CompositeOp::lanLevel(RingOpSpec spec) {
+  spec.quant = codec::Quant::kNone;
+  spec.compress = 0;
+  spec.compressor = nullptr;
+  if (spec.op == codec::RedOp::kAvg) spec.op = codec::RedOp::kSum;
+  return spec;
+}
+
 CompositeOp::~CompositeOp() {
   for (Part& p : parts_) {
     for (auto& b : p.buffers) buffers_->release(std::move(b));

@@ -46,6 +46,9 @@ class CompositeOp : public RingOp {
   uint64_t bytesSent() const override;
   uint64_t bytesReceived() const override;
   std::vector<uint32_t> helloTo() const override { return hello_to_; }
+  // `spec` on the LAN level of a two-level call: full precision, no zstd, avg summing (the WAN level
+  // divides by the group's size).
+  static RingOpSpec lanLevel(RingOpSpec spec);
   // The stripers to `ranks` (for the constructor's `stripers`).
   static std::vector<std::shared_ptr<Striper>> stripersTo(const std::vector<uint32_t>& ranks, const StriperTo& to);
 

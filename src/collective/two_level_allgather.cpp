@@ -26,9 +26,7 @@ TwoLevelAllGather::TwoLevelAllGather(const RingOpSpec& base, const TwoLevelRing&
   for (size_t k = 0; k < pieces; ++k) sharing_ += ring.owner[k][region] == base_.rank ? 1 : 0;
   RingOpSpec all = base_;
   all.kind = wire::Collective::kAllGather;
-  RingOpSpec lan = all;
-  lan.compress = 0;  // zstd on the WAN level only (an all-gather in two levels is never quantized)
-  lan.compressor = nullptr;
+  const RingOpSpec lan = lanLevel(all);  // zstd on the WAN level only (never quantized in two levels)
   if (m > 1) {
     RingOpSpec own = lan;
     own.world = m;

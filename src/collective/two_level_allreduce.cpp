@@ -45,11 +45,7 @@ void TwoLevelAllReduce::addWave(uint32_t w, const StriperTo& striper_to) {
   uint8_t* output = base_.output + wave.offset * elem_;
   if (plan.region_world > 1) {
     // The LAN level: full precision, and avg sums (the WAN level divides by the group's size).
-    RingOpSpec lan = base_;
-    lan.quant = codec::Quant::kNone;
-    lan.compress = 0;
-    lan.compressor = nullptr;
-    lan.op = base_.op == codec::RedOp::kAvg ? codec::RedOp::kSum : base_.op;
+    RingOpSpec lan = lanLevel(base_);
     lan.world = plan.region_world;
     lan.rank = plan.region_rank;
     lan.count = wave.count;

@@ -18,9 +18,7 @@ TwoLevelBroadcast::TwoLevelBroadcast(const RingOpSpec& base, const TwoLevelRing&
     const Span wave = call_.waves[w];
     uint8_t* output = base_.output + wave.offset * elem;
     const bool in_root_region = plan.region == root_region;
-    RingOpSpec lan = base_;
-    lan.compress = 0;  // zstd on the WAN level only (a broadcast in two levels is never quantized)
-    lan.compressor = nullptr;
+    RingOpSpec lan = lanLevel(base_);  // zstd on the WAN level only (never quantized in two levels)
     lan.world = plan.region_world;
     lan.rank = plan.region_rank;
     lan.count = wave.count;

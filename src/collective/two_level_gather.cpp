@@ -14,11 +14,7 @@ TwoLevelGather::TwoLevelGather(const RingOpSpec& base, const TwoLevelGatherPlan&
   const size_t segment_bytes = base_.desc.segment_bytes;
   if (plan_.region_world > 1) {
     // The LAN level: full precision, avg sums (part 1 divides by the group's size).
-    RingOpSpec region = base_;
-    region.quant = codec::Quant::kNone;
-    region.compress = 0;
-    region.compressor = nullptr;
-    region.op = base_.op == codec::RedOp::kAvg ? codec::RedOp::kSum : base_.op;
+    RingOpSpec region = lanLevel(base_);
     region.world = plan_.region_world;
     region.rank = plan_.region_rank;
     region.phase_base = static_cast<uint32_t>(kRegion) << kPartShift;

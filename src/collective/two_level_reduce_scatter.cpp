@@ -32,11 +32,7 @@ TwoLevelReduceScatter::TwoLevelReduceScatter(const RingOpSpec& base, const TwoLe
     partials_ = buffers_->acquire(all);
     reduced = partials_.data.get();
     for (uint32_t i = 0; i < plan.regions; ++i) {
-      RingOpSpec lan = rs;
-      lan.quant = codec::Quant::kNone;
-      lan.compress = 0;
-      lan.compressor = nullptr;
-      lan.op = base_.op == codec::RedOp::kAvg ? codec::RedOp::kSum : base_.op;
+      RingOpSpec lan = lanLevel(rs);
       lan.world = m;
       lan.rank = j;
       lan.count = blocks_.data[i].count;
