@@ -4,6 +4,10 @@ if(PCCL_SANITIZE)
   add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=${PCCL_SANITIZE}>
                       $<$<COMPILE_LANGUAGE:C,CXX>:-fno-omit-frame-pointer>)
   add_link_options($<$<LINK_LANGUAGE:C,CXX>:-fsanitize=${PCCL_SANITIZE}>)
+  # Executables not position-independent: ASan+UBSan describe every global and check site in data that
+  # a PIE relocates at each start (2 million relocations in a test program), which took half of each
+  # start (0.35 s -> 0.17 s), and the test suite starts several hundred. Linking is faster too.
+  add_link_options($<$<STREQUAL:$<TARGET_PROPERTY:TYPE>,EXECUTABLE>:-no-pie>)
   # GCC's manual: "sanitizers tend to increase the rate of false positive warnings, most notably those
   # around -Wmaybe-uninitialized". Seen with GCC 12 at -O2 + ASan inside libstdc++'s <regex>. That
   # warning stays on in the unsanitized builds. -Wtsan: GCC says its TSan does not instrument

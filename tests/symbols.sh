@@ -2,7 +2,7 @@
 # libpccl.so exports its API and nothing else (src/capi/libpccl.map):
 #  - every dynamic symbol it defines is a C API symbol (pccl*), a symbol of the C++ API (namespace
 #    pccl: functions _ZN4pccl / _ZNK4pccl, typeinfo _ZTIN4pccl, its name _ZTSN4pccl, vtables
-#    _ZTVN4pccl), or the version node PCCL_<major>.<minor>; anything else (asio, fmt, libsodium glue,
+#    _ZTVN4pccl), or GNU ld's symbol of the version node PCCL_<major>.<minor>; anything else (asio, fmt, libsodium glue,
 #    internal layers, the standard library's templates) is a leak and is listed;
 #  - the version node exists (the version script was applied);
 #  - every function pccl.h declares PCCL_API is exported as a function, so a declaration without a
@@ -40,7 +40,8 @@ if [ -n "$leaked" ]; then
   status=1
 fi
 
-if ! awk '$1 == "A" { print $2 }' <<< "$table" | grep -qE '^PCCL_[0-9]+\.[0-9]+$'; then
+# The version definitions (GNU ld also defines an absolute symbol of the node's name; lld does not).
+if ! readelf -V --wide "$lib" | grep -qE 'Name: PCCL_[0-9]+\.[0-9]+$'; then
   echo "symbols: no PCCL_<major>.<minor> version node: was src/capi/libpccl.map applied?" >&2
   status=1
 fi

@@ -73,13 +73,13 @@ struct Master {
 };
 
 pcclComm_t makeComm(const std::string& master_address, uint32_t op_timeout_ms = 60000,
-                    uint32_t handshake_timeout_ms = 2000) {
+                    uint32_t handshake_timeout_ms = 2000, uint32_t connect_timeout_ms = 20000) {
   pcclCommConfig_t c = PCCL_COMM_CONFIG_INIT;
   c.master_address = master_address.c_str();
   c.listen_address = "127.0.0.1:0";
   c.heartbeat_interval_ms = 100;
   c.peer_timeout_ms = 2000;
-  c.connect_timeout_ms = 20000;
+  c.connect_timeout_ms = connect_timeout_ms;
   c.handshake_timeout_ms = handshake_timeout_ms;
   c.op_timeout_ms = op_timeout_ms;
   pcclComm_t comm = nullptr;
@@ -321,8 +321,9 @@ TEST_CASE("capi: calls racing pcclMasterDestroy complete or get pcclInvalidArgum
 TEST_CASE("capi: pcclCommDestroy during a blocked call: the call completes, then the communicator is freed") {
   SilentServer hung_master;
   // The silent master never answers the handshake; its deadline is far away, so pcclConnect stays
-  // inside the call until the test closes the connection.
-  pcclComm_t comm = makeComm(hung_master.address(), 60000, 60000);
+  // inside the call until the test closes the connection. After that it dials again until its
+  // connect deadline: 5 s here, not the 20 s of the other tests (which the test spent waiting).
+  pcclComm_t comm = makeComm(hung_master.address(), 60000, 60000, 5000);
   int64_t port = 0;
   REQUIRE(pcclGetAttribute(comm, PCCL_ATTR_LISTEN_PORT, &port) == pcclSuccess);
   auto connecting = std::async(std::launch::async, [comm] { return pcclConnect(comm); });

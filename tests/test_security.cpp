@@ -6,6 +6,7 @@
 
 #include <atomic>
 #include <cstdlib>
+#include <cstring>
 #include <fstream>
 #include <random>
 #include <sstream>
@@ -90,10 +91,16 @@ size_t countIn(int mem, uint64_t lo, uint64_t hi, const std::vector<uint8_t>& ma
     const size_t want = static_cast<size_t>(std::min<uint64_t>(buf.size(), hi - at));
     const ssize_t n = ::pread(mem, buf.data(), want, static_cast<off_t>(at));
     if (n < static_cast<ssize_t>(masked.size())) break;
-    for (size_t i = 0; i + masked.size() <= static_cast<size_t>(n); ++i) {
-      size_t k = 0;
-      while (k < masked.size() && (buf[i + k] ^ kMask) == masked[k]) ++k;
+    // memchr finds the candidates (one byte of the secret is no copy of it): a byte loop over hundreds
+    // of megabytes, instrumented, took 30 s under TSan.
+    const uint8_t first = static_cast<uint8_t>(masked[0] ^ kMask);
+    const uint8_t* p = buf.data();
+    const uint8_t* const end = buf.data() + n - masked.size() + 1;
+    while (p < end && (p = static_cast<const uint8_t*>(std::memchr(p, first, static_cast<size_t>(end - p)))) != nullptr) {
+      size_t k = 1;
+      while (k < masked.size() && (p[k] ^ kMask) == masked[k]) ++k;
       found += k == masked.size() ? 1 : 0;
+      ++p;
     }
     if (at + want >= hi) break;
   }
