@@ -146,7 +146,7 @@ Status GatherAllReduce::delivered(const wire::DataHeader& h, uint32_t bytes) {
   bytes_received_ += bytes;
   ++recv_done_;
   forward(origin, s);
-  if (++arrived_[s] + 1 == spec_.world) {
+  if (++arrived_[s] + 1 == spec_.world && spec_.output != nullptr) {
     Status st = reduceSegment(s);
     if (!st.isOk()) {
       fail(st);

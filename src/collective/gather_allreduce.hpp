@@ -42,7 +42,9 @@ size_t gatherRegionBytes(const RingOpSpec& spec);
 class GatherAllReduce : public RingOp {
  public:
   // `spec.segment_elems` must be gatherSegmentElems(spec); `spec.wire` gatherRegionBytes(spec) bytes;
-  // `spec.device` must be null. `predecessor` stripes our frames to the predecessor.
+  // `spec.device` must be null. `predecessor` stripes our frames to the predecessor. A null
+  // `spec.output` only gathers and forwards: nothing is reduced (a two-level gather's region members
+  // other than the leader, who alone uses the region's sum).
   GatherAllReduce(const RingOpSpec& spec, std::shared_ptr<Striper> successor, std::shared_ptr<Striper> predecessor,
                   Finished finished);
 

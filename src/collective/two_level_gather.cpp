@@ -23,7 +23,8 @@ TwoLevelGather::TwoLevelGather(const RingOpSpec& base, const TwoLevelGatherPlan&
     Part& p = addPart(kRegion, 0, kRegion, plan_.region_pred, plan_.region_succ,
                       [this, region, succ, pred, elem](Part& part) {
                         RingOpSpec s = region;
-                        reduced_ = take(part, s.count * elem);
+                        // Only the leader reduces: the others forward, then take the leader's result.
+                        if (plan_.leader) reduced_ = take(part, s.count * elem);
                         s.output = reduced_;
                         s.wire = take(part, gatherRegionBytes(s));
                         return std::make_shared<GatherAllReduce>(s, succ, pred, partDone(part.id));
