@@ -36,10 +36,12 @@ void runSweep(size_t world, const std::vector<size_t>& counts, Path path) {
   LocalCluster cluster = startCluster(world, onPath(smallSegments(), path));
   REQUIRE(cluster.peers.size() == world);
   std::vector<Case> cases;
+  size_t k = 0;
   for (size_t count : counts) {
+    ++k;  // so that a (dtype, op) pair meets both placements across the counts under a sanitizer
     for (DataType t : kAllTypes) {
       for (RedOp op : kAllOps) {
-        for (bool in_place : {false, true}) cases.push_back(Case{t, op, count, in_place});
+        for (bool in_place : sweepPlacements(k++)) cases.push_back(Case{t, op, count, in_place});
       }
     }
   }

@@ -61,6 +61,13 @@ constexpr bool kSanitized = false;
 // quarter of it under a sanitizer, still tens of segments, where the sweeps were the slowest tests by
 // far (docs/testing.md).
 constexpr size_t kSweepLargeCount = kSanitized ? 5003 : 20011;
+// Where a [sweep] case runs in place and out of place: both in the release build; under a sanitizer
+// one of the two, alternating with `k` (the case's index), so that every dtype, op and count still
+// meets both across the sweep. The sweeps were the slowest tests under sanitizers (docs/testing.md).
+inline std::vector<bool> sweepPlacements(size_t k) {
+  if (kSanitized) return {k % 2 == 1};
+  return {false, true};
+}
 
 inline MasterConfig fastMasterConfig(const std::string& secret = "") {
   MasterConfig c;
