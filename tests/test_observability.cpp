@@ -124,14 +124,19 @@ TEST_CASE("observability: PCCL_LOG_LEVEL and PCCL_LOG_FILE give one line per eve
   std::remove(log_b.c_str());
   auto member = [&](const std::string& name, const std::string& log) {
     std::vector<std::string> args = memberArgs(port, name);
-    // 4 MiB operations: few enough output lines that the undrained stdout pipes never fill up.
-    for (const char* a : {"--allreduce", "1048576", "--run-ms", "1500"}) args.push_back(a);
+    // 4 MiB operations until SIGTERM (not a fixed run time: on a loaded machine b may join late).
+    for (const char* a : {"--allreduce", "1048576"}) args.push_back(a);
     return std::make_unique<ChildProcess>(args, std::vector<std::string>{"PCCL_LOG_LEVEL=debug", "PCCL_LOG_FILE=" + log});
   };
   auto a = member("a", log_a);
   REQUIRE(a->waitForLine("a connected", 5000));
   auto b = member("b", log_b);
   REQUIRE(b->waitForLine("b connected", 10000));
+  // Both have finished an all-reduce on the ring of two; then they leave.
+  REQUIRE(a->waitForLine("ok world=2", 30000));
+  REQUIRE(b->waitForLine("ok world=2", 30000));
+  a->signal(SIGTERM);
+  b->signal(SIGTERM);
   a->waitForLine("a left", 20000);  // reads (and keeps) their output up to the graceful leave
   b->waitForLine("b left", 20000);
   const int a_exit = a->waitExit(20000), b_exit = b->waitExit(20000);

@@ -73,6 +73,54 @@ void checkIdentical(const std::vector<std::vector<T>>& out) {
 
 const std::vector<std::string> kUnequal = {"a", "b", "c", "a", "b", "a", "c", "b", "a"};  // 4 + 3 + 2
 
+// On every peer of `c`, an all-gather of `block` elements per member and a reduce-scatter of the
+// group's layout, both in two levels: the all-gather's block of group rank q is f(q, i), peer r's
+// reduce-scatter input is f(r, i) over the whole layout. Checks every element exactly.
+template <typename T, typename F>
+void gatherScatterExact(LocalCluster& c, size_t block, DataType dtype, bool in_place, F f) {
+  const size_t n = c.peers.size();
+  std::vector<size_t> g(n);  // each peer's group rank: its block's place
+  for (size_t r = 0; r < n; ++r) g[r] = c.peers[r]->topology().group_rank;
+  std::vector<std::vector<T>> gathered(n, std::vector<T>(n * block, T(-1)));
+  std::vector<std::vector<T>> scattered(n, std::vector<T>(block, T(-1)));
+  std::vector<Status> st(2 * n);
+  std::vector<ReduceInfo> info(2 * n);
+  c.onEach([&](size_t r) {
+    std::vector<T> own(block);
+    for (size_t i = 0; i < block; ++i) own[i] = f(g[r], i);
+    T* at = gathered[r].data() + g[r] * block;
+    if (in_place) std::copy(own.begin(), own.end(), at);
+    auto ag = c.peers[r]->allGather(in_place ? at : own.data(), gathered[r].data(), block, dtype);
+    st[r] = ag.status();
+    if (ag.isOk()) info[r] = *ag;
+    std::vector<T> all(n * block);
+    for (size_t i = 0; i < all.size(); ++i) all[i] = f(r, i);
+    T* out = in_place ? all.data() + g[r] * block : scattered[r].data();
+    auto rs = c.peers[r]->reduceScatter(all.data(), out, block, dtype, RedOp::kSum);
+    st[n + r] = rs.status();
+    if (rs.isOk()) info[n + r] = *rs;
+    if (in_place) std::copy(out, out + block, scattered[r].begin());
+  });
+  for (size_t r = 0; r < n; ++r) {
+    INFO("peer " << r);
+    REQUIRE(st[r].isOk());
+    REQUIRE(st[n + r].isOk());
+    CHECK(info[r].hierarchical);
+    CHECK(info[n + r].hierarchical);
+    size_t wrong = 0;
+    for (size_t b = 0; b < n; ++b) {
+      for (size_t i = 0; i < block; ++i) wrong += gathered[r][b * block + i] != f(b, i);
+    }
+    CHECK(wrong == 0);
+    for (size_t i = 0; i < block; ++i) {
+      double want = 0;
+      for (size_t q = 0; q < n; ++q) want += static_cast<double>(f(q, g[r] * block + i));
+      wrong += scattered[r][i] != static_cast<T>(want);  // exact: the test's values sum exactly
+    }
+    CHECK(wrong == 0);
+  }
+}
+
 }  // namespace
 
 TEST_CASE("two-level: 4 + 3 + 2 peers, every size, float sum and avg within rounding of the exact value, "
@@ -276,45 +324,9 @@ TEST_CASE("two-level: all-gathers and reduce-scatters, ring sorted by region or 
     for (size_t block : {1, 7, 5000}) {
       for (bool in_place : {false, true}) {
         INFO("block " << block << (in_place ? " in place" : ""));
-        auto f = [](size_t r, size_t i) { return static_cast<float>(r * 1000 + i) / 8.0f; };
-        std::vector<std::vector<float>> gathered(n, std::vector<float>(n * block, -1.0f));
-        std::vector<std::vector<float>> scattered(n, std::vector<float>(block, -1.0f));
-        std::vector<Status> st(2 * n);
-        std::vector<ReduceInfo> info(2 * n);
-        c.onEach([&](size_t r) {
-          std::vector<float> own(block);
-          for (size_t i = 0; i < block; ++i) own[i] = f(g[r], i);
-          float* at = gathered[r].data() + g[r] * block;
-          if (in_place) std::copy(own.begin(), own.end(), at);
-          auto ag = c.peers[r]->allGather(in_place ? at : own.data(), gathered[r].data(), block, DataType::kFloat32);
-          st[r] = ag.status();
-          if (ag.isOk()) info[r] = *ag;
-          std::vector<float> all(n * block);
-          for (size_t i = 0; i < all.size(); ++i) all[i] = f(r, i);
-          float* out = in_place ? all.data() + g[r] * block : scattered[r].data();
-          auto rs = c.peers[r]->reduceScatter(all.data(), out, block, DataType::kFloat32, RedOp::kSum);
-          st[n + r] = rs.status();
-          if (rs.isOk()) info[n + r] = *rs;
-          if (in_place) std::copy(out, out + block, scattered[r].begin());
-        });
-        for (size_t r = 0; r < n; ++r) {
-          INFO("peer " << r);
-          REQUIRE(st[r].isOk());
-          REQUIRE(st[n + r].isOk());
-          CHECK(info[r].hierarchical);
-          CHECK(info[n + r].hierarchical);
-          size_t wrong = 0;
-          for (size_t b = 0; b < n; ++b) {
-            for (size_t i = 0; i < block; ++i) wrong += gathered[r][b * block + i] != f(b, i);
-          }
-          CHECK(wrong == 0);
-          for (size_t i = 0; i < block; ++i) {
-            double want = 0;
-            for (size_t q = 0; q < n; ++q) want += f(q, g[r] * block + i);
-            wrong += scattered[r][i] != static_cast<float>(want);  // eighths: exact in any order
-          }
-          CHECK(wrong == 0);
-        }
+        // Eighths: exact in any order.
+        gatherScatterExact<float>(c, block, DataType::kFloat32, in_place,
+                                  [](size_t r, size_t i) { return static_cast<float>(r * 1000 + i) / 8.0f; });
       }
     }
     // avg, int32 and zstd on the WAN level.
@@ -461,6 +473,20 @@ TEST_CASE("two-level: a call above 8 MiB runs in waves, exact and bit-identical"
     wrong += out[0][i] != want;
   }
   CHECK(wrong == 0);
+}
+
+TEST_CASE("two-level: an all-gather and a reduce-scatter above 8 MiB run in waves, exact, in and out of place",
+          "[two-level]") {
+  // A 20 MiB int32 layout: three waves of every member's block (docs/algorithms.md §12c), on a ring
+  // that interleaves the regions (the waves work in a wave-major scratch) with a one-member region.
+  LocalCluster c = regionCluster({"a", "b", "a", "b", "solo"});
+  REQUIRE(c.peers.size() == 5);
+  const size_t block = (20u << 20) / sizeof(int32_t) / 5 + 3;
+  for (bool in_place : sweepPlacements(1)) {  // under a sanitizer in place only
+    INFO((in_place ? "in place" : "out of place"));
+    gatherScatterExact<int32_t>(c, block, DataType::kInt32, in_place,
+                                [](size_t r, size_t i) { return static_cast<int32_t>((i * 7 + r * 13) % 1000); });
+  }
 }
 
 TEST_CASE("two-level: a member accepting more connections at once than the listener's base bound builds its ring",

@@ -170,3 +170,46 @@ TEST_CASE("two-level plan: calls above 8 MiB run in up to 8 waves, cut where eve
   for (size_t w = 0; w < 3; ++w) CHECK((a.waves[w].offset == b.waves[w].offset && a.waves[w].count == b.waves[w].count));
   CHECK(a.waves[2].offset + a.waves[2].count == count);
 }
+
+TEST_CASE("two-level plan: an all-gather's waves are layouts of every member's sub-blocks, one after the other",
+          "[regions]") {
+  const TwoLevelRing ring = twoLevelRing(regionLayout(kUnequal));
+  const TwoLevelBlocks all = twoLevelBlocks(ring.layout, 10);  // 9 members of 10 elements
+  CHECK(!all.identity);
+  const uint32_t waves = 3;  // sub-blocks of 3, 3 and 4 elements
+  size_t next = 0;
+  for (uint32_t w = 0; w < waves; ++w) {
+    const TwoLevelBlocks v = all.wave(w, waves);
+    const Span sub = cutOf(10, waves, w);
+    CHECK(v.block == sub.count);
+    CHECK(!v.identity);
+    CHECK(all.waveOffset(w, waves) == next);  // the waves lie one after the other
+    CHECK(v.count() == 9 * sub.count);
+    next += v.count();
+    // The same order as the whole layout: each region's data one span, its members in region order.
+    size_t at = 0;
+    for (size_t r = 0; r < ring.layout.regions(); ++r) {
+      CHECK(v.data[r].offset == at);
+      CHECK(v.data[r].count == ring.layout.members[r].size() * sub.count);
+      for (uint32_t rank : ring.layout.members[r]) {
+        CHECK(v.sorted_at[rank] == at);
+        at += sub.count;
+      }
+    }
+  }
+  CHECK(next == all.count());
+  // One wave of a sorted ring is the layout itself.
+  const TwoLevelBlocks sorted = twoLevelBlocks(regionLayout({"a", "a", "b"}), 4);
+  CHECK(sorted.identity);
+  CHECK(sorted.wave(0, 1).identity);
+  CHECK(!sorted.wave(0, 2).identity);
+  // The wave count: the all-reduce's, unless the part ids of that many waves would not fit.
+  CHECK(twoLevelLayoutWaves(ring, 64u << 20) == 8);
+  CHECK(twoLevelLayoutWaves(ring, 1u << 20) == 1);
+  std::vector<std::string> many;
+  for (size_t i = 0; i < 2 * 6000; ++i) many.push_back(i % 2 ? "x" : "y" + std::to_string(i));
+  const TwoLevelRing wide = twoLevelRing(regionLayout(many));  // 6001 regions, 6000 pieces
+  const size_t slots = wide.pieces() + 2 + wide.layout.regions();
+  CHECK(twoLevelLayoutWaves(wide, 64u << 20) == kTwoLevelPartIds / slots);
+  CHECK(twoLevelLayoutWaves(wide, 64u << 20) * slots <= kTwoLevelPartIds);
+}

@@ -50,9 +50,16 @@ CompositeOp::Part& CompositeOp::addRing(uint32_t id, uint32_t group, int kind, R
   spec.phase_base = id << kPartShift;
   return addPart(id, group, kind, pred, succ, [this, spec = std::move(spec), striper = std::move(striper)](Part& p) {
     RingOpSpec s = spec;
+    s.eager_bytes = std::min(s.eager_bytes, eagerShareTo(p.succ));
     if (s.coded()) s.wire = take(p, wireRegionBytes(s));
     return std::make_shared<RingCollective>(s, striper, partDone(p.id));
   });
+}
+
+uint64_t CompositeOp::eagerShareTo(uint32_t succ) const {
+  uint64_t sharing = 0;
+  for (const Part& p : parts_) sharing += p.succ == succ ? 1 : 0;
+  return wire::kEagerBytes / std::max<uint64_t>(sharing, 1);
 }
 
 void CompositeOp::helloFrom(uint32_t rank) {

@@ -75,9 +75,11 @@ class CompositeOp : public RingOp {
   // Only in the subclass's constructor (parts_ does not move after it).
   Part& addPart(uint32_t id, uint32_t group, int kind, uint32_t pred, uint32_t succ, Make make);
   // A part that is one RingCollective of `spec` (its phase_base set here, its wire slots taken when it
-  // is made) sending on `striper`.
+  // is made) sending on `striper`; before its successor's hello it sends at most eagerShareTo(succ).
   Part& addRing(uint32_t id, uint32_t group, int kind, RingOpSpec spec, uint32_t pred, uint32_t succ,
                 std::shared_ptr<Striper> striper);
+  // The eager limit shared equally by our parts sending to `succ` (once every part is added).
+  uint64_t eagerShareTo(uint32_t succ) const;
   void helloFrom(uint32_t rank);  // a part sends `rank` more than the eager limit before its hello
   Part* find(uint32_t id);
   Part* find(uint32_t group, int kind);

@@ -8,11 +8,12 @@ namespace pccl::collective {
 
 TwoLevelAllReduce::TwoLevelAllReduce(const RingOpSpec& base, const TwoLevelRing& ring, TwoLevelCall call,
                                      const StriperTo& striper_to, BufferPool* buffers, Finished finished)
-    : TwoLevelWaves(base, ring, std::move(call), striper_to, buffers, std::move(finished)),
+    : TwoLevelWaves(base, stripersTo(call.receivers(), striper_to), buffers, std::move(finished),
+                    static_cast<uint32_t>(call.waves.size()), ring.pieces(), static_cast<uint32_t>(ring.pieces() + 2)),
+      call_(std::move(call)),
       elem_(codec::dtypeSize(base.dtype)) {
-  const uint32_t waves = static_cast<uint32_t>(call_.waves.size());
-  partials_.resize(waves);
-  for (uint32_t w = 0; w < waves; ++w) addWave(w, striper_to);
+  partials_.resize(waves_);
+  for (uint32_t w = 0; w < waves_; ++w) addWave(w, striper_to);
   for (uint32_t r : call_.senders()) helloFrom(r);
 }
 
@@ -75,18 +76,17 @@ void TwoLevelAllReduce::addWave(uint32_t w, const StriperTo& striper_to) {
     wan.segment_elems = segmentElems(piece.span.count, plan.regions, elem_, segment_bytes);
     const auto partial = plan.region_world > 1 ? std::optional<size_t>(piece.span.offset - plan.block.offset)
                                                : std::nullopt;
-    addWavePart(partId(w, kPiece, piece.id), w, kPiece, wan, piece.pred, piece.succ, striper_to, partial);
-    countPiece(w);
+    addWavePart(partId(w, pieceSlot(piece.id)), w, kPiece, wan, piece.pred, piece.succ, striper_to, partial);
   }
 }
 
 void TwoLevelAllReduce::addWavePart(uint32_t id, uint32_t wave, Kind kind, RingOpSpec spec, uint32_t pred,
                                     uint32_t succ, const StriperTo& striper_to, std::optional<size_t> partial) {
   spec.phase_base = id << kPartShift;
-  spec.eager_bytes = eagerShare(succ, 2);
   auto striper = striper_to(succ);
   addPart(id, wave, kind, pred, succ, [this, spec = std::move(spec), striper, partial](Part& p) {
     RingOpSpec s = spec;
+    s.eager_bytes = std::min(s.eager_bytes, eagerShareTo(p.succ));
     if (p.kind == kFirstLan) {
       s.output = partialOf(p.group);
       s.scratch = scratchOf(p.group);

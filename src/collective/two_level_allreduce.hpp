@@ -44,6 +44,7 @@ class TwoLevelAllReduce : public TwoLevelWaves {
   uint8_t* partialOf(uint32_t wave);
   uint8_t* scratchOf(uint32_t wave);
 
+  TwoLevelCall call_;
   size_t elem_;
   // Per wave, our block reduced over our region (read by the wave's pieces until they end).
   std::vector<BufferPool::Buffer> partials_;

@@ -8,14 +8,15 @@ namespace pccl::collective {
 
 TwoLevelBroadcast::TwoLevelBroadcast(const RingOpSpec& base, const TwoLevelRing& ring, TwoLevelCall call,
                                      const StriperTo& striper_to, BufferPool* buffers, Finished finished)
-    : TwoLevelWaves(base, ring, std::move(call), striper_to, buffers, std::move(finished)) {
+    : TwoLevelWaves(base, stripersTo(call.receivers(), striper_to), buffers, std::move(finished),
+                    static_cast<uint32_t>(call.waves.size()), ring.pieces(), static_cast<uint32_t>(ring.pieces() + 2)) {
   const size_t elem = codec::dtypeSize(base_.dtype);
   const size_t segment_bytes = base_.desc.segment_bytes;
   const uint32_t root_region = ring.layout.region_of[base_.root];
   const uint32_t root_in_region = ring.layout.index_in_region[base_.root];
-  for (uint32_t w = 0; w < call_.waves.size(); ++w) {
-    const TwoLevelPart& plan = call_.parts[w];
-    const Span wave = call_.waves[w];
+  for (uint32_t w = 0; w < waves_; ++w) {
+    const TwoLevelPart& plan = call.parts[w];
+    const Span wave = call.waves[w];
     uint8_t* output = base_.output + wave.offset * elem;
     const bool in_root_region = plan.region == root_region;
     RingOpSpec lan = lanLevel(base_);  // zstd on the WAN level only (never quantized in two levels)
@@ -35,7 +36,7 @@ TwoLevelBroadcast::TwoLevelBroadcast(const RingOpSpec& base, const TwoLevelRing&
       ag.blocks = plan.blocks;
       ag.input = output + plan.block.offset * elem;
       ag.output = output;
-      addWavePart(w, kSecondLan, 0, ag, plan.region_pred, plan.region_succ, striper_to);
+      addWavePart(w, kSecondLan, 1, ag, plan.region_pred, plan.region_succ, striper_to);
     }
     // The WAN level: each piece of our block from its owner in the root's region, which holds the wave
     // (the root's input when the root is alone in its region).
@@ -50,8 +51,7 @@ TwoLevelBroadcast::TwoLevelBroadcast(const RingOpSpec& base, const TwoLevelRing&
                       ? base_.input + (wave.offset + piece.span.offset) * elem
                       : wan.output;
       wan.segment_elems = segmentElems(piece.span.count, plan.regions, elem, segment_bytes);
-      addWavePart(w, kPiece, piece.id, wan, piece.pred, piece.succ, striper_to);
-      countPiece(w);
+      addWavePart(w, kPiece, pieceSlot(piece.id), wan, piece.pred, piece.succ, striper_to);
     }
   }
   for (const Part& p : parts_) {
@@ -60,11 +60,10 @@ TwoLevelBroadcast::TwoLevelBroadcast(const RingOpSpec& base, const TwoLevelRing&
   }
 }
 
-void TwoLevelBroadcast::addWavePart(uint32_t wave, Kind kind, uint32_t piece, RingOpSpec spec, uint32_t pred,
+void TwoLevelBroadcast::addWavePart(uint32_t wave, Kind kind, uint32_t slot, RingOpSpec spec, uint32_t pred,
                                     uint32_t succ, const StriperTo& striper_to) {
   spec.kind = kind == kSecondLan ? wire::Collective::kAllGather : wire::Collective::kBroadcast;
-  spec.eager_bytes = eagerShare(succ, 1);
-  addRing(partId(wave, kind, piece), wave, kind, std::move(spec), pred, succ, striper_to(succ));
+  addWaveRing(wave, kind, slot, std::move(spec), pred, succ, striper_to);
 }
 
 }  // namespace pccl::collective

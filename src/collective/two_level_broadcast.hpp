@@ -31,7 +31,7 @@ class TwoLevelBroadcast : public TwoLevelWaves {
                     BufferPool* buffers, Finished finished);
 
  private:
-  void addWavePart(uint32_t wave, Kind kind, uint32_t piece, RingOpSpec spec, uint32_t pred, uint32_t succ,
+  void addWavePart(uint32_t wave, Kind kind, uint32_t slot, RingOpSpec spec, uint32_t pred, uint32_t succ,
                    const StriperTo& striper_to);
 };
 

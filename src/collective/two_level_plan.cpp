@@ -185,6 +185,24 @@ TwoLevelBlocks twoLevelBlocks(const RegionLayout& layout, size_t block) {
   return out;
 }
 
+TwoLevelBlocks TwoLevelBlocks::wave(uint32_t w, uint32_t waves) const {
+  const size_t sub = cutOf(block, waves, w).count;
+  TwoLevelBlocks out;
+  out.block = sub;
+  out.identity = identity && waves == 1;
+  // Every span is a whole number of blocks: the same count of sub-blocks.
+  const auto scaled = [&](size_t elements) { return block == 0 ? 0 : elements / block * sub; };
+  for (const Span& d : data) out.data.push_back(Span{scaled(d.offset), scaled(d.count)});
+  for (size_t at : sorted_at) out.sorted_at.push_back(scaled(at));
+  return out;
+}
+
+uint32_t twoLevelLayoutWaves(const TwoLevelRing& ring, size_t bytes) {
+  const size_t slots = ring.pieces() + 2 + ring.layout.regions();
+  const size_t fit = std::max<size_t>(kTwoLevelPartIds / slots, 1);
+  return static_cast<uint32_t>(std::min<size_t>(twoLevelWaves(bytes), fit));
+}
+
 Span TwoLevelBlocks::piece(const TwoLevelRing& ring, size_t k, uint32_t r) const {
   const Span d = data[r];
   const size_t begin = cutAt(d.count, ring.bounds[k].num, ring.bounds[k].den);

@@ -36,7 +36,8 @@ uint32_t twoLevelWaves(size_t bytes);
 
 // The most pieces a two-level ring may have: a frame's phase carries its part (wave x (pieces + 2) +
 // 0, 1 or 2 + the piece's index, two_level_allreduce.hpp) in its upper 16 bits. More: flat.
-inline constexpr size_t kMaxTwoLevelPieces = (1u << 16) / kMaxTwoLevelWaves - 2;
+inline constexpr size_t kTwoLevelPartIds = size_t{1} << 16;  // a phase's upper 16 bits
+inline constexpr size_t kMaxTwoLevelPieces = kTwoLevelPartIds / kMaxTwoLevelWaves - 2;
 
 struct Fraction {
   uint64_t num = 0;
@@ -124,8 +125,17 @@ struct TwoLevelBlocks {
   // Piece k of every region's data, by region: the blocks of the piece's ring (empty when all are).
   std::vector<Span> pieceBlocks(const TwoLevelRing& ring, size_t k) const;
   Span fraction(uint32_t r, uint32_t members, uint32_t j) const;
+  // The all-gather's and reduce-scatter's waves (docs/algorithms.md §12c): every member's block cut into
+  // `waves` sub-blocks (cutOf); wave w is the layout of the w-th sub-blocks, sorted region by region like
+  // the whole, and the waves lie one after the other in a wave-major buffer, wave w from waveOffset(w).
+  // wave(w, waves): that layout, its offsets relative to the wave's start (identity only with one wave).
+  TwoLevelBlocks wave(uint32_t w, uint32_t waves) const;
+  size_t waveOffset(uint32_t w, uint32_t waves) const { return sorted_at.size() * cutOf(block, waves, w).offset; }
 };
 TwoLevelBlocks twoLevelBlocks(const RegionLayout& layout, size_t block);
+// The all-gather's and reduce-scatter's wave count for a layout of `bytes`: twoLevelWaves(bytes), fewer
+// when the parts of that many waves (pieces + 2 + regions ids each) would not fit a frame's part field.
+uint32_t twoLevelLayoutWaves(const TwoLevelRing& ring, size_t bytes);
 
 }  // namespace pccl::collective
 

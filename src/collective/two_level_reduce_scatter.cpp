@@ -9,95 +9,94 @@ namespace pccl::collective {
 
 TwoLevelReduceScatter::TwoLevelReduceScatter(const RingOpSpec& base, const TwoLevelRing& ring,
                                              const StriperTo& striper_to, BufferPool* buffers, Finished finished)
-    : CompositeOp(base, stripersTo(twoLevelPeers(ring, base.rank), striper_to), buffers, std::move(finished)),
-      blocks_(twoLevelBlocks(ring.layout, base.count / base.world)),
-      elem_(codec::dtypeSize(base.dtype)) {
-  const size_t all = std::max<size_t>(blocks_.count(), 1) * elem_;
-  if (blocks_.identity) {
+    : TwoLevelLayoutOp(base, ring, striper_to, buffers, std::move(finished)), partials_(waves_), scratch_(waves_) {
+  if (identity()) {
     sorted_ = base_.input;
   } else {
-    sorted_in_ = buffers_->acquire(all);
+    sorted_in_ = buffers_->acquire(std::max<size_t>(all_.count(), 1) * elem_);
     sorted_ = sorted_in_.data.get();
   }
-  scratch_ = buffers_->acquire(all);
-  const TwoLevelPart plan = twoLevelPart(ring, base_.rank, 0);
-  const uint32_t m = plan.region_world, j = plan.region_rank, region = plan.region;
-  const size_t pieces = ring.pieces();
-  sharing_ = m > 1 ? plan.regions : 0;
-  for (size_t k = 0; k < pieces; ++k) sharing_ += ring.owner[k][region] == base_.rank ? 1 : 0;
+  const uint32_t m = plan_.region_world, j = plan_.region_rank, region = plan_.region;
   RingOpSpec rs = base_;
   rs.kind = wire::Collective::kReduceScatter;
-  const uint8_t* reduced = sorted_;  // what the pieces read: the region's partials, or our input alone
-  if (m > 1) {
-    partials_ = buffers_->acquire(all);
-    reduced = partials_.data.get();
-    for (uint32_t i = 0; i < plan.regions; ++i) {
-      RingOpSpec lan = lanLevel(rs);
-      lan.world = m;
-      lan.rank = j;
-      lan.count = blocks_.data[i].count;
-      lan.input = sorted_ + blocks_.data[i].offset * elem_;
-      lan.scratch = scratch_.data.get() + blocks_.data[i].offset * elem_;
-      lan.blocks.clear();
-      for (uint32_t b = 0; b < m; ++b) lan.blocks.push_back(cutOf(lan.count, m, b));
-      lan.output = partials_.data.get() + (blocks_.data[i].offset + lan.blocks[j].offset) * elem_;
-      addReduceScatter(static_cast<uint32_t>(2 + pieces + i), kRegion, lan, plan.region_pred, plan.region_succ,
-                       striper_to);
+  for (uint32_t w = 0; w < waves_; ++w) {
+    const TwoLevelBlocks wave = waveBlocks(w);
+    for (uint32_t i = 0; m > 1 && i < plan_.regions; ++i) {
+      const RingOpSpec lan = regionSpec(lanLevel(rs), wave, i);
+      const size_t d = wave.data[i].offset;
+      addLevel(w, kFirstLan, regionSlot(i), lan, At{d, d, d + lan.blocks[j].offset}, plan_.region_pred,
+              plan_.region_succ, striper_to);
     }
-  }
-  const Span mine = blocks_.fraction(region, m, j);  // our block, in the sorted layout
-  for (size_t k = 0; k < pieces; ++k) {
-    const auto& owners = ring.owner[k];
-    if (owners[region] != base_.rank) continue;
     RingOpSpec wan = rs;
-    wan.world = plan.regions;
-    wan.rank = region;
-    wan.count = blocks_.count();
-    wan.input = reduced;
-    wan.scratch = scratch_.data.get();
     wan.avg_divisor = base_.world;
-    wan.blocks = blocks_.pieceBlocks(ring, k);
-    if (wan.blocks.empty()) continue;
-    wan.output = base_.output + (wan.blocks[region].offset - mine.offset) * elem_;
-    addReduceScatter(static_cast<uint32_t>(2 + k), kPiece, wan, owners[(region + plan.regions - 1) % plan.regions],
-                     owners[(region + 1) % plan.regions], striper_to);
+    const Span mine = wave.fraction(region, m, j);  // our sub-block, in the wave
+    forOwnedPieces(ring, wan, wave, [&](uint32_t k, RingOpSpec spec, uint32_t pred, uint32_t succ) {
+      const At at{0, 0, sub(w).offset + spec.blocks[region].offset - mine.offset};
+      addLevel(w, kPiece, pieceSlot(k), std::move(spec), at, pred, succ, striper_to);
+    });
   }
   for (const Part& p : parts_) helloFrom(p.pred);
 }
 
 TwoLevelReduceScatter::~TwoLevelReduceScatter() {
   buffers_->release(std::move(sorted_in_));
-  buffers_->release(std::move(partials_));
-  buffers_->release(std::move(scratch_));
+  for (auto& b : partials_) buffers_->release(std::move(b));
+  for (auto& b : scratch_) buffers_->release(std::move(b));
 }
 
-void TwoLevelReduceScatter::addReduceScatter(uint32_t id, Kind kind, RingOpSpec spec, uint32_t pred, uint32_t succ,
-                                             const StriperTo& striper_to) {
-  spec.segment_elems = segmentElems(spec.count, spec.world, elem_, base_.desc.segment_bytes);
-  spec.eager_bytes = wire::kEagerBytes / std::max<size_t>(sharing_, 1);
-  ++left_[kind];
-  addRing(id, 0, kind, std::move(spec), pred, succ, striper_to(succ));
+uint8_t* TwoLevelReduceScatter::partialsOf(uint32_t w) {
+  BufferPool::Buffer& b = partials_[w];
+  if (!b.data) b = buffers_->acquire(std::max<size_t>(waveBlocks(w).count(), 1) * elem_);
+  return b.data.get();
+}
+
+uint8_t* TwoLevelReduceScatter::scratchOf(uint32_t w) {
+  BufferPool::Buffer& b = scratch_[w];
+  if (!b.data) b = buffers_->acquire(std::max<size_t>(waveBlocks(w).count(), 1) * elem_);
+  return b.data.get();
+}
+
+void TwoLevelReduceScatter::addLevel(uint32_t wave, Kind kind, uint32_t slot, RingOpSpec spec, At at, uint32_t pred,
+                                    uint32_t succ, const StriperTo& striper_to) {
+  spec.phase_base = partId(wave, slot) << kPartShift;
+  auto striper = striper_to(succ);
+  CompositeOp::addPart(partId(wave, slot), wave, kind, pred, succ,
+                       [this, spec = std::move(spec), at, striper](Part& p) {
+    RingOpSpec s = spec;
+    const uint32_t w = p.group;
+    const bool alone = plan_.region_world == 1;  // the pieces read our input: nothing was reduced before
+    s.eager_bytes = std::min(s.eager_bytes, eagerShareTo(p.succ));
+    s.scratch = scratchOf(w) + at.scratch * elem_;
+    if (p.kind == kFirstLan) {
+      s.input = sorted_ + (waveOffset(w) + at.input) * elem_;
+      s.output = partialsOf(w) + at.output * elem_;
+    } else {
+      s.input = alone ? sorted_ + waveOffset(w) * elem_ : partialsOf(w);
+      s.output = base_.output + at.output * elem_;
+    }
+    if (s.coded()) s.wire = take(p, wireRegionBytes(s));
+    return std::make_shared<RingCollective>(s, striper, partDone(p.id));
+  });
 }
 
 void TwoLevelReduceScatter::start() {
   if (sorted_in_.data) {
-    for (size_t r = 0; r < blocks_.sorted_at.size(); ++r) {
-      std::memcpy(sorted_in_.data.get() + blocks_.sorted_at[r] * elem_, base_.input + r * blocks_.block * elem_,
-                  blocks_.block * elem_);
+    for (uint32_t w = 0; w < waves_; ++w) {
+      const TwoLevelBlocks wave = waveBlocks(w);
+      const Span s = sub(w);
+      uint8_t* at = sorted_in_.data.get() + waveOffset(w) * elem_;
+      for (size_t r = 0; r < wave.sorted_at.size(); ++r) {
+        std::memcpy(at + wave.sorted_at[r] * elem_, base_.input + (r * all_.block + s.offset) * elem_,
+                    s.count * elem_);
+      }
     }
   }
-  startKind(left_[kRegion] > 0 ? kRegion : kPiece);
-  maybeFinish();
+  TwoLevelWaves::start();
 }
 
-void TwoLevelReduceScatter::startKind(Kind kind) {
-  for (Part& p : parts_) {
-    if (p.kind == kind && !over()) startPart(p);
-  }
-}
-
-void TwoLevelReduceScatter::partFinished(Part& p) {
-  if (--left_[p.kind] == 0 && p.kind == kRegion) startKind(kPiece);
+void TwoLevelReduceScatter::waveDone(uint32_t w) {
+  buffers_->release(std::move(partials_[w]));
+  buffers_->release(std::move(scratch_[w]));
 }
 
 }  // namespace pccl::collective

@@ -1,61 +1,66 @@
 #include "collective/two_level_waves.hpp"
 
-#include <algorithm>
 #include <utility>
 
 namespace pccl::collective {
 
-TwoLevelWaves::TwoLevelWaves(const RingOpSpec& base, const TwoLevelRing& ring, TwoLevelCall call,
-                             const StriperTo& striper_to, BufferPool* buffers, Finished finished)
-    : CompositeOp(base, stripersTo(call.receivers(), striper_to), buffers, std::move(finished)),
-      call_(std::move(call)),
-      pieces_(ring.pieces()),
-      pieces_left_(call_.waves.size(), 0) {}
+TwoLevelWaves::TwoLevelWaves(const RingOpSpec& base, std::vector<std::shared_ptr<Striper>> stripers,
+                             BufferPool* buffers, Finished finished, uint32_t waves, size_t pieces, uint32_t slots)
+    : CompositeOp(base, std::move(stripers), buffers, std::move(finished)),
+      waves_(waves),
+      pieces_(pieces),
+      slots_(slots),
+      left_(waves, std::array<size_t, 3>{0, 0, 0}) {}
 
-uint64_t TwoLevelWaves::eagerShare(uint32_t succ, uint32_t lan_parts) const {
-  uint32_t sharing = 0;  // the parts of this call that send to `succ`
-  for (const auto& plan : call_.parts) {
-    if (plan.region_world > 1 && succ == plan.region_succ) sharing += lan_parts;
-    for (const auto& p : plan.pieces) sharing += p.succ == succ ? 1 : 0;
-  }
-  return wire::kEagerBytes / std::max<uint32_t>(sharing, 1);
+void TwoLevelWaves::addWaveRing(uint32_t wave, Kind kind, uint32_t slot, RingOpSpec spec, uint32_t pred,
+                                uint32_t succ, const StriperTo& striper_to) {
+  addRing(partId(wave, slot), wave, kind, std::move(spec), pred, succ, striper_to(succ));
 }
 
 void TwoLevelWaves::start() {
-  if (Part* first = find(0, kFirstLan)) {
-    startPart(*first);  // the waves' pieces follow their first parts
+  for (const Part& p : parts_) ++left_[p.group][p.kind];
+  for (uint32_t w = 0; w < waves_; ++w) {
+    if (left_[w][kFirstLan] + left_[w][kPiece] + left_[w][kSecondLan] == 0) waveDone(w);  // nothing of ours
+  }
+  if (waves_ > 0 && left_[0][kFirstLan] > 0) {
+    startKind(0, kFirstLan);  // the waves' pieces follow their first parts
   } else {
-    for (uint32_t w = 0; w < call_.waves.size() && !over(); ++w) startPieces(w);
+    for (uint32_t w = 0; w < waves_ && !over(); ++w) startPieces(w);
   }
   maybeFinish();
 }
 
-void TwoLevelWaves::startPieces(uint32_t wave) {
+void TwoLevelWaves::startKind(uint32_t wave, Kind kind) {
   for (Part& q : parts_) {
-    if (q.group == wave && q.kind == kPiece && !over()) startPart(q);
+    if (q.group == wave && q.kind == kind && !over()) startPart(q);
   }
+}
+
+void TwoLevelWaves::startPieces(uint32_t wave) {
+  startKind(wave, kPiece);
   // Our block of the wave is final once every piece of it is (at once when the wave leaves it empty).
-  if (pieces_left_[wave] == 0 && !over()) {
-    if (Part* second = find(wave, kSecondLan)) startPart(*second);
-  }
+  if (left_[wave][kPiece] == 0 && !over()) startKind(wave, kSecondLan);
 }
 
 void TwoLevelWaves::partFinished(Part& p) {
   const uint32_t wave = p.group;
+  auto& left = left_[wave];
+  --left[p.kind];
   switch (p.kind) {
     case kFirstLan:
-      // The LAN is free for the next wave's first part; this wave goes on across regions.
-      if (Part* next = find(wave + 1, kFirstLan)) startPart(*next);
+      if (left[kFirstLan] > 0) break;
+      firstLanDone(wave);
+      // The LAN is free for the next wave's first parts; this wave goes on across regions.
+      if (wave + 1 < waves_) startKind(wave + 1, kFirstLan);
       startPieces(wave);
       break;
     case kPiece:
-      if (--pieces_left_[wave] == 0 && !over()) {
-        if (Part* second = find(wave, kSecondLan)) startPart(*second);
-      }
+      if (left[kPiece] == 0 && !over()) startKind(wave, kSecondLan);
       break;
     default:
       break;
   }
+  if (left[kFirstLan] + left[kPiece] + left[kSecondLan] == 0 && !over()) waveDone(wave);
 }
 
 }  // namespace pccl::collective
