@@ -1,0 +1,241 @@
+// pccl-sim's model: the engine's links, the library's schedules on them, and scenarios, against times
+// and byte counts computed by hand (docs/sim.md).
+#include <catch2/catch.hpp>
+
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine.hpp"
+#include "operation.hpp"
+#include "predict.hpp"
+#include "scenario.hpp"
+#include "schedules.hpp"
+
+using namespace pccl::sim;
+
+namespace {
+// N peers in one region: every link `mbit` (0: unlimited) and `delay_ms` one way.
+Scenario flat(uint32_t n, double mbit, double delay_ms) {
+  RegionsSpec spec;
+  spec.sizes = {n};
+  spec.lan_mbit = mbit;
+  spec.lan_delay_ms = delay_ms;
+  return scenarioFromRegions(spec);
+}
+
+// The model with nothing but the network: no headers, payload at the IP rate, K lanes.
+Model bare(uint32_t lanes) {
+  Model m;
+  m.goodput = 1;
+  m.connections = lanes;
+  m.engine.frame_overhead_bytes = 0;
+  return m;
+}
+
+std::vector<uint32_t> indexOrder(uint32_t n) {
+  std::vector<uint32_t> v;
+  for (uint32_t i = 0; i < n; ++i) v.push_back(i);
+  return v;
+}
+
+RunSpec once() {
+  RunSpec r;
+  r.warmup = 0;
+  r.iterations = 1;
+  r.line_up = false;
+  return r;
+}
+
+CallSpec call(uint32_t world, uint64_t bytes) {
+  CallSpec c;
+  c.world = world;
+  c.count = bytes / 4;
+  c.elem_bytes = 4;
+  return c;
+}
+
+struct LinkCtx {
+  const Scenario* s;
+  const Model* m;
+};
+LinkParams linkOf(const void* ctx, uint32_t from, uint32_t to) {
+  const auto* c = static_cast<const LinkCtx*>(ctx);
+  return linkParams(*c->s, *c->m, from, to);
+}
+
+// Records when each frame's send completed and when it arrived.
+struct Recorder : Listener {
+  std::vector<Time> sent_at, delivered_at;
+  void sent(const Frame&, Time t) override { sent_at.push_back(t); }
+  void delivered(const Frame&, Time t) override { delivered_at.push_back(t); }
+  void timer(uint32_t, uint64_t, Time) override {}
+};
+}  // namespace
+
+TEST_CASE("sim engine: K lanes share a link's rate, frames beyond K wait their turn") {
+  const Scenario s = flat(2, 8, 10);  // 1 MB/s, 10 ms
+  for (uint32_t lanes : {1u, 4u}) {
+    const Model m = bare(lanes);
+    LinkCtx ctx{&s, &m};
+    Engine engine(2, m.engine, &linkOf, &ctx);
+    Recorder rec;
+    const uint32_t op = engine.add(&rec, {0, 1});
+    for (int i = 0; i < 4; ++i) {
+      Frame f;
+      f.op = op;
+      f.from = 0;
+      f.to = 1;
+      f.bytes = 100000;  // 0.1 s each at 1 MB/s
+      engine.send(f);
+    }
+    engine.run();
+    REQUIRE(rec.sent_at.size() == 4);
+    for (size_t i = 0; i < 4; ++i) {
+      // One lane: one after the other. Four: all four share the rate and finish together.
+      const double want = lanes == 1 ? 0.1 * static_cast<double>(i + 1) : 0.4;
+      CHECK(rec.sent_at[i] == Approx(want).epsilon(1e-12));
+      CHECK(rec.delivered_at[i] == Approx(want + 0.010).epsilon(1e-12));
+    }
+    CHECK(engine.linkStats(0, 1).payload_bytes == 400000);
+  }
+}
+
+TEST_CASE("sim: a 2-peer ring on one link takes size / rate plus its one-way delays, as by hand") {
+  const double d = 0.020, rate = 1e6;  // 8 Mbit/s = 1 MB/s of payload
+  const Scenario s = flat(2, 8, d * 1e3);
+  SECTION("one segment per chunk: send, forward, commit") {
+    // 128 KiB: chunks of 64 KiB, one segment each. Phase 0 leaves by S/2R and lands d later, phase 1
+    // the same: every byte in at S/R + 2d (the hello came at d); the commit round of two is one hop.
+    const uint64_t bytes = 128 << 10;
+    const Prediction p = predict(s, indexOrder(2), bare(1), call(2, bytes), Algorithm::kRing, once());
+    CHECK(p.data_in_s == Approx(static_cast<double>(bytes) / rate + 2 * d).epsilon(1e-9));
+    CHECK(p.time_s == Approx(static_cast<double>(bytes) / rate + 3 * d).epsilon(1e-9));
+    CHECK(p.max_sent_bytes == bytes);  // 2(N-1)/N S with N = 2
+  }
+  SECTION("16 segments per chunk: the link never idles, so the delay counts once, then the commit") {
+    // 4 MiB: chunks of 2 MiB in 16 segments of 128 KiB (0.131 s each, longer than d): the first
+    // phase-1 segment is back before phase 0 has left, and the link sends S without a pause.
+    const uint64_t bytes = 4 << 20;
+    const Prediction p = predict(s, indexOrder(2), bare(1), call(2, bytes), Algorithm::kRing, once());
+    CHECK(p.data_in_s == Approx(static_cast<double>(bytes) / rate + d).epsilon(1e-9));
+    CHECK(p.time_s == Approx(static_cast<double>(bytes) / rate + 2 * d).epsilon(1e-9));
+  }
+}
+
+TEST_CASE("sim: the flat ring sends 2(N-1)/N of the buffer over every link") {
+  for (uint32_t n : {3u, 5u, 9u}) {
+    const Scenario s = flat(n, 1000, 1);
+    const Model m = bare(4);
+    LinkCtx ctx{&s, &m};
+    Engine engine(n, m.engine, &linkOf, &ctx);
+    const uint64_t bytes = uint64_t{n} * (1u << 20);  // divisible by N: equal chunks
+    Operation op(engine, indexOrder(n), makeSchedule(Algorithm::kRing, call(n, bytes)));
+    for (uint32_t r = 0; r < n; ++r) op.callAt(r, 0);
+    engine.run();
+    const uint64_t want = 2 * (uint64_t{n} - 1) * bytes / n;
+    for (uint32_t r = 0; r < n; ++r) {
+      CHECK(engine.linkStats(r, (r + 1) % n).payload_bytes == want);
+      CHECK(op.sentBytes()[r] == want);
+      CHECK(op.times()[r].end > 0);
+    }
+    for (const auto& l : engine.links()) CHECK((l.to == (l.from + 1) % n || l.to == (l.from + n - 1) % n));
+  }
+}
+
+TEST_CASE("sim: latency of small all-reduces in one-way delays: gather ceil((N-1)/2), ring 2(N-1), commit ceil((N-1)/2)") {
+  const double d = 0.040;
+  for (uint32_t n : {2u, 3u, 4u, 5u, 8u, 9u}) {
+    const Scenario s = flat(n, 0, d * 1e3);  // unlimited rate: only the delays count
+    const double commit = ((n - 1 + 1) / 2) * d;
+    const Prediction g = predict(s, indexOrder(n), bare(4), call(n, 4096), Algorithm::kGather, once());
+    CHECK(g.data_in_s == Approx(((n - 1 + 1) / 2) * d).epsilon(1e-12));
+    CHECK(g.time_s == Approx(g.data_in_s + commit).epsilon(1e-12));
+    const Prediction r = predict(s, indexOrder(n), bare(4), call(n, 4096), Algorithm::kRing, once());
+    CHECK(r.data_in_s == Approx(2 * (n - 1) * d).epsilon(1e-12));
+    CHECK(r.time_s == Approx(r.data_in_s + commit).epsilon(1e-12));
+    // The gather's bytes: each member sends its input both ways and forwards N - 3 others (N > 2).
+    CHECK(g.max_sent_bytes == (n == 2 ? 4096u : 4096u * (n - 1)));
+  }
+}
+
+TEST_CASE("sim: the engine is deterministic, the line-up included") {
+  RegionsSpec spec;
+  spec.sizes = {4, 3, 2};
+  spec.lan_mbit = 500;
+  spec.wan_mbit = 50;
+  spec.pair_delay_ms = {{{0, 1}, 40}, {{0, 2}, 70}, {{1, 2}, 80}};
+  const Scenario s = scenarioFromRegions(spec);
+  Model m;
+  m.connections = 16;
+  std::vector<uint32_t> ring;
+  std::string error;
+  REQUIRE(ringOrder(s, m, "solver", &ring, &error));
+  RunSpec run;
+  run.warmup = 1;
+  run.iterations = 2;
+  run.gather_bytes = 1 << 20;
+  for (uint64_t bytes : {uint64_t{4096}, uint64_t{16} << 20}) {
+    for (Algorithm a : {Algorithm::kRing, Algorithm::kGather}) {
+      if (!runnable(a, call(9, bytes))) continue;
+      const Prediction x = predict(s, ring, m, call(9, bytes), a, run);
+      const Prediction y = predict(s, ring, m, call(9, bytes), a, run);
+      CHECK(x.times_s == y.times_s);  // bit for bit
+      CHECK(x.events == y.events);
+      CHECK(x.time_s > 0);
+    }
+  }
+}
+
+TEST_CASE("sim: the ring of three regions crosses each region boundary once; the gather rule is the library's") {
+  RegionsSpec spec;
+  spec.sizes = {4, 3, 2};
+  spec.lan_mbit = 500;
+  spec.wan_mbit = 50;
+  const Scenario s = scenarioFromRegions(spec);
+  std::vector<uint32_t> ring;
+  std::string error;
+  for (const char* rule : {"solver", "regions"}) {
+    REQUIRE(ringOrder(s, Model{}, rule, &ring, &error));
+    REQUIRE(ring.size() == 9);
+    int crossings = 0;
+    for (size_t i = 0; i < 9; ++i) crossings += s.region[ring[i]] != s.region[ring[(i + 1) % 9]] ? 1 : 0;
+    CHECK(crossings == 3);
+  }
+  CHECK_FALSE(ringOrder(s, Model{}, "0,1,2", &ring, &error));
+  CHECK(libraryChoice(call(9, 128 << 10), 1 << 20) == Algorithm::kGather);  // 8 x 128 KiB = 1 MiB
+  CHECK(libraryChoice(call(9, (128 << 10) + 4), 1 << 20) == Algorithm::kRing);
+  CHECK(runnable(Algorithm::kGather, call(9, 512 << 10)));  // 8 x 512 KiB: the eager limit
+  CHECK_FALSE(runnable(Algorithm::kGather, call(9, (512 << 10) + 4)));
+}
+
+TEST_CASE("sim: a pccl-wanem paths file gives regions, each pair's slowest rate and its delay") {
+  const std::string path = "sim_model_test.paths";
+  {
+    std::ofstream f(path);
+    f << "rank 0 eu\nrank 1 eu\nrank 2 us\nlink eu rate=500\nlink us rate=400\n"
+         "path eu eu delay=0.5\npath eu us delay=40 rate=50\npath 2 -> 0 rate=20\n";
+  }
+  Scenario s;
+  std::string error;
+  REQUIRE(scenarioFromPaths(path, 0, 0, 0, &s, &error));
+  std::remove(path.c_str());
+  CHECK(s.peers == 3);
+  CHECK(s.region == std::vector<std::string>{"eu", "eu", "us"});
+  CHECK(s.rateMbit(0, 1) == 500);
+  CHECK(s.rateMbit(0, 2) == 50);
+  CHECK(s.rateMbit(2, 0) == 20);
+  CHECK(s.rateMbit(2, 1) == 50);
+  CHECK(s.delayMs(0, 1) == 0.5);
+  CHECK(s.delayMs(2, 1) == 40);
+  CHECK_FALSE(scenarioFromPaths("no-such-file.paths", 0, 0, 0, &s, &error));
+  std::vector<uint32_t> sizes;
+  REQUIRE(parseRegionSizes("8x128", &sizes, &error));
+  CHECK(sizes == std::vector<uint32_t>(8, 128));
+  REQUIRE(parseRegionSizes("4,3,2", &sizes, &error));
+  CHECK(sizes == std::vector<uint32_t>{4, 3, 2});
+  CHECK_FALSE(parseRegionSizes("4,,2", &sizes, &error));
+  CHECK_FALSE(parseRegionSizes("0x3", &sizes, &error));
+}
