@@ -86,7 +86,7 @@ def plot(points, png):
               "set multiplot layout 1,2", "set logscale x 2", "set logscale y", "set xlabel 'peers'",
               "set grid", "set key left top"]
     for size, _ in SIZES:
-        label = "4 KiB" if size == 4096 else f"{size >> 30} GiB"
+        label = size_name(size)
         script.append(f"set title 'pccl-sim: one {label} all-reduce, regions of equal size'")
         script.append("set ylabel 'time (s)'")
         plots = [f"'{name}' using 1:2 with linespoints lt {style[a]} pt {4 + regions} "
@@ -95,6 +95,13 @@ def plot(points, png):
     script.append("unset multiplot")
     subprocess.run(["gnuplot"], input="\n".join(script), text=True, check=True)
     shutil.rmtree(tmp)
+
+
+def size_name(b):
+    for unit, n in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if b >= n and b % n == 0:
+            return f"{b // n} {unit}"
+    return f"{b} B"
 
 
 def main():
