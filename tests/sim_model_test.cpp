@@ -103,6 +103,57 @@ TEST_CASE("sim engine: K lanes share a link's rate, frames beyond K wait their t
   }
 }
 
+// Sends one frame of `bytes` from peer 0 to 1 at each of `at` (seconds) and records when each was sent.
+struct Sender : Listener {
+  Engine* engine = nullptr;
+  uint32_t op = 0;
+  uint64_t bytes = 0;
+  std::vector<Time> started, sent_at;
+  void sent(const Frame&, Time t) override { sent_at.push_back(t); }
+  void delivered(const Frame&, Time) override {}
+  void timer(uint32_t, uint64_t, Time t) override {
+    started.push_back(t);
+    Frame f;
+    f.op = op;
+    f.from = 0;
+    f.to = 1;
+    f.bytes = bytes;
+    engine->send(f);
+  }
+};
+
+TEST_CASE("sim engine: TCP windows send a window at once, then double per round trip, and restart after idle") {
+  const Scenario s = flat(2, 8000, 50);  // 1 GB/s: the window, not the rate, decides; RTT 100 ms
+  Model m = bare(1);
+  m.engine.tcp.windows = true;
+  LinkCtx ctx{&s, &m};
+  Engine engine(2, m.engine, &linkOf, &ctx);
+  Sender snd;
+  snd.engine = &engine;
+  snd.op = engine.add(&snd, {0, 1});
+  snd.bytes = 15 * 14480;  // slow start from 10 segments: 10 + 20 + 40 + 80, about three round trips
+  engine.at(0, snd.op, 0, 0);
+  engine.at(2.0, snd.op, 0, 0);    // after 1.7 s idle (RTO 0.3 s): the window restarts at 10 segments
+  engine.at(2.5, snd.op, 0, 0);    // after less than an RTO: the window it had
+  engine.run();
+  REQUIRE(snd.sent_at.size() == 3);
+  const double first = snd.sent_at[0] - snd.started[0];
+  CHECK(first > 0.25);  // without windows: 0.2 ms
+  CHECK(first < 0.32);
+  CHECK(snd.sent_at[1] - snd.started[1] == Approx(first).epsilon(0.02));
+  CHECK(snd.sent_at[2] - snd.started[2] < 0.1 * first);
+  // A frame within the window goes at the link's rate at once.
+  Engine small(2, m.engine, &linkOf, &ctx);
+  Sender one;
+  one.engine = &small;
+  one.op = small.add(&one, {0, 1});
+  one.bytes = 10000;
+  small.at(0, one.op, 0, 0);
+  small.run();
+  REQUIRE(one.sent_at.size() == 1);
+  CHECK(one.sent_at[0] == Approx(10000 / 1e9).epsilon(1e-9));  // no header bytes in bare()
+}
+
 TEST_CASE("sim: a 2-peer ring on one link takes size / rate plus its one-way delays, as by hand") {
   const double d = 0.020, rate = 1e6;  // 8 Mbit/s = 1 MB/s of payload
   const Scenario s = flat(2, 8, d * 1e3);

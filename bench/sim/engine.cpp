@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cassert>
+#include <limits>
 #include <utility>
 
 namespace pccl::sim {
@@ -24,12 +25,7 @@ void Engine::at(Time t, uint32_t op, uint32_t rank, uint64_t token) { push(std::
 uint32_t Engine::linkOf(uint32_t from_peer, uint32_t to_peer) {
   int32_t& i = link_index_[static_cast<size_t>(from_peer) * peers_ + to_peer];
   if (i < 0) {
-    Link l;
-    l.from = from_peer;
-    l.to = to_peer;
-    l.p = link_fn_(link_ctx_, from_peer, to_peer);
-    if (l.p.lanes == 0) l.p.lanes = 1;
-    links_.push_back(std::move(l));
+    links_.push_back(Link{from_peer, to_peer, LinkModel(link_fn_(link_ctx_, from_peer, to_peer), params_.tcp), 0, {}});
     i = static_cast<int32_t>(links_.size() - 1);
   }
   return static_cast<uint32_t>(i);
@@ -54,67 +50,25 @@ void Engine::send(const Frame& f) {
   l.stats.frames += 1;
   l.stats.wire_bytes += wireBytes(f);
   if (!f.control) l.stats.payload_bytes += f.bytes;
-  if (f.control || l.p.bytes_per_s <= 0) {
+  const LinkParams& p = l.model.params();
+  if (f.control || l.model.immediate()) {
     // Unqueued: serialised at the full rate (no time when unlimited), then the delay.
-    const Time done = now_ + (l.p.bytes_per_s > 0 ? static_cast<double>(wireBytes(f)) / l.p.bytes_per_s : 0.0);
+    const Time done = now_ + (p.bytes_per_s > 0 ? static_cast<double>(wireBytes(f)) / p.bytes_per_s : 0.0);
     push(done, Ev::kSent, slot);  // not from inside send(): the operation is still issuing its sends
-    push(done + l.p.delay, Ev::kArrive, slot);
+    push(done + p.delay, Ev::kArrive, slot);
     return;
   }
-  if (l.serving.size() < l.p.lanes) {
-    admit(l, slot, now_);
-    reschedule(li, now_);
-  } else {
-    l.waiting.push_back(slot);
-  }
+  l.model.enqueue(slot, static_cast<double>(wireBytes(f)));
+  service(li, now_);
 }
 
-// Processor sharing: every job in service has received `served` virtual bytes; it grows at rate / jobs.
-void Engine::advance(Link& l, Time t) {
-  if (!l.serving.empty() && t > l.last) {
-    l.served += (t - l.last) * l.p.bytes_per_s / static_cast<double>(l.serving.size());
-  }
-  l.last = t;
-}
-
-void Engine::admit(Link& l, uint32_t slot, Time t) {
-  advance(l, t);
-  l.serving.push(Job{l.served + static_cast<double>(wireBytes(frames_[slot])), job_seq_++, slot});
-}
-
-void Engine::reschedule(uint32_t li, Time t) {
+void Engine::service(uint32_t li, Time t) {
+  done_.clear();
+  const Time next = links_[li].model.update(t, &done_);
   Link& l = links_[li];
   ++l.generation;
-  if (l.serving.empty()) return;
-  const double left = std::max(0.0, l.serving.top().tag - l.served);
-  push(t + left * static_cast<double>(l.serving.size()) / l.p.bytes_per_s, Ev::kLinkDone, li, l.generation);
-}
-
-void Engine::linkDone(uint32_t li, uint64_t generation, Time t) {
-  Link& l = links_[li];
-  if (generation != l.generation) return;  // the set in service changed since: a newer event stands
-  advance(l, t);
-  // Every job whose tag is reached leaves now: ties, rounding, and what is left of a job that would not
-  // move the clock forward (late in a long run, a few bytes' rounding of served takes no time).
-  const double eps = 1e-6 + 1e-9 * l.served;
-  auto due = [&](const Job& j) {
-    const double left = j.tag - l.served;
-    return left <= eps || t + left * static_cast<double>(l.serving.size()) / l.p.bytes_per_s <= t;
-  };
-  done_.clear();
-  while (!l.serving.empty() && due(l.serving.top())) {
-    const Job j = l.serving.top();
-    l.serving.pop();
-    l.served = std::max(l.served, j.tag);
-    done_.push_back(j.slot);
-    push(t + l.p.delay, Ev::kArrive, j.slot);
-  }
-  while (l.serving.size() < l.p.lanes && !l.waiting.empty()) {
-    const uint32_t slot = l.waiting.front();
-    l.waiting.pop_front();
-    admit(l, slot, t);
-  }
-  reschedule(li, t);
+  if (next < std::numeric_limits<Time>::infinity()) push(std::max(next, t), Ev::kLinkDone, li, l.generation);
+  for (uint32_t slot : done_) push(t + l.model.params().delay, Ev::kArrive, slot);
   // The operations hear of it once the link is consistent: they may send on it (or add links) at once.
   const std::vector<uint32_t> done = std::move(done_);
   for (uint32_t slot : done) {
@@ -146,7 +100,9 @@ void Engine::run() {
     now_ = e.t;
     ++events_;
     switch (e.kind) {
-      case Ev::kLinkDone: linkDone(e.x, e.y, e.t); break;
+      case Ev::kLinkDone:
+        if (e.y == links_[e.x].generation) service(e.x, e.t);
+        break;
       case Ev::kArrive: arrive(e.x, e.t); break;
       case Ev::kProcessed: processed(e.x, e.t); break;
       case Ev::kSent: {
@@ -166,7 +122,7 @@ LinkStats Engine::linkStats(uint32_t from_peer, uint32_t to_peer) const {
 
 std::vector<Engine::LinkRecord> Engine::links() const {
   std::vector<LinkRecord> out;
-  for (const Link& l : links_) out.push_back(LinkRecord{l.from, l.to, l.p, l.stats});
+  for (const Link& l : links_) out.push_back(LinkRecord{l.from, l.to, l.model.params(), l.stats});
   std::sort(out.begin(), out.end(),
             [](const LinkRecord& a, const LinkRecord& b) { return a.from != b.from ? a.from < b.from : a.to < b.to; });
   return out;

@@ -5,11 +5,11 @@
 //
 // The network model (docs/sim.md):
 //   - a directed link from peer a to peer b has a rate (TCP payload bytes per second; 0 = unlimited), a
-//     one-way delay, and K lanes (the K striped TCP connections of a ring link);
-//   - frames wait in the link's FIFO (the striper's queue) until a lane is free; the frames on the lanes
-//     share the rate equally (processor sharing: K TCP flows through one bottleneck);
-//   - a frame's last byte leaves when its lane has served it, and arrives `delay` later;
-//   - control frames (hello, prepared, commit) skip the queue and the lanes: they arrive after their
+//     one-way delay, and K connections (the K striped TCP connections of a ring link): link_model.hpp;
+//   - frames wait in the link's FIFO (the striper's queue) until a connection is free; the busy
+//     connections share the rate (max-min fair, each capped by its TCP window when windows are modelled);
+//   - a frame's last byte leaves when its connection has sent it, and arrives `delay` later;
+//   - control frames (hello, prepared, commit) skip the queue and the connections: they arrive after their
 //     serialisation at the full rate plus the delay;
 //   - each peer has one CPU (the communicator's io thread): with a reduce rate set, every data frame it
 //     receives takes bytes / rate of it, in arrival order, before the operation sees it.
@@ -19,13 +19,12 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <deque>
 #include <queue>
 #include <vector>
 
-namespace pccl::sim {
+#include "link_model.hpp"
 
-using Time = double;  // seconds
+namespace pccl::sim {
 
 struct Frame {
   uint32_t op = 0;            // the operation's index in the engine (Engine::add)
@@ -35,12 +34,6 @@ struct Frame {
   uint64_t b = 0;             // the operation's own meaning (a segment)
   uint64_t bytes = 0;         // payload
   bool control = false;
-};
-
-struct LinkParams {
-  double bytes_per_s = 0;  // 0: unlimited
-  Time delay = 0;          // one way
-  uint32_t lanes = 1;      // connections sharing the rate
 };
 
 struct LinkStats {
@@ -61,6 +54,7 @@ class Listener {
 struct EngineParams {
   uint64_t frame_overhead_bytes = 70;  // per frame on the wire: frame header (20) + data header (50)
   double cpu_bytes_per_s = 0;          // a peer reduces/copies received payloads at this rate; 0: free
+  TcpParams tcp;                       // the connections' windows (off: processor sharing)
 };
 
 class Engine {
@@ -101,22 +95,10 @@ class Engine {
   struct Later {
     bool operator()(const Event& a, const Event& b) const { return a.t != b.t ? a.t > b.t : a.seq > b.seq; }
   };
-  struct Job {
-    double tag;  // the virtual service at which it is done
-    uint64_t seq;
-    uint32_t slot;
-  };
-  struct JobLater {
-    bool operator()(const Job& a, const Job& b) const { return a.tag != b.tag ? a.tag > b.tag : a.seq > b.seq; }
-  };
   struct Link {
     uint32_t from = 0, to = 0;
-    LinkParams p;
-    std::deque<uint32_t> waiting;  // frame slots, FIFO
-    std::priority_queue<Job, std::vector<Job>, JobLater> serving;
-    double served = 0;  // virtual bytes served to every job in service so far
-    Time last = 0;
-    uint64_t generation = 0;
+    LinkModel model;
+    uint64_t generation = 0;  // of the link's pending kLinkDone: older ones are stale
     LinkStats stats;
   };
   struct Op {
@@ -128,10 +110,7 @@ class Engine {
   uint32_t linkOf(uint32_t from_peer, uint32_t to_peer);
   uint32_t store(const Frame& f);
   uint64_t wireBytes(const Frame& f) const { return f.bytes + params_.frame_overhead_bytes; }
-  void advance(Link& l, Time t);
-  void admit(Link& l, uint32_t slot, Time t);
-  void reschedule(uint32_t li, Time t);
-  void linkDone(uint32_t li, uint64_t generation, Time t);
+  void service(uint32_t li, Time t);  // the link moved to t: frames done, the next event
   void arrive(uint32_t slot, Time t);
   void processed(uint32_t slot, Time t);
 
@@ -140,13 +119,13 @@ class Engine {
   LinkFn link_fn_;
   const void* link_ctx_;
   std::priority_queue<Event, std::vector<Event>, Later> events_q_;
-  uint64_t seq_ = 0, job_seq_ = 0, events_ = 0;
+  uint64_t seq_ = 0, events_ = 0;
   Time now_ = 0;
   std::vector<int32_t> link_index_;  // [from * peers + to] -> links_, -1 = not yet
   std::vector<Link> links_;
   std::vector<Frame> frames_;  // slots
   std::vector<uint32_t> free_;
-  std::vector<uint32_t> done_;  // linkDone's scratch
+  std::vector<uint32_t> done_;  // service's scratch
   std::vector<Time> cpu_free_;  // per peer
   std::vector<Op> ops_;
 };

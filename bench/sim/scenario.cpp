@@ -66,11 +66,20 @@ bool scenarioFromPaths(const std::string& path, uint32_t ranks, double rate_mbit
   s.region = t.region;
   s.rate_mbit.assign(static_cast<size_t>(ranks) * ranks, 0);
   s.delay_ms.assign(static_cast<size_t>(ranks) * ranks, 0);
+  s.queue_bytes.assign(static_cast<size_t>(ranks) * ranks, 0);
   for (uint32_t a = 0; a < ranks; ++a) {
     for (uint32_t b = 0; b < ranks; ++b) {
       if (a == b) continue;
-      s.rate_mbit[static_cast<size_t>(a) * ranks + b] = t.bottleneckMbit(static_cast<int>(a), static_cast<int>(b));
-      s.delay_ms[static_cast<size_t>(a) * ranks + b] = t.paths[a][b].delay_ms;
+      const size_t i = static_cast<size_t>(a) * ranks + b;
+      s.rate_mbit[i] = t.bottleneckMbit(static_cast<int>(a), static_cast<int>(b));
+      s.delay_ms[i] = t.paths[a][b].delay_ms;
+      // The queue of the slowest link on the way (the sender's uplink first among equals).
+      for (const wanem::LinkParams* l : {&t.uplink[a], &t.paths[a][b].link, &t.downlink[b]}) {
+        if (l->rate_mbit > 0 && l->rate_mbit == s.rate_mbit[i]) {
+          s.queue_bytes[i] = static_cast<double>(l->queue_bytes);
+          break;
+        }
+      }
     }
   }
   s.description = path;
@@ -91,6 +100,11 @@ Scenario scenarioFromRegions(const RegionsSpec& spec) {
   s.peers = n;
   s.rate_mbit.assign(static_cast<size_t>(n) * n, 0);
   s.delay_ms.assign(static_cast<size_t>(n) * n, 0);
+  s.queue_bytes.assign(static_cast<size_t>(n) * n, 0);
+  double longest_rtt_ms = 2 * spec.wan_delay_ms;  // through any access link
+  for (const auto& [pair, ms] : spec.pair_delay_ms) longest_rtt_ms = std::max(longest_rtt_ms, 2 * ms);
+  if (spec.sizes.size() < 2) longest_rtt_ms = 2 * spec.lan_delay_ms;
+  const double access_queue = std::max(64.0 * 1024, spec.lan_mbit * 1e6 / 8 * longest_rtt_ms / 1e3);
   for (uint32_t a = 0; a < n; ++a) {
     for (uint32_t b = 0; b < n; ++b) {
       if (a == b) continue;
@@ -104,6 +118,10 @@ Scenario scenarioFromRegions(const RegionsSpec& spec) {
       }
       s.rate_mbit[static_cast<size_t>(a) * n + b] = rate;
       s.delay_ms[static_cast<size_t>(a) * n + b] = delay;
+      // Across regions the pair's own path is the bottleneck when the WAN is slower than the LAN.
+      const bool path = ra != rb && (spec.lan_mbit <= 0 || spec.wan_mbit < spec.lan_mbit);
+      s.queue_bytes[static_cast<size_t>(a) * n + b] =
+          path ? std::max(64.0 * 1024, spec.wan_mbit * 1e6 / 8 * 2 * delay / 1e3) : access_queue;
     }
   }
   std::ostringstream d;
@@ -157,7 +175,9 @@ LinkParams linkParams(const Scenario& s, const Model& m, uint32_t from, uint32_t
   LinkParams p;
   p.bytes_per_s = s.rateMbit(from, to) * 1e6 / 8 * m.goodput;
   p.delay = s.delayMs(from, to) / 1e3;
+  p.rtt = (s.delayMs(from, to) + s.delayMs(to, from)) / 1e3;
   p.lanes = m.connections;
+  p.queue_bytes = s.queueBytes(from, to);
   return p;
 }
 

@@ -21,22 +21,26 @@ struct Scenario {
   std::vector<std::string> region;  // per peer ("" when none)
   std::vector<double> rate_mbit;    // [from * peers + to]: the slowest rate on the path, IP Mbit/s; 0 = unlimited
   std::vector<double> delay_ms;     // [from * peers + to]: one way
+  std::vector<double> queue_bytes;  // [from * peers + to]: the drop-tail queue of the pair's slowest link
   std::string description;          // for reports
 
   double rateMbit(uint32_t a, uint32_t b) const { return rate_mbit[static_cast<size_t>(a) * peers + b]; }
   double delayMs(uint32_t a, uint32_t b) const { return delay_ms[static_cast<size_t>(a) * peers + b]; }
+  double queueBytes(uint32_t a, uint32_t b) const { return queue_bytes[static_cast<size_t>(a) * peers + b]; }
 };
 
 // A pccl-wanem paths file with pccl-wanem's defaults for what it does not set (--rate-mbit, --delay-ms).
 // `ranks` 0: one more than the largest rank its 'rank' lines name. The rate of a pair is the slowest of
-// the sender's uplink, the path's own bottleneck and the receiver's downlink (wanem::Topology).
+// the sender's uplink, the path's own bottleneck and the receiver's downlink (wanem::Topology), its
+// queue that link's.
 bool scenarioFromPaths(const std::string& path, uint32_t ranks, double rate_mbit, double delay_ms, Scenario* out,
                        std::string* error);
 
 // Regions of `sizes[i]` peers (peers numbered region by region), named r0, r1, ...: every peer's
 // access link at `lan_mbit`; pairs within a region `lan_delay_ms` apart; pairs across regions limited
 // to `wan_mbit` (each pair its own path) and `wan_delay_ms` apart unless `pair_delay_ms` names that
-// region pair (region indices, either order).
+// region pair (region indices, either order). Queues as pccl-wanem sizes them by default: one
+// bandwidth-delay product (an access link's over the longest round trip through it, a path's over its own).
 struct RegionsSpec {
   std::vector<uint32_t> sizes;
   double lan_mbit = 10000, lan_delay_ms = 0.25, wan_mbit = 1000, wan_delay_ms = 40;

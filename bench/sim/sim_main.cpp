@@ -87,9 +87,10 @@ bool parseAlgorithms(const std::string& text, std::vector<std::string>* out) {
 void printHeader(const Scenario& s, const std::vector<uint32_t>& ring, const Options& o) {
   std::printf("# pccl-sim: %s, %u peers\n# ring (peers):", s.description.c_str(), s.peers);
   for (size_t i = 0; i < ring.size(); ++i) std::printf("%s%u", i ? " -> " : " ", ring[i]);
-  std::printf("\n# model: K = %u connections per link, goodput %.4f of the IP rate, %llu header bytes per frame, "
-              "reduce %s; %d warm-up + %d timed operations, %s\n",
-              o.model.connections, o.model.goodput, static_cast<unsigned long long>(o.model.engine.frame_overhead_bytes),
+  std::printf("\n# model: K = %u connections per link, TCP windows %s, goodput %.4f of the IP rate, %llu header "
+              "bytes per frame, reduce %s; %d warm-up + %d timed operations, %s\n",
+              o.model.connections, o.model.engine.tcp.windows ? "on" : "off", o.model.goodput,
+              static_cast<unsigned long long>(o.model.engine.frame_overhead_bytes),
               o.cpu_gbps > 0 ? (std::to_string(o.cpu_gbps) + " GB/s per peer").c_str() : "free", o.warmup, o.iterations,
               o.no_line_up ? "no line-up" : "each after a one-element line-up");
   std::printf("%-9s %14s %12s %12s %12s %12s %12s %12s %9s\n", "algorithm", "size(B)", "time(us)", "algbw(GB/s)",
@@ -153,7 +154,8 @@ int run(const Options& o) {
            << ", \"line_up\": " << (o.no_line_up ? "false" : "true") << ", \"gather_bytes\": " << run.gather_bytes
            << ", \"model\": {\"goodput\": " << o.model.goodput
            << ", \"frame_overhead_bytes\": " << o.model.engine.frame_overhead_bytes
-           << ", \"cpu_gbps\": " << o.cpu_gbps << "}, \"scenario\": " << jsonString(s.description)
+           << ", \"cpu_gbps\": " << o.cpu_gbps << ", \"tcp_windows\": " << (o.model.engine.tcp.windows ? "true" : "false")
+           << "}, \"scenario\": " << jsonString(s.description)
            << extraFields(o.extra_json) << "}";
     }
   }
@@ -221,6 +223,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 20));
   app.add_option("--cpu-gbps", o.cpu_gbps, "a peer reduces received data at this rate (GB/s); 0: free")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--tcp-windows", o.model.engine.tcp.windows,
+                 "1: each connection's TCP window limits it (slow start, restart after idle, losses at a full "
+                 "queue); 0: a link's busy connections share its rate from the first byte")
+      ->check(CLI::Range(0, 1));
   app.add_option("--json", o.json, "write the rows to this file as {\"results\": [...]}");
   app.add_option("--json-field", o.extra_json, "KEY=VALUE added to every JSON row (repeatable)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
