@@ -37,20 +37,24 @@ def rows_of(path):
         return [dict(r, file=os.path.basename(path)) for r in json.load(f)["results"]]
 
 
-def predict(args, algorithm, ring, connections, sizes, warmup, iters):
-    """pccl-sim's times for these sizes (bytes -> seconds) on this ring."""
+def predict(args, algorithm, ring, connections, gather_bytes, sizes, warmup, iters):
+    """pccl-sim's times for these sizes (bytes -> seconds) on this ring, with the run's gather limit (which
+    decides the line-ups' algorithm too)."""
     with tempfile.NamedTemporaryFile(suffix=".json") as out:
-        times = {}
+        times, commands = {}, []
         for size in sizes:  # one call per size: the sizes measured need not be a geometric series
             cmd = [os.path.join(args.build, "bench", "pccl-sim"), "--paths", args.paths, "--order",
                    ",".join(str(r) for r in ring), "--connections", str(connections), "--algorithm", algorithm,
+                   "--gather-bytes", str(gather_bytes),
                    "-b", str(size), "-e", str(size), "-w", str(warmup), "-n", str(iters), "--json", out.name]
             cmd += args.sim_flag
             subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
             with open(out.name) as f:
                 for r in json.load(f)["results"]:
                     times[r["bytes"]] = r
-        return times, " ".join(cmd[1:]).replace(ROOT + "/", "")
+            commands.append(" ".join(["pccl-sim"] + [c for c in cmd[1:] if c != out.name and c != "--json"])
+                            .replace(ROOT + "/", ""))
+        return times, commands
 
 
 def main():
@@ -65,12 +69,13 @@ def main():
     # One prediction per (algorithm, ring, K, iterations): the runs may have installed different rings.
     wanted = {}
     for r in rows:
-        key = (r["algorithm"], tuple(r["ring"]), r["connections"], r.get("iterations", 3))
+        key = (r["algorithm"], tuple(r["ring"]), r["connections"], int(r.get("gather_bytes", -1)),
+               r.get("iterations", 3))
         wanted.setdefault(key, set()).add(r["bytes"])
     predictions, commands = {}, []
-    for (algorithm, ring, k, iters), sizes in sorted(wanted.items()):
-        times, cmd = predict(args, algorithm, ring, k, sorted(sizes), 1, iters)
-        commands.append(cmd)
+    for (algorithm, ring, k, gather_bytes, iters), sizes in sorted(wanted.items()):
+        times, cmds = predict(args, algorithm, ring, k, gather_bytes, sorted(sizes), 1, iters)
+        commands += cmds
         for size, p in times.items():
             predictions[(algorithm, ring, size)] = p
     out = []
