@@ -17,14 +17,19 @@ void Operation::callAt(uint32_t rank, Time t) { engine_.at(t, index_, rank, 0); 
 
 void Operation::timer(uint32_t rank, uint64_t /*token*/, Time t) { call(rank, t); }
 
-void Operation::send(uint32_t from, uint32_t to, uint32_t phase, uint64_t segment, uint64_t bytes) {
+Frame Operation::frame(uint32_t from, uint32_t to, Kind kind, uint32_t a, uint64_t b) const {
   Frame f;
   f.op = index_;
   f.from = from;
   f.to = to;
-  f.kind = kData;
-  f.a = phase;
-  f.b = segment;
+  f.kind = kind;
+  f.a = a;
+  f.b = b;
+  return f;
+}
+
+void Operation::send(uint32_t from, uint32_t to, uint32_t phase, uint64_t segment, uint64_t bytes) {
+  Frame f = frame(from, to, kData, phase, segment);
   f.bytes = bytes;
   sent_bytes_[from] += bytes;
   engine_.send(f);
@@ -33,13 +38,7 @@ void Operation::send(uint32_t from, uint32_t to, uint32_t phase, uint64_t segmen
 // A ring control frame to a neighbour; b says which way it went (1: to the successor), so that the
 // receiver knows which side it came from even when both neighbours are one peer (a ring of two).
 void Operation::control(uint32_t from, bool to_successor, Kind kind, uint32_t value) {
-  Frame f;
-  f.op = index_;
-  f.from = from;
-  f.to = to_successor ? successor(from) : predecessor(from);
-  f.kind = kind;
-  f.a = value;
-  f.b = to_successor ? 1 : 0;
+  Frame f = frame(from, to_successor ? successor(from) : predecessor(from), kind, value, to_successor ? 1 : 0);
   f.control = true;
   engine_.send(f);
 }

@@ -85,6 +85,7 @@ class Operation : public Listener, private Ports {
 
   uint32_t successor(uint32_t r) const { return (r + 1) % world_; }
   uint32_t predecessor(uint32_t r) const { return (r + world_ - 1) % world_; }
+  Frame frame(uint32_t from, uint32_t to, Kind kind, uint32_t a, uint64_t b) const;
   void call(uint32_t rank, Time t);
   void control(uint32_t from, bool to_successor, Kind kind, uint32_t value);
   void helloArrived(uint32_t rank, Time t);
