@@ -30,6 +30,7 @@ struct Options {
   bool no_line_up = false;
   Model model;
   double cpu_gbps = 0;
+  double rto_min_ms = 200;
   std::vector<std::string> extra_json;
 };
 
@@ -227,6 +228,12 @@ int main(int argc, char** argv) {
                  "1: each connection's TCP window limits it (slow start, restart after idle, losses at a full "
                  "queue); 0: a link's busy connections share its rate from the first byte")
       ->check(CLI::Range(0, 1));
+  app.add_option("--tcp-rto-min-ms", o.rto_min_ms, "with --tcp-windows 1: Linux's minimum RTO over the RTT (a window "
+                 "restarts after idling longer than RTT + this)")
+      ->check(CLI::NonNegativeNumber);
+  app.add_option("--tcp-initial-segments", o.model.engine.tcp.initial_segments, "with --tcp-windows 1: the initial "
+                 "(and restart) window in segments")
+      ->check(CLI::Range(1.0, 1000.0));
   app.add_option("--json", o.json, "write the rows to this file as {\"results\": [...]}");
   app.add_option("--json-field", o.extra_json, "KEY=VALUE added to every JSON row (repeatable)")
       ->multi_option_policy(CLI::MultiOptionPolicy::TakeAll);
@@ -251,5 +258,6 @@ int main(int argc, char** argv) {
     return 2;
   }
   o.model.engine.cpu_bytes_per_s = o.cpu_gbps * 1e9;
+  o.model.engine.tcp.rto_min = o.rto_min_ms / 1e3;
   return run(o);
 }
