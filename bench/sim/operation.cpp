@@ -32,13 +32,15 @@ void Operation::send(uint32_t from, uint32_t to, uint32_t phase, uint64_t segmen
   Frame f = frame(from, to, kData, phase, segment);
   f.bytes = bytes;
   sent_bytes_[from] += bytes;
+  pair_bytes_[static_cast<uint64_t>(from) * world_ + to] += bytes;
   engine_.send(f);
 }
 
 // A ring control frame to a neighbour; b says which way it went (1: to the successor), so that the
 // receiver knows which side it came from even when both neighbours are one peer (a ring of two).
 void Operation::control(uint32_t from, bool to_successor, Kind kind, uint32_t value) {
-  Frame f = frame(from, to_successor ? successor(from) : predecessor(from), kind, value, to_successor ? 1 : 0);
+  Frame f = frame(from, to_successor ? successor(from) : predecessor(from), kind, value,
+                  to_successor ? kToSuccessor : kToPredecessor);
   f.control = true;
   engine_.send(f);
 }
@@ -56,9 +58,17 @@ void Operation::call(uint32_t rank, Time t) {
   }
   control(rank, false, kHello, 0);
   schedule_->start(rank);
-  // What came before the call is used now, as Collectives does: the successor's hello, then the frames
-  // in the order they came.
+  for (uint32_t to : schedule_->helloTo(rank)) {
+    if (to == predecessor(rank) || to == rank) continue;  // it has ours already
+    Frame f = frame(rank, to, kHello, 0, kToOther);
+    f.control = true;
+    engine_.send(f);
+  }
+  // What came before the call is used now, as Collectives does: the hellos, then the frames in the
+  // order they came.
   if (m.hello) helloArrived(rank, t);
+  for (uint32_t from : m.early_hellos) schedule_->readyFrom(rank, from);
+  m.early_hellos.clear();
   std::vector<Frame> early = std::move(m.early);
   for (const Frame& f : early) schedule_->delivered(rank, f.a, f.b, f.bytes);
   maybeDataIn(rank, t);
@@ -67,6 +77,7 @@ void Operation::call(uint32_t rank, Time t) {
 void Operation::sent(const Frame& f, Time t) {
   if (f.control) return;
   ++members_[f.from].sends_done;
+  schedule_->sent(f.from, f.a, f.b);
   maybeDataIn(f.from, t);
 }
 
@@ -81,11 +92,16 @@ void Operation::delivered(const Frame& f, Time t) {
       schedule_->delivered(f.to, f.a, f.b, f.bytes);
       return maybeDataIn(f.to, t);
     case kHello:
+      if (f.b == kToOther) {  // a two-level sender's: lifts our eager limit towards it only
+        if (!m.called) return m.early_hellos.push_back(f.from);
+        schedule_->readyFrom(f.to, f.from);
+        return maybeDataIn(f.to, t);
+      }
       m.hello = true;
       if (m.called) helloArrived(f.to, t);
       return;
     case kPrepared:
-      return apply(f.to, f.b == 1 ? m.commit.fromPredecessor(f.a) : m.commit.fromSuccessor(f.a), t);
+      return apply(f.to, f.b == kToSuccessor ? m.commit.fromPredecessor(f.a) : m.commit.fromSuccessor(f.a), t);
     case kCommit:
       return apply(f.to, m.commit.commitReceived(), t);
     default:
@@ -94,7 +110,8 @@ void Operation::delivered(const Frame& f, Time t) {
 }
 
 void Operation::helloArrived(uint32_t rank, Time t) {
-  schedule_->successorReady(rank);
+  schedule_->readyFrom(rank, successor(rank));
+  maybeDataIn(rank, t);
   maybePrepared(rank, t);
 }
 

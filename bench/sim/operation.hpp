@@ -1,7 +1,8 @@
 // One collective call on every member of a group, as the library lives it (docs/algorithms.md §2), with
 // the data movement left to a Schedule (schedules.hpp: the ring, the gather; a two-level all-reduce is
 // one more Schedule). What every algorithm shares lives here, as in src/collective/collectives.cpp:
-//   - each member calls at its own time and sends a hello to its predecessor;
+//   - each member calls at its own time and sends a hello to its predecessor (and to every other member
+//     its schedule's helloTo names, as Collectives::helloOthers);
 //   - frames that reach a member before it calls wait there and are used when it calls;
 //   - a member is prepared once its schedule says every frame is in and every send completed, and its
 //     successor's hello arrived;
@@ -15,6 +16,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <unordered_map>
 #include <vector>
 
 #include "collective/commit_round.hpp"
@@ -32,14 +34,21 @@ class Ports {
   virtual uint64_t sendsDone(uint32_t rank) const = 0;
 };
 
-// One algorithm's data movement on every member, as reactions: the call, a frame landing, the
-// successor's hello (for the eager limit). It keeps its own per-member books.
+// One algorithm's data movement on every member, as reactions: the call, a frame landing, a send
+// completing, a hello (for the eager limit). It keeps its own per-member books.
 class Schedule {
  public:
   virtual ~Schedule() = default;
   virtual void start(uint32_t rank) = 0;
   virtual void delivered(uint32_t rank, uint32_t phase, uint64_t segment, uint64_t bytes) = 0;
-  virtual void successorReady(uint32_t /*rank*/) {}
+  // The last byte of a data frame `rank` sent has left.
+  virtual void sent(uint32_t /*rank*/, uint32_t /*phase*/, uint64_t /*segment*/) {}
+  // `from`'s hello reached `rank` (the flat ring's: from its successor): it called, so what `rank`
+  // sends it is no longer held by the eager limit.
+  virtual void readyFrom(uint32_t /*rank*/, uint32_t /*from*/) {}
+  // Whom `rank` sends its hello to besides its predecessor (the library's RingOp::helloTo: a two-level
+  // call's every member that sends it data).
+  virtual std::vector<uint32_t> helloTo(uint32_t /*rank*/) const { return {}; }
   // Every frame the member expects is in and every send it makes has completed.
   virtual bool complete(uint32_t rank) const = 0;
 };
@@ -62,6 +71,8 @@ class Operation : public Listener, private Ports {
   void callAt(uint32_t rank, Time t);  // the member makes the call at t
   const std::vector<MemberTimes>& times() const { return times_; }
   const std::vector<uint64_t>& sentBytes() const { return sent_bytes_; }  // payload per member
+  // Payload per ordered pair of group ranks that exchanged data: (from * world + to, bytes).
+  const std::unordered_map<uint64_t, uint64_t>& pairBytes() const { return pair_bytes_; }
   uint32_t world() const { return world_; }
 
   // Listener
@@ -71,11 +82,14 @@ class Operation : public Listener, private Ports {
 
  private:
   enum Kind : uint32_t { kData = 0, kHello = 1, kPrepared = 2, kCommit = 3 };
+  // A control frame's b: which way it went on the ring, or to another member (a two-level hello).
+  enum Way : uint64_t { kToPredecessor = 0, kToSuccessor = 1, kToOther = 2 };
   struct Member {
     explicit Member(uint32_t world) : commit(world) {}
     bool called = false, hello = false, data_in = false, prepared = false, committed = false;
     uint64_t sends_done = 0;
     std::vector<Frame> early;  // data frames that arrived before the call
+    std::vector<uint32_t> early_hellos;  // others' hellos (not the successor's) before the call
     collective::CommitRound commit;
   };
 
@@ -101,6 +115,7 @@ class Operation : public Listener, private Ports {
   std::vector<Member> members_;
   std::vector<MemberTimes> times_;
   std::vector<uint64_t> sent_bytes_;
+  std::unordered_map<uint64_t, uint64_t> pair_bytes_;
 };
 
 }  // namespace pccl::sim

@@ -29,6 +29,16 @@ double ringBound(const Scenario& s, const Model& m, const std::vector<uint32_t>&
   const double bytes = static_cast<double>(call.count * call.elem_bytes);
   return 2.0 * static_cast<double>(n - 1) / static_cast<double>(n) * bytes / slowest;
 }
+// The busiest pair: the most payload one ordered pair of members carried in `op`, over its rate.
+double pairBound(const Scenario& s, const Model& m, const std::vector<uint32_t>& ring, const Operation& op) {
+  double bound = 0;
+  const uint64_t n = ring.size();
+  for (const auto& [pair, bytes] : op.pairBytes()) {
+    const double rate = linkParams(s, m, ring[pair / n], ring[pair % n]).bytes_per_s;
+    if (rate > 0) bound = std::max(bound, static_cast<double>(bytes) / rate);
+  }
+  return bound;
+}
 }  // namespace
 
 Prediction predict(const Scenario& s, const std::vector<uint32_t>& ring, const Model& m, const CallSpec& call,
@@ -81,6 +91,7 @@ Prediction predict(const Scenario& s, const std::vector<uint32_t>& ring, const M
   p.commit_s = last_end - last_prepared;
   for (uint64_t b : last.sentBytes()) p.max_sent_bytes = std::max(p.max_sent_bytes, b);
   if (algorithm == Algorithm::kRing) p.link_bound_s = ringBound(s, m, ring, call);
+  if (algorithm == Algorithm::kTwoLevel) p.link_bound_s = pairBound(s, m, ring, last);
   return p;
 }
 

@@ -26,7 +26,8 @@ struct Prediction {
   double data_in_s = 0;           // last timed operation: the slowest member's call until all its data was in
   double commit_s = 0;            // last timed operation: from the last member prepared to the last commit
   uint64_t max_sent_bytes = 0;    // last timed operation: the most payload one member sent
-  double link_bound_s = 0;        // ring: 2(N-1)/N bytes over the ring's slowest link (payload rate); else 0
+  double link_bound_s = 0;        // ring: 2(N-1)/N bytes over the ring's slowest link (payload rate);
+                                  // two-level: the busiest ordered pair's payload over its rate; else 0
   uint64_t events = 0;            // the engine's, for the whole row
 };
 

@@ -19,7 +19,7 @@ namespace {
 using namespace pccl::sim;
 
 struct Options {
-  std::string paths, regions, order = "solver", algorithms = "auto", json, dtype = "float32";
+  std::string paths, regions, order = "solver", algorithms = "auto", json, dtype = "float32", levels = "flat";
   uint32_t ranks = 0, connections = 4, segment_bytes = 1u << 20;
   double rate_mbit = 0, delay_ms = 0;
   RegionsSpec spec;
@@ -73,7 +73,8 @@ bool buildScenario(const Options& o, Scenario* s, std::string* error) {
   return true;
 }
 
-// "auto" (what the library picks for each size), "ring", "gather": the algorithms of each row.
+// "auto" (what the library picks for each size), "ring", "gather", "two-level", "two-level-gather": the
+// algorithms of each row.
 bool parseAlgorithms(const std::string& text, std::vector<std::string>* out) {
   std::istringstream in(text);
   std::string item;
@@ -94,7 +95,9 @@ void printHeader(const Scenario& s, const std::vector<uint32_t>& ring, const Opt
               static_cast<unsigned long long>(o.model.engine.frame_overhead_bytes),
               o.cpu_gbps > 0 ? (std::to_string(o.cpu_gbps) + " GB/s per peer").c_str() : "free", o.warmup, o.iterations,
               o.no_line_up ? "no line-up" : "each after a one-element line-up");
-  std::printf("%-9s %14s %12s %12s %12s %12s %12s %12s %9s\n", "algorithm", "size(B)", "time(us)", "algbw(GB/s)",
+  std::printf("# group: %s\n", o.levels == "two-level" ? "two-level (auto: the library's choice in a two-level group)"
+                                                       : "flat (auto: the library's choice in a flat group)");
+  std::printf("%-16s %14s %12s %12s %12s %12s %12s %12s %9s\n", "algorithm", "size(B)", "time(us)", "algbw(GB/s)",
               "busbw(GB/s)", "data_in(us)", "commit(us)", "bound(us)", "of_bound");
 }
 
@@ -116,6 +119,10 @@ int run(const Options& o) {
   run.iterations = o.iterations;
   run.line_up = !o.no_line_up;
   run.gather_bytes = pccl::gatherLimit(config, false);  // the peers are on different hosts
+  // The regions over the ring's order, as the library plans them (regionLayout, twoLevelRing).
+  std::vector<std::string> region_by_rank;
+  for (uint32_t peer : ring) region_by_rank.push_back(s.region[peer]);
+  const auto regions = twoLevelRingOf(region_by_rank);
   printHeader(s, ring, o);
   std::ostringstream rows;
   size_t row_count = 0;
@@ -125,19 +132,23 @@ int run(const Options& o) {
     call.count = bytes / elem;
     call.elem_bytes = elem;
     call.segment_bytes = o.segment_bytes;
+    call.regions = regions;
+    call.two_level_group = o.levels == "two-level";
     for (const std::string& name : algorithms) {
       Algorithm a = libraryChoice(call, run.gather_bytes);
       if (name != "auto") parseAlgorithm(name, &a);
       if (!runnable(a, call)) {
-        std::printf("%-9s %14zu %12s (the library cannot gather this: world - 1 inputs exceed the eager limit)\n",
-                    algorithmName(a), bytes, "-");
+        std::printf("%-16s %14zu %12s (%s)\n", algorithmName(a), bytes, "-",
+                    a == Algorithm::kGather || a == Algorithm::kTwoLevelGather
+                        ? "the library cannot gather this: world - 1 inputs exceed the eager limit"
+                        : "no regions with more than one member, or more pieces than the library allows");
         continue;
       }
       const Prediction p = predict(s, ring, o.model, call, a, run);
       const double algbw = static_cast<double>(bytes) / p.time_s / 1e9;
       const double busbw = algbw * 2.0 * (s.peers - 1) / s.peers;
       const double of_bound = p.link_bound_s > 0 ? p.link_bound_s / p.time_s * 100 : 0;
-      std::printf("%-9s %14zu %12.1f %12.4f %12.4f %12.1f %12.1f %12.1f %8.1f%%\n", algorithmName(a), bytes,
+      std::printf("%-16s %14zu %12.1f %12.4f %12.4f %12.1f %12.1f %12.1f %8.1f%%\n", algorithmName(a), bytes,
                   p.time_s * 1e6, algbw, busbw, p.data_in_s * 1e6, p.commit_s * 1e6, p.link_bound_s * 1e6, of_bound);
       std::fflush(stdout);
       rows << (row_count++ ? ",\n" : "") << "  {\"tool\": \"pccl-sim\", \"algorithm\": \"" << algorithmName(a)
@@ -152,7 +163,7 @@ int run(const Options& o) {
            << ", \"link_bound_s\": " << p.link_bound_s << ", \"max_sent_bytes\": " << p.max_sent_bytes
            << ", \"algbw_gbps\": " << algbw << ", \"busbw_gbps\": " << busbw << ", \"events\": " << p.events
            << ", \"warmup\": " << o.warmup << ", \"iterations\": " << o.iterations
-           << ", \"line_up\": " << (o.no_line_up ? "false" : "true") << ", \"gather_bytes\": " << run.gather_bytes
+           << ", \"levels\": " << jsonString(o.levels) << ", \"line_up\": " << (o.no_line_up ? "false" : "true") << ", \"gather_bytes\": " << run.gather_bytes
            << ", \"model\": {\"goodput\": " << o.model.goodput
            << ", \"frame_overhead_bytes\": " << o.model.engine.frame_overhead_bytes
            << ", \"cpu_gbps\": " << o.cpu_gbps << ", \"tcp_windows\": " << (o.model.engine.tcp.windows ? "true" : "false")
@@ -201,7 +212,12 @@ int main(int argc, char** argv) {
                  "the ring: solver (the topology optimiser's, on the configured links), regions, index, or every peer "
                  "listed (\"0,3,1,2\")");
   app.add_option("--algorithm", o.algorithms,
-                 "auto (the library's choice per size), ring, gather, or a comma-separated list of them");
+                 "auto (the library's choice per size), ring, gather, two-level, two-level-gather, or a "
+                 "comma-separated list of them");
+  app.add_option("--levels", o.levels,
+                 "the group's decision (the master's, docs/algorithms.md §12): flat, or two-level (the regions of "
+                 "the paths file or --regions, over the ring's order); what auto picks from")
+      ->check(CLI::IsMember({"flat", "two-level"}));
   app.add_option("-b,--minbytes", o.sizes.min_size, "smallest size (e.g. 4K)");
   app.add_option("-e,--maxbytes", o.sizes.max_size, "largest size (e.g. 1G)");
   app.add_option("-f,--stepfactor", o.sizes.factor, "size multiplier between rows")->check(CLI::Range(1.0, 1024.0));
@@ -249,7 +265,9 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> algorithms;
   if (!parseAlgorithms(o.algorithms, &algorithms)) {
-    std::fprintf(stderr, "pccl-sim: --algorithm '%s': auto, ring, gather or a comma-separated list of them\n",
+    std::fprintf(stderr,
+                 "pccl-sim: --algorithm '%s': auto, ring, gather, two-level, two-level-gather or a comma-separated "
+                 "list of them\n",
                  o.algorithms.c_str());
     return 2;
   }

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "collective/two_level_rules.hpp"
+
 namespace pccl::collective {
 
 TwoLevelWaves::TwoLevelWaves(const RingOpSpec& base, const TwoLevelRing& ring, TwoLevelCall call,
@@ -13,12 +15,7 @@ TwoLevelWaves::TwoLevelWaves(const RingOpSpec& base, const TwoLevelRing& ring, T
       pieces_left_(call_.waves.size(), 0) {}
 
 uint64_t TwoLevelWaves::eagerShare(uint32_t succ, uint32_t lan_parts) const {
-  uint32_t sharing = 0;  // the parts of this call that send to `succ`
-  for (const auto& plan : call_.parts) {
-    if (plan.region_world > 1 && succ == plan.region_succ) sharing += lan_parts;
-    for (const auto& p : plan.pieces) sharing += p.succ == succ ? 1 : 0;
-  }
-  return wire::kEagerBytes / std::max<uint32_t>(sharing, 1);
+  return twoLevelEagerShare(call_, succ, lan_parts, wire::kEagerBytes);
 }
 
 void TwoLevelWaves::start() {
