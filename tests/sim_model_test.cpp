@@ -6,6 +6,7 @@
 #include <fstream>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine.hpp"
@@ -289,4 +290,158 @@ TEST_CASE("sim: a pccl-wanem paths file gives regions, each pair's slowest rate 
   CHECK(sizes == std::vector<uint32_t>{4, 3, 2});
   CHECK_FALSE(parseRegionSizes("4,,2", &sizes, &error));
   CHECK_FALSE(parseRegionSizes("0x3", &sizes, &error));
+}
+
+namespace {
+// Regions of `sizes` (peers numbered region by region, the ring region by region): LAN `lan_mbit` (0:
+// unlimited) and `lan_ms` one way, every pair across regions its own `wan_mbit` path `wan_ms` one way.
+Scenario regions(std::vector<uint32_t> sizes, double lan_mbit, double lan_ms, double wan_mbit, double wan_ms) {
+  RegionsSpec spec;
+  spec.sizes = std::move(sizes);
+  spec.lan_mbit = lan_mbit;
+  spec.lan_delay_ms = lan_ms;
+  spec.wan_mbit = wan_mbit;
+  spec.wan_delay_ms = wan_ms;
+  return scenarioFromRegions(spec);
+}
+
+// A call on the scenario's regions, the ring region by region, in a two-level group.
+CallSpec twoLevelCall(const Scenario& s, uint64_t bytes) {
+  CallSpec c = call(s.peers, bytes);
+  c.regions = twoLevelRingOf(s.region);
+  c.two_level_group = true;
+  return c;
+}
+
+// One two-level all-reduce, every member calling at 0: payload per member across regions and within.
+struct Payload {
+  std::vector<uint64_t> wan, lan;
+  std::vector<MemberTimes> times;
+};
+Payload twoLevelPayload(const Scenario& s, uint64_t bytes) {
+  const Model m = bare(4);
+  LinkCtx ctx{&s, &m};
+  Engine engine(s.peers, m.engine, &linkOf, &ctx);
+  Operation op(engine, indexOrder(s.peers), makeSchedule(Algorithm::kTwoLevel, twoLevelCall(s, bytes)));
+  for (uint32_t r = 0; r < s.peers; ++r) op.callAt(r, 0);
+  engine.run();
+  Payload p;
+  p.wan.assign(s.peers, 0);
+  p.lan.assign(s.peers, 0);
+  for (const auto& [pair, b] : op.pairBytes()) {
+    const uint32_t from = static_cast<uint32_t>(pair / s.peers), to = static_cast<uint32_t>(pair % s.peers);
+    (s.region[from] == s.region[to] ? p.lan : p.wan)[from] += b;
+  }
+  p.times = op.times();
+  return p;
+}
+}  // namespace
+
+TEST_CASE("sim two-level: two regions of two, LAN unlimited: the busiest WAN path's bytes / rate + two delays") {
+  // 256 KiB: blocks and pieces of 128 KiB, each piece's ring of R = 2 owners cuts it into two chunks of
+  // 64 KiB (one segment each). The LAN levels take no time; the WAN level: phase 0 leaves by c = 64 KiB /
+  // rate and lands d later, phase 1 the same: every byte in at 2c + 2d, the path carrying 2(R-1)/R · S/m.
+  const double d = 0.020, rate = 1e6;
+  const Scenario s = regions({2, 2}, 0, 0, 8, d * 1e3);
+  const uint64_t bytes = 256 << 10;
+  const CallSpec c = twoLevelCall(s, bytes);
+  REQUIRE(c.regions->pieces() == 2);
+  REQUIRE(runnable(Algorithm::kTwoLevel, c));
+  const Prediction p = predict(s, indexOrder(4), bare(1), c, Algorithm::kTwoLevel, once());
+  const double path_bytes = 2.0 * (2 - 1) / 2 * static_cast<double>(bytes) / 2;
+  CHECK(p.data_in_s == Approx(path_bytes / rate + 2 * d).epsilon(1e-9));
+  CHECK(p.link_bound_s == Approx(path_bytes / rate).epsilon(1e-9));  // the LAN pairs have no rate
+  CHECK(p.time_s > p.data_in_s);  // and the flat ring's commit round, which crosses the WAN
+  CHECK(p.max_sent_bytes == static_cast<uint64_t>(path_bytes) + 2 * (bytes / 2));  // WAN + LAN (m = 2)
+}
+
+TEST_CASE("sim two-level: equal regions, every member's WAN payload is 2(R-1)/R · S/m, its LAN 2(m-1)/m · S") {
+  const Scenario s = regions({3, 3, 3}, 1000, 0.5, 100, 20);
+  const uint64_t count = 9 * (1u << 15);  // divisible by m · R: equal blocks and chunks
+  const uint64_t bytes = count * 4;
+  const Payload p = twoLevelPayload(s, bytes);
+  for (uint32_t r = 0; r < 9; ++r) {
+    CHECK(p.wan[r] == 2 * (3 - 1) * bytes / 3 / 3);
+    CHECK(p.lan[r] == 2 * (3 - 1) * bytes / 3);
+    CHECK(p.times[r].end > p.times[r].data_in);
+  }
+}
+
+TEST_CASE("sim two-level: regions of 4 + 3 + 2, six pieces, each member's WAN link carries its own block") {
+  const Scenario s = regions({4, 3, 2}, 500, 0.5, 50, 40);
+  REQUIRE(twoLevelCall(s, 4).regions->pieces() == 6);  // boundaries 1/4, 1/3, 1/2, 2/3, 3/4
+  const uint64_t count = 36 * (1u << 12);  // the pieces (twelfths) and their chunks (thirds) exact
+  const uint64_t bytes = count * 4;
+  const Payload p = twoLevelPayload(s, bytes);
+  const std::vector<uint64_t> m = {4, 4, 4, 4, 3, 3, 3, 2, 2};
+  for (uint32_t r = 0; r < 9; ++r) {
+    CHECK(p.wan[r] == 2 * (3 - 1) * (bytes / m[r]) / 3);  // 2(R-1)/R of its block
+    CHECK(p.lan[r] == 2 * (m[r] - 1) * bytes / m[r]);
+  }
+  // Large calls run in waves (twoLevelWaves): the same bytes, cut into 5 ranges (a few elements of rounding).
+  const uint64_t big = uint64_t{36} * (1u << 20);
+  REQUIRE(pccl::collective::twoLevelWaves(big) == 5);
+  const Payload w = twoLevelPayload(s, big);
+  for (uint32_t r = 0; r < 9; ++r) CHECK(static_cast<double>(w.wan[r]) == Approx(4.0 / 3 * static_cast<double>(big / m[r])).epsilon(1e-5));
+}
+
+TEST_CASE("sim two-level: a region of one member runs its pieces alone, from its input") {
+  const Scenario s = regions({3, 1, 2}, 1000, 0.5, 100, 20);
+  const uint64_t bytes = 12 * 4096;
+  const CallSpec c = twoLevelCall(s, bytes);
+  REQUIRE(runnable(Algorithm::kTwoLevel, c));
+  const Payload p = twoLevelPayload(s, bytes);
+  CHECK(p.lan[3] == 0);
+  CHECK(p.wan[3] == 2 * (3 - 1) * bytes / 3);  // its block is the whole buffer
+  for (const MemberTimes& t : p.times) CHECK(t.end > 0);
+  // One member per region, or one region: nothing for two levels.
+  CHECK_FALSE(runnable(Algorithm::kTwoLevel, twoLevelCall(regions({1, 1, 1}, 1000, 0.5, 100, 20), bytes)));
+  CHECK_FALSE(runnable(Algorithm::kTwoLevel, twoLevelCall(regions({5}, 1000, 0.5, 100, 20), bytes)));
+}
+
+TEST_CASE("sim two-level gather: a tiny call takes ceil((m-1)/2) LAN + ceil((R-1)/2) WAN + (m-1) LAN delays, then the commit round") {
+  const double l = 0.001, d = 0.040;
+  for (uint32_t m : {2u, 3u, 4u}) {
+    const Scenario s = regions({m, m, m}, 0, l * 1e3, 0, d * 1e3);  // unlimited rates: delays only
+    const CallSpec c = twoLevelCall(s, 4096);
+    REQUIRE(runnable(Algorithm::kTwoLevelGather, c));
+    const Prediction g = predict(s, indexOrder(3 * m), bare(4), c, Algorithm::kTwoLevelGather, once());
+    CHECK(g.data_in_s == Approx((m / 2) * l + d + (m - 1) * l).epsilon(1e-12));
+    CHECK(g.time_s == Approx(g.data_in_s + g.commit_s).epsilon(1e-12));
+    // The commit round is the flat ring's: it crosses the WAN at least once, at most ceil((N-1)/2) times.
+    CHECK(g.commit_s >= d);
+    CHECK(g.commit_s <= ((3 * m) / 2) * d + 1e-12);
+    // The flat gather's farthest inputs cross two region boundaries.
+    const Prediction f = predict(s, indexOrder(3 * m), bare(4), c, Algorithm::kGather, once());
+    CHECK(f.data_in_s > g.data_in_s);
+  }
+}
+
+TEST_CASE("sim two-level: the library's choice in a two-level group, and determinism") {
+  const Scenario s = regions({4, 3, 2}, 500, 0.5, 50, 40);
+  CallSpec c = twoLevelCall(s, 256 << 10);  // 2 x 256 KiB within 1 MiB, 8 x 256 KiB within 4 MiB
+  CHECK(libraryChoice(c, 1 << 20) == Algorithm::kTwoLevelGather);
+  c.two_level_group = false;
+  CHECK(libraryChoice(c, 1 << 20) == Algorithm::kRing);  // the flat gather: 8 x 256 KiB > 1 MiB
+  c = twoLevelCall(s, (512 << 10) + 4);
+  CHECK(libraryChoice(c, 1 << 20) == Algorithm::kTwoLevel);
+  CHECK_FALSE(runnable(Algorithm::kTwoLevelGather, c));
+  Model m;
+  m.connections = 16;
+  RunSpec run;
+  run.warmup = 1;
+  run.iterations = 2;
+  run.gather_bytes = 1 << 20;
+  for (uint64_t bytes : {uint64_t{4096}, uint64_t{16} << 20}) {
+    const CallSpec x = twoLevelCall(s, bytes);
+    const Algorithm a = libraryChoice(x, run.gather_bytes);
+    for (bool windows : {false, true}) {
+      m.engine.tcp.windows = windows;
+      const Prediction p = predict(s, indexOrder(9), m, x, a, run);
+      const Prediction q = predict(s, indexOrder(9), m, x, a, run);
+      CHECK(p.times_s == q.times_s);  // bit for bit
+      CHECK(p.events == q.events);
+      CHECK(p.time_s > 0);
+    }
+  }
 }
