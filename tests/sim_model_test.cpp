@@ -241,7 +241,7 @@ TEST_CASE("sim: the engine is deterministic, the line-up included") {
   }
 }
 
-TEST_CASE("sim: the ring of three regions crosses each region boundary once; the gather rule is the library's") {
+TEST_CASE("sim: the ring of three regions crosses each region boundary once, and the gather rule is the library's") {
   RegionsSpec spec;
   spec.sizes = {4, 3, 2};
   spec.lan_mbit = 500;
