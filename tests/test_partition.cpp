@@ -100,3 +100,17 @@ TEST_CASE("partition: the ring schedule sends what the predecessor receives and 
     }
   }
 }
+
+TEST_CASE("partition: an all-reduce gathers when world - 1 inputs fit the gather limit and the eager limit") {
+  constexpr uint64_t kEager = 4u << 20;
+  CHECK_FALSE(gathers(1, 4, 1 << 20, kEager));  // alone: nothing to gather
+  CHECK_FALSE(gathers(4, 0, 1 << 20, kEager));  // an empty call
+  CHECK(gathers(2, 4, 1 << 20, kEager));
+  // Four peers, 1 MiB limit: inputs up to 349,525 bytes (3 x 349,525 <= 1 MiB).
+  CHECK(gathers(4, 349525, 1 << 20, kEager));
+  CHECK_FALSE(gathers(4, 349526, 1 << 20, kEager));
+  CHECK_FALSE(gathers(4, 4096, 0, kEager));  // a limit of 0: always the ring
+  // The eager limit caps whatever the gather limit says.
+  CHECK(gathers(9, 512 << 10, 64u << 20, kEager));
+  CHECK_FALSE(gathers(9, (512 << 10) + 1, 64u << 20, kEager));
+}

@@ -204,6 +204,7 @@ TEST_CASE("wanem model: the paths file sets regions, asymmetric paths, links and
   CHECK(t.bottleneckMbit(0, 2) == 50);
   CHECK(t.bottleneckMbit(2, 0) == 100);
   CHECK(t.rttMs(0, 2) == 80);
+  CHECK(t.region == std::vector<std::string>{"eu", "eu", "us"});
 }
 
 TEST_CASE("wanem model: a bad paths line is refused with its line number and reason") {

@@ -245,6 +245,10 @@ bool buildTopology(const TopologyDefaults& def, std::istream* file, const std::s
   Topology t;
   t.ranks = n;
   t.paths = d.paths;
+  t.region.assign(un, "");
+  for (const auto& [region, members] : d.regions) {
+    for (int r : members) t.region[static_cast<size_t>(r)] = region;
+  }
   for (size_t r = 0; r < un; ++r) {
     double rtt = 0;  // the longest round trip through r's links, jitter included
     for (size_t o = 0; o < un; ++o) {

@@ -33,6 +33,7 @@ struct Topology {
   int ranks = 0;
   std::vector<LinkParams> uplink, downlink;   // per rank
   std::vector<std::vector<PathModel>> paths;  // [src][dst]
+  std::vector<std::string> region;            // per rank: its region from the 'rank' lines, "" when none
   double rttMs(int a, int b) const;           // configured round trip a -> b -> a, jitter excluded
   double bottleneckMbit(int src, int dst) const;  // the slowest rate on src -> dst (0 = unlimited)
 };

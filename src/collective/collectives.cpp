@@ -226,8 +226,8 @@ wire::Algo Collectives::chooseAlgo(const ReduceRequest& r) const {
   if (world_ < 2 || r.count == 0) return wire::Algo::kRing;
   if (r.kind != wire::Collective::kAllReduce) return twoLevel(r) ? wire::Algo::kTwoLevel : wire::Algo::kRing;
   if (twoLevel(r) && twoLevelGathers(r)) return wire::Algo::kTwoLevelGather;
-  const uint64_t all = static_cast<uint64_t>(world_ - 1) * codec::wireBytes(r.quant, r.dtype, r.count);
-  if (all <= gather_bytes_ && all <= wire::kEagerBytes) return wire::Algo::kGather;
+  if (gathers(world_, codec::wireBytes(r.quant, r.dtype, r.count), gather_bytes_, wire::kEagerBytes))
+    return wire::Algo::kGather;
   return twoLevel(r) ? wire::Algo::kTwoLevel : wire::Algo::kRing;
 }
 

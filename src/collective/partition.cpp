@@ -64,4 +64,10 @@ uint32_t recvChunk(uint32_t rank, uint32_t world, uint32_t phase) {
   return static_cast<uint32_t>((rank + w * 2 - t) % w);
 }
 
+bool gathers(uint32_t world, uint64_t input_wire_bytes, uint64_t gather_limit, uint64_t eager_limit) {
+  if (world < 2 || input_wire_bytes == 0) return false;
+  const uint64_t all = static_cast<uint64_t>(world - 1) * input_wire_bytes;
+  return all <= gather_limit && all <= eager_limit;
+}
+
 }  // namespace pccl::collective

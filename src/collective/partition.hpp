@@ -45,6 +45,12 @@ inline bool isReducePhase(uint32_t world, uint32_t phase) { return phase + 1 < w
 inline bool isLastReducePhase(uint32_t world, uint32_t phase) { return phase + 2 == world; }
 inline bool isLastPhase(uint32_t world, uint32_t phase) { return phase + 1 == phaseCount(world); }
 
+// Whether an all-reduce gathers instead of running on the ring (docs/algorithms.md §1): when everything a
+// peer can receive of it, world - 1 inputs of `input_wire_bytes` each, fits both `gather_limit` and
+// `eager_limit` (wire::kEagerBytes: no segment of it waits for a hello). Never below 2 peers or for 0
+// bytes. Collectives decides with it; pccl-sim predicts with it.
+bool gathers(uint32_t world, uint64_t input_wire_bytes, uint64_t gather_limit, uint64_t eager_limit);
+
 }  // namespace pccl::collective
 
 #endif  // PCCL_COLLECTIVE_PARTITION_HPP_

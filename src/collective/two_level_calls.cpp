@@ -13,6 +13,7 @@
 #include "collective/two_level_broadcast.hpp"
 #include "collective/two_level_gather.hpp"
 #include "collective/two_level_reduce_scatter.hpp"
+#include "collective/two_level_rules.hpp"
 #include "util/log.hpp"
 
 namespace pccl::collective {
@@ -88,10 +89,10 @@ bool Collectives::twoLevel(const ReduceRequest& r) const {
 // against the flat gather's N - 1 inputs through every member), and a member receives at most N - 1
 // full-precision inputs before it makes the call.
 bool Collectives::twoLevelGathers(const ReduceRequest& r) const {
-  const uint64_t regions = two_level_->layout.regions();
-  const uint64_t raw = static_cast<uint64_t>(r.count) * codec::dtypeSize(r.dtype);
-  return (regions - 1) * codec::wireBytes(r.quant, r.dtype, r.count) <= gather_bytes_ &&
-         static_cast<uint64_t>(world_ - 1) * raw <= wire::kEagerBytes;
+  return collective::twoLevelGathers(two_level_->layout.regions(), world_,
+                                     codec::wireBytes(r.quant, r.dtype, r.count),
+                                     static_cast<uint64_t>(r.count) * codec::dtypeSize(r.dtype), gather_bytes_,
+                                     wire::kEagerBytes);
 }
 
 Status Collectives::linksTo(const std::vector<uint32_t>& receivers) const {
