@@ -20,6 +20,8 @@ SCENARIO_HELP="  Regions: 9 ranks in pccl-wanem, three regions of unequal size (
                                 the 4 MiB eager limit)
                      two-level  --algorithm hierarchical: two levels (gathered in two levels up to the
                                 gather limit), 4 KiB .. 256 MiB
+                     auto       --algorithm auto: the master's cost model decides flat or two levels,
+                                and from which size on (docs/algorithms.md §12), 4 KiB .. 256 MiB
   --sizes FROM:TO    only the sizes FROM .. TO of each algorithm's (e.g. 4K:64K, 64M:64M)
   --json FILE        FILE.json becomes FILE-ALGORITHM.json, one per algorithm; every row carries the
                      machine, the command and the emulator's verdict over its own timed operations.
@@ -60,7 +62,8 @@ algorithm_settings() {
     ring) GATHER_BYTES=0; LEVELS=flat; SIZES=(-b 4K -e 256M -f 4) ;;
     gather) GATHER_BYTES=4194304; LEVELS=flat; SIZES=(-b 4K -e 256K -f 4) ;;
     two-level) GATHER_BYTES=; LEVELS=hierarchical; SIZES=(-b 4K -e 256M -f 4) ;;
-    *) echo "$0: unknown algorithm '$1' in --algorithms (flat, ring, gather, two-level)" >&2; scenario_usage >&2; exit 2 ;;
+    auto) GATHER_BYTES=; LEVELS=auto; SIZES=(-b 4K -e 256M -f 4) ;;
+    *) echo "$0: unknown algorithm '$1' in --algorithms (flat, ring, gather, two-level, auto)" >&2; scenario_usage >&2; exit 2 ;;
   esac
 }
 IFS=, read -r -a algorithms <<< "$ALGORITHMS"

@@ -127,11 +127,13 @@ TEST_CASE("wire: string and list byte layouts") {
   for (uint8_t b : t.ring[0].ring_key) expected.push_back(b);
   expected.insert(expected.end(), {0, 0});  // region (protocol 11): empty
   expected.push_back(0);                    // levels (protocol 12)
+  expected.insert(expected.end(), 8, 0);    // two_level_bytes (protocol 14)
   CHECK(payloadOf(t) == expected);
   t.ring[0].region = "eu";
   t.ring[0].levels = 2;
-  expected.resize(expected.size() - 3);
-  expected.insert(expected.end(), {2, 0, 'e', 'u', 2});
+  t.ring[0].two_level_bytes = 0x0102030405060708ull;
+  expected.resize(expected.size() - 11);
+  expected.insert(expected.end(), {2, 0, 'e', 'u', 2, 0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01});
   CHECK(payloadOf(t) == expected);
 }
 

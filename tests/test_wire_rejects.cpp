@@ -321,6 +321,7 @@ std::vector<uint8_t> oneMemberClaiming(uint32_t claimed) {
   w.fixed(pattern<32>(5));
   w.str("");  // region (protocol 11)
   w.u8(1);    // levels (protocol 12): flat
+  w.u64(0);   // two_level_bytes (protocol 14)
   return p;
 }
 }  // namespace

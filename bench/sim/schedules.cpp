@@ -97,7 +97,7 @@ Algorithm libraryChoice(const CallSpec& spec, uint64_t gather_bytes) {
   if (collective::gathers(spec.world, spec.count * spec.elem_bytes, gather_bytes, wire::kEagerBytes)) {
     return Algorithm::kGather;
   }
-  return two_level ? Algorithm::kTwoLevel : Algorithm::kRing;
+  return two_level && spec.count * spec.elem_bytes >= spec.regions->min_bytes ? Algorithm::kTwoLevel : Algorithm::kRing;
 }
 
 bool runnable(Algorithm a, const CallSpec& spec) {

@@ -42,7 +42,8 @@ bool parseAlgorithm(const std::string& name, Algorithm* out);
 std::shared_ptr<const collective::TwoLevelRing> twoLevelRingOf(const std::vector<std::string>& region_by_rank);
 // What the library picks (Collectives::chooseAlgo): in a two-level group two-level-gather when
 // twoLevelGathers, else the gather when `gathers` (world - 1 inputs within `gather_bytes` and the eager
-// limit), else two-level; in a flat group the gather or the ring.
+// limit), else two-level from the regions' min_bytes on (the master's two_level_bytes) and the ring below;
+// in a flat group the gather or the ring.
 Algorithm libraryChoice(const CallSpec& spec, uint64_t gather_bytes);
 // Whether the library can run `a` for this call at all: a gather needs world - 1 inputs within the eager
 // limit (CommConfig::gather_bytes may not exceed it), the two-level gather too; both two-level

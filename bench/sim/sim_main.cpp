@@ -20,6 +20,7 @@ using namespace pccl::sim;
 
 struct Options {
   std::string paths, regions, order = "solver", algorithms = "auto", json, dtype = "float32", levels = "flat";
+  uint64_t two_level_bytes = 0;
   uint32_t ranks = 0, connections = 4, segment_bytes = 1u << 20;
   double rate_mbit = 0, delay_ms = 0;
   RegionsSpec spec;
@@ -122,7 +123,9 @@ int run(const Options& o) {
   // The regions over the ring's order, as the library plans them (regionLayout, twoLevelRing).
   std::vector<std::string> region_by_rank;
   for (uint32_t peer : ring) region_by_rank.push_back(s.region[peer]);
-  const auto regions = twoLevelRingOf(region_by_rank);
+  auto planned = std::make_shared<pccl::collective::TwoLevelRing>(*twoLevelRingOf(region_by_rank));
+  planned->min_bytes = o.two_level_bytes;
+  const std::shared_ptr<const pccl::collective::TwoLevelRing> regions = planned;
   printHeader(s, ring, o);
   std::ostringstream rows;
   size_t row_count = 0;
@@ -218,6 +221,9 @@ int main(int argc, char** argv) {
                  "the group's decision (the master's, docs/algorithms.md §12): flat, or two-level (the regions of "
                  "the paths file or --regions, over the ring's order); what auto picks from")
       ->check(CLI::IsMember({"flat", "two-level"}));
+  app.add_option("--two-level-bytes", o.two_level_bytes,
+                 "with --levels two-level: the master's two_level_bytes (docs/algorithms.md §12): auto runs calls "
+                 "of fewer bytes that do not gather in two levels on the flat ring (default 0: every size)");
   app.add_option("-b,--minbytes", o.sizes.min_size, "smallest size (e.g. 4K)");
   app.add_option("-e,--maxbytes", o.sizes.max_size, "largest size (e.g. 1G)");
   app.add_option("-f,--stepfactor", o.sizes.factor, "size multiplier between rows")->check(CLI::Range(1.0, 1024.0));

@@ -216,6 +216,7 @@ std::shared_ptr<const collective::TwoLevelRing> twoLevelOf(const std::vector<wir
   for (const auto* m : group) regions.push_back(m->region);
   auto two = std::make_shared<collective::TwoLevelRing>(collective::twoLevelRing(collective::regionLayout(regions)));
   if (two->layout.flat() || two->pieces() > collective::kMaxTwoLevelPieces) return nullptr;
+  two->min_bytes = group[rank]->two_level_bytes;
   return two;
 }
 

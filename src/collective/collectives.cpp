@@ -220,15 +220,17 @@ void Collectives::submit(ReduceRequest req, Completion done) {
 }
 
 // Gather when everything a peer can receive of the call fits both the limit and the eager bytes (in a
-// two-level group: twoLevelGathers): the choice depends on the descriptor, the group's size and its
-// regions alone, so every peer makes the same one.
+// two-level group: twoLevelGathers); in a two-level group, two levels from the master's size on
+// (TwoLevelRing::min_bytes). The choice depends on the descriptor and what the TopologyUpdate sent
+// alone, so every peer makes the same one.
 wire::Algo Collectives::chooseAlgo(const ReduceRequest& r) const {
   if (world_ < 2 || r.count == 0) return wire::Algo::kRing;
-  if (r.kind != wire::Collective::kAllReduce) return twoLevel(r) ? wire::Algo::kTwoLevel : wire::Algo::kRing;
+  const bool large = twoLevel(r) && static_cast<uint64_t>(r.count) * codec::dtypeSize(r.dtype) >= two_level_->min_bytes;
+  if (r.kind != wire::Collective::kAllReduce) return large ? wire::Algo::kTwoLevel : wire::Algo::kRing;
   if (twoLevel(r) && twoLevelGathers(r)) return wire::Algo::kTwoLevelGather;
   if (gathers(world_, codec::wireBytes(r.quant, r.dtype, r.count), gather_bytes_, wire::kEagerBytes))
     return wire::Algo::kGather;
-  return twoLevel(r) ? wire::Algo::kTwoLevel : wire::Algo::kRing;
+  return large ? wire::Algo::kTwoLevel : wire::Algo::kRing;
 }
 
 Status Collectives::startRing(Op& op) {

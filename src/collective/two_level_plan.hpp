@@ -47,6 +47,9 @@ struct Fraction {
 // The plan of one ring (count-independent).
 struct TwoLevelRing {
   RegionLayout layout;
+  // Calls of fewer bytes (the caller's buffer) run on the flat ring, unless they gather in two levels:
+  // the master's choice for the group (wire::MemberInfo::two_level_bytes). 0: every size.
+  uint64_t min_bytes = 0;
   std::vector<Fraction> bounds;              // 0 = bounds[0] < ... < bounds[P] = 1: piece k is [k, k+1)
   std::vector<std::vector<uint32_t>> owner;  // per piece: per region, the group rank holding it
   size_t pieces() const { return owner.size(); }

@@ -9,6 +9,7 @@
 namespace pccl::master {
 
 namespace {
+constexpr uint64_t kSmallestTwoLevelBytes = 64u << 10;
 using Members = std::vector<const wire::MemberInfo*>;
 
 // The slowest of the links (a -> b) given, as (bytes/s, one-way seconds); nullopt when one is not measured.
@@ -28,43 +29,81 @@ std::optional<Slowest> slowest(const std::vector<std::pair<const wire::MemberInf
   return s;
 }
 
-LevelsChoice model(const Members& group, const std::vector<Members>& regions, const LinkBook& book,
-                   const LevelsRule& rule) {
-  const double bytes = static_cast<double>(rule.model_bytes);
-  const double n = static_cast<double>(group.size());
-  std::vector<std::pair<const wire::MemberInfo*, const wire::MemberInfo*>> ring;
-  for (size_t i = 0; i < group.size(); ++i) ring.emplace_back(group[i], group[(i + 1) % group.size()]);
-  const auto flat_links = slowest(ring, book);
-  double lan_s = 0, wan_s = 0;
-  bool measured = flat_links.has_value();
-  const double r = static_cast<double>(regions.size());
-  for (const Members& region : regions) {
-    const double m = static_cast<double>(region.size());
-    if (region.size() > 1) {
-      std::vector<std::pair<const wire::MemberInfo*, const wire::MemberInfo*>> inside;
-      for (size_t i = 0; i < region.size(); ++i) inside.emplace_back(region[i], region[(i + 1) % region.size()]);
-      const auto l = slowest(inside, book);
-      measured = measured && l.has_value();
-      if (l) lan_s = std::max(lan_s, 2 * ((m - 1) / m * bytes / l->bandwidth + (m - 1) * l->delay_s));
+// One group's predicted times (seconds) for an all-reduce of `bytes`, from its links.
+struct Costs {
+  double flat_bandwidth = 0, flat_delay_s = 0;  // the ring's slowest link, 2(N-1)/N of its delays summed
+  double n = 0, r = 0;
+  struct Region {
+    double m = 1;
+    std::optional<Slowest> lan, wan;  // lan: without a ring inside (one member)
+  };
+  std::vector<Region> regions;
+  double flat(double bytes) const { return 2 * (n - 1) / n * bytes / flat_bandwidth + flat_delay_s; }
+  double twoLevel(double bytes) const {
+    double lan_s = 0, wan_s = 0;
+    for (const Region& g : regions) {
+      if (g.lan) lan_s = std::max(lan_s, 2 * ((g.m - 1) / g.m * bytes / g.lan->bandwidth + (g.m - 1) * g.lan->delay_s));
+      wan_s = std::max(wan_s, 2 * (r - 1) / r * bytes / g.m / g.wan->bandwidth + (2 * (r - 1) + 4) * g.wan->delay_s);
     }
-    std::vector<std::pair<const wire::MemberInfo*, const wire::MemberInfo*>> out;
+    return lan_s + wan_s;
+  }
+};
+
+// Nullopt when a link it needs is not measured.
+std::optional<Costs> costs(const Members& group, const std::vector<Members>& regions, const LinkBook& book) {
+  using Links = std::vector<std::pair<const wire::MemberInfo*, const wire::MemberInfo*>>;
+  Costs c;
+  c.n = static_cast<double>(group.size());
+  c.r = static_cast<double>(regions.size());
+  Links ring;
+  for (size_t i = 0; i < group.size(); ++i) ring.emplace_back(group[i], group[(i + 1) % group.size()]);
+  const auto flat = slowest(ring, book);
+  if (!flat) return std::nullopt;
+  c.flat_bandwidth = flat->bandwidth;
+  double delays = 0;
+  for (const auto& [a, b] : ring) delays += static_cast<double>(book.find(a->id, b->id)->rtt_us) / 2e6;
+  c.flat_delay_s = 2 * (c.n - 1) / c.n * delays;
+  for (const Members& region : regions) {
+    Costs::Region g;
+    g.m = static_cast<double>(region.size());
+    if (region.size() > 1) {
+      Links inside;
+      for (size_t i = 0; i < region.size(); ++i) inside.emplace_back(region[i], region[(i + 1) % region.size()]);
+      g.lan = slowest(inside, book);
+      if (!g.lan) return std::nullopt;
+    }
+    Links out;
     for (const auto* a : region) {
       for (const Members& other : regions) {
         if (&other == &region) continue;
         for (const auto* b : other) out.emplace_back(a, b);
       }
     }
-    const auto w = slowest(out, book);
-    measured = measured && w.has_value();
-    if (w) wan_s = std::max(wan_s, 2 * (r - 1) / r * bytes / m / w->bandwidth + 2 * (r - 1) * w->delay_s);
+    g.wan = slowest(out, book);
+    if (!g.wan) return std::nullopt;
+    c.regions.push_back(g);
   }
-  if (!measured) return {wire::Levels::kTwoLevel, "two-level (regions, links not all measured)"};
-  const double flat_s = 2 * (n - 1) / n * bytes / flat_links->bandwidth + 2 * (n - 1) * flat_links->delay_s;
-  const double two_s = lan_s + wan_s;
+  return c;
+}
+
+LevelsChoice model(const Members& group, const std::vector<Members>& regions, const LinkBook& book,
+                   const LevelsRule& rule) {
+  const auto c = costs(group, regions, book);
+  if (!c) return {wire::Levels::kTwoLevel, 0, "two-level (regions, links not all measured)"};
+  const double bytes = static_cast<double>(rule.model_bytes);
+  const double flat_s = c->flat(bytes), two_s = c->twoLevel(bytes);
   const std::string numbers = fmt::format("predicted {:.0f} MiB: flat {:.1f} ms, two-level {:.1f} ms",
                                           bytes / (1 << 20), flat_s * 1e3, two_s * 1e3);
-  if (two_s <= rule.margin * flat_s) return {wire::Levels::kTwoLevel, "two-level (" + numbers + ")"};
-  return {wire::Levels::kFlat, "flat (" + numbers + ")"};
+  if (two_s > rule.margin * flat_s) return {wire::Levels::kFlat, 0, "flat (" + numbers + ")"};
+  // From the largest size down: the last size of an unbroken run of two-level wins.
+  uint64_t from = uint64_t{1} << 30;
+  for (uint64_t s = from; s >= kSmallestTwoLevelBytes; s /= 2) {
+    const double size = static_cast<double>(s);
+    if (c->twoLevel(size) > rule.margin * c->flat(size)) break;
+    from = s == kSmallestTwoLevelBytes ? 0 : s;  // winning down to the smallest: every size
+  }
+  const std::string sizes = from == 0 ? std::string("every size") : fmt::format("from {} KiB up", from >> 10);
+  return {wire::Levels::kTwoLevel, from, fmt::format("two-level {} ({})", sizes, numbers)};
 }
 }  // namespace
 
@@ -96,11 +135,11 @@ std::map<uint32_t, LevelsChoice> decideLevels(const std::vector<wire::MemberInfo
     const bool nothing = regions.size() <= 1 ||
                          std::all_of(regions.begin(), regions.end(), [](const Members& r) { return r.size() <= 1; });
     if (flat) {
-      out[group] = {wire::Levels::kFlat, "flat (asked)"};
+      out[group] = {wire::Levels::kFlat, 0, "flat (asked)"};
     } else if (nothing) {
-      out[group] = {wire::Levels::kFlat, regions.size() <= 1 ? "flat (one region)" : "flat (one member per region)"};
+      out[group] = {wire::Levels::kFlat, 0, regions.size() <= 1 ? "flat (one region)" : "flat (one member per region)"};
     } else if (two) {
-      out[group] = {wire::Levels::kTwoLevel, "two-level (asked)"};
+      out[group] = {wire::Levels::kTwoLevel, 0, "two-level (asked)"};
     } else {
       out[group] = model(members, regions, book, rule);
     }

@@ -7,13 +7,19 @@
 //   - else (every member asked auto) the cost model below, over the measured links; without a
 //     measured link for every pair it needs, two-level (members declared or were found in regions
 //     because the links between regions are the slow ones).
-// The cost model predicts a `model_bytes` all-reduce (bandwidth and one-way delays, LevelsRule):
-//   flat       2(N-1)/N x S over the ring's slowest link + 2(N-1) one-way delays of the ring's slowest;
+// The cost model predicts an all-reduce of S bytes (bandwidth and one-way delays, LevelsRule):
+//   flat       2(N-1)/N x S over the ring's slowest link, plus 2(N-1)/N of the ring's one-way delays
+//              summed (a segment crosses 2(N-1) consecutive links: on average that share of the ring);
 //   two-level  the reduce-scatter and the all-gather in the slowest region, (m-1)/m x S each over its
 //              slowest link + (m-1) delays each; plus, across regions, 2(R-1)/R x S/m over the slowest
 //              link from each region's members to other regions' (the region with the fewest members m
-//              carries the most) + 2(R-1) of the slowest such delays.
-// Two-level when it predicts at most `margin` x the flat ring's time. Pure: no I/O, no clocks.
+//              carries the most) + 2(R-1) of the slowest such delays, + 4 of them: the pieces' links carry
+//              only two-level data and open their congestion windows again at each call (two round
+//              trips; measured, docs/sim.md "Validation").
+// Two-level when it predicts at most `margin` x the flat ring's time at `model_bytes`; then calls from
+// `two_level_bytes` up run in two levels: the smallest size of 64 KiB x 2^k from which the model
+// predicts two levels within the margin at every larger size up to 1 GiB.
+// Pure: no I/O, no clocks.
 // Thread: MasterServer's event loop only.
 #ifndef PCCL_MASTER_LEVELS_HPP_
 #define PCCL_MASTER_LEVELS_HPP_
@@ -35,6 +41,7 @@ struct LevelsRule {
 
 struct LevelsChoice {
   wire::Levels levels = wire::Levels::kFlat;
+  uint64_t two_level_bytes = 0;  // two-level: calls of fewer bytes run flat (0: every size)
   std::string why;  // for the master's log
 };
 

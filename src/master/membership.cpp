@@ -331,7 +331,10 @@ void Membership::placeLevels(const std::vector<wire::MemberInfo>& members) {
   std::map<wire::Uuid, uint8_t> asked;
   for (const auto& m : members) asked[m.id] = m.levels;
   const auto choice = master::decideLevels(ring_, asked, book_);
-  for (auto& m : ring_) m.levels = static_cast<uint8_t>(choice.at(m.group).levels);
+  for (auto& m : ring_) {
+    m.levels = static_cast<uint8_t>(choice.at(m.group).levels);
+    m.two_level_bytes = choice.at(m.group).two_level_bytes;
+  }
   std::map<uint32_t, std::string> now;
   for (const auto& [group, c] : choice) now[group] = c.why;
   if (now == levels_) return;

@@ -146,6 +146,7 @@ void encodeMember(ByteWriter& w, const MemberInfo& m) {
   w.fixed(m.ring_key);
   w.str(m.region);
   w.u8(m.levels);
+  w.u64(m.two_level_bytes);
 }
 
 Status decodeMember(ByteReader& r, MemberInfo* m) {
@@ -157,7 +158,8 @@ Status decodeMember(ByteReader& r, MemberInfo* m) {
   PCCL_RETURN_IF_ERROR(r.u32(&m->host_connections));
   PCCL_RETURN_IF_ERROR(r.fixed(&m->ring_key));
   PCCL_RETURN_IF_ERROR(readRegion(r, &m->region, "member region"));
-  return readLevels(r, &m->levels, "member");
+  PCCL_RETURN_IF_ERROR(readLevels(r, &m->levels, "member"));
+  return r.u64(&m->two_level_bytes);
 }
 
 void TopologyUpdate::encode(ByteWriter& w) const {

@@ -102,10 +102,14 @@ struct MemberInfo {
   // master's decision for the group, kFlat or kTwoLevel, the same for every member of a group; in the
   // master's JoinRequest bookkeeping what the member asked for (kAuto too).
   uint8_t levels = 0;
+  // In a TopologyUpdate, for a two-level group (protocol 14): the smallest call, in bytes of the
+  // caller's buffer, that runs in two levels; smaller ones run on the flat ring (the two-level gather
+  // keeps its own rule). 0: every size. The master's cost model sets it (master/levels.hpp).
+  uint64_t two_level_bytes = 0;
   bool operator==(const MemberInfo& o) const {
     return id == o.id && host == o.host && port == o.port && group == o.group && connections == o.connections &&
            host_connections == o.host_connections && ring_key == o.ring_key && region == o.region &&
-           levels == o.levels;
+           levels == o.levels && two_level_bytes == o.two_level_bytes;
   }
 };
 
@@ -133,8 +137,8 @@ uint32_t linkConnections(const MemberInfo& from, const MemberInfo& to);
 
 // A member's encoding (docs/protocol.md §5.2), shared by TopologyUpdate and the probe plans (§5.7):
 // id(16) + host length(2) + host + port(2) + group(4) + connections(4) + host_connections(4) + ring_key(32)
-// + region length(2) + region.
-inline constexpr size_t kMinMemberBytes = 67;
+// + region length(2) + region + levels(1) + two_level_bytes(8).
+inline constexpr size_t kMinMemberBytes = 75;
 void encodeMember(ByteWriter& w, const MemberInfo& m);
 Status decodeMember(ByteReader& r, MemberInfo* m);
 
