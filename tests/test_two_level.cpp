@@ -475,7 +475,7 @@ TEST_CASE("two-level: a call above 8 MiB runs in waves, exact and bit-identical"
   CHECK(wrong == 0);
 }
 
-TEST_CASE("two-level: an all-gather and a reduce-scatter above 8 MiB run in waves, exact, in and out of place",
+TEST_CASE("two-level: an all-gather and a reduce-scatter above 8 MiB, exact, in and out of place",
           "[two-level]") {
   // A 20 MiB int32 layout: three waves of every member's block (docs/algorithms.md §12c), on a ring
   // that interleaves the regions (the waves work in a wave-major scratch) with a one-member region.

@@ -9,7 +9,7 @@ namespace pccl::collective {
 
 TwoLevelReduceScatter::TwoLevelReduceScatter(const RingOpSpec& base, const TwoLevelRing& ring,
                                              const StriperTo& striper_to, BufferPool* buffers, Finished finished)
-    : TwoLevelLayoutOp(base, ring, striper_to, buffers, std::move(finished)), partials_(waves_), scratch_(waves_) {
+    : TwoLevelLayoutOp(base, ring, striper_to, buffers, std::move(finished)) {
   if (identity()) {
     sorted_ = base_.input;
   } else {
@@ -40,20 +40,20 @@ TwoLevelReduceScatter::TwoLevelReduceScatter(const RingOpSpec& base, const TwoLe
 
 TwoLevelReduceScatter::~TwoLevelReduceScatter() {
   buffers_->release(std::move(sorted_in_));
-  for (auto& b : partials_) buffers_->release(std::move(b));
-  for (auto& b : scratch_) buffers_->release(std::move(b));
+  buffers_->release(std::move(partials_));
+  buffers_->release(std::move(scratch_));
 }
 
+// One buffer of the layout's size each, taken when a part first needs it (a same-host successor may
+// read our payloads from at most a few buffers per operation); wave w's share from its offset.
 uint8_t* TwoLevelReduceScatter::partialsOf(uint32_t w) {
-  BufferPool::Buffer& b = partials_[w];
-  if (!b.data) b = buffers_->acquire(std::max<size_t>(waveBlocks(w).count(), 1) * elem_);
-  return b.data.get();
+  if (!partials_.data) partials_ = buffers_->acquire(std::max<size_t>(all_.count(), 1) * elem_);
+  return partials_.data.get() + waveOffset(w) * elem_;
 }
 
 uint8_t* TwoLevelReduceScatter::scratchOf(uint32_t w) {
-  BufferPool::Buffer& b = scratch_[w];
-  if (!b.data) b = buffers_->acquire(std::max<size_t>(waveBlocks(w).count(), 1) * elem_);
-  return b.data.get();
+  if (!scratch_.data) scratch_ = buffers_->acquire(std::max<size_t>(all_.count(), 1) * elem_);
+  return scratch_.data.get() + waveOffset(w) * elem_;
 }
 
 void TwoLevelReduceScatter::addLevel(uint32_t wave, Kind kind, uint32_t slot, RingOpSpec spec, At at, uint32_t pred,
@@ -92,11 +92,6 @@ void TwoLevelReduceScatter::start() {
     }
   }
   TwoLevelWaves::start();
-}
-
-void TwoLevelReduceScatter::waveDone(uint32_t w) {
-  buffers_->release(std::move(partials_[w]));
-  buffers_->release(std::move(scratch_[w]));
 }
 
 }  // namespace pccl::collective

@@ -9,9 +9,10 @@
 //
 // The pieces of fraction j of our own region's data are exactly our sub-block: nothing moves after the
 // WAN level. Unless the wave-major buffer is the input itself (one wave, a ring sorted by region), the
-// input is first copied into it. A wave's partials and scratch are taken when its first part is made
-// and given back when its last part has ended. Every element's value is computed once, by its block's
-// member. Thread: the communicator's io thread.
+// input is first copied into it. The partials and the scratch are one wave-major buffer each, taken
+// when a part first needs it (a same-host successor reads payloads from a bounded number of buffers
+// per operation). Every element's value is computed once, by its block's member. Thread: the
+// communicator's io thread.
 #ifndef PCCL_COLLECTIVE_TWO_LEVEL_REDUCE_SCATTER_HPP_
 #define PCCL_COLLECTIVE_TWO_LEVEL_REDUCE_SCATTER_HPP_
 
@@ -44,12 +45,11 @@ class TwoLevelReduceScatter : public TwoLevelLayoutOp {
                const StriperTo& striper_to);
   uint8_t* partialsOf(uint32_t wave);
   uint8_t* scratchOf(uint32_t wave);
-  void waveDone(uint32_t wave) override;  // its buffers back to the pool
 
   BufferPool::Buffer sorted_in_;  // the input in the wave-major layout, when it is not the input's
   const uint8_t* sorted_ = nullptr;
-  std::vector<BufferPool::Buffer> partials_;  // per wave: our fractions reduced over our region
-  std::vector<BufferPool::Buffer> scratch_;   // per wave: the blocks passing through
+  BufferPool::Buffer partials_;  // wave-major: our fractions reduced over our region
+  BufferPool::Buffer scratch_;   // wave-major: the blocks passing through
 };
 
 }  // namespace pccl::collective
