@@ -58,15 +58,6 @@ CallSpec call(uint32_t world, uint64_t bytes) {
   return c;
 }
 
-struct LinkCtx {
-  const Scenario* s;
-  const Model* m;
-};
-LinkParams linkOf(const void* ctx, uint32_t from, uint32_t to) {
-  const auto* c = static_cast<const LinkCtx*>(ctx);
-  return linkParams(*c->s, *c->m, from, to);
-}
-
 // Records when each frame's send completed and when it arrived.
 struct Recorder : Listener {
   std::vector<Time> sent_at, delivered_at;
@@ -80,8 +71,8 @@ TEST_CASE("sim engine: K lanes share a link's rate, frames beyond K wait their t
   const Scenario s = flat(2, 8, 10);  // 1 MB/s, 10 ms
   for (uint32_t lanes : {1u, 4u}) {
     const Model m = bare(lanes);
-    LinkCtx ctx{&s, &m};
-    Engine engine(2, m.engine, &linkOf, &ctx);
+    ScenarioLinks ctx{&s, &m};
+    Engine engine(2, m.engine, &ScenarioLinks::of, &ctx);
     Recorder rec;
     const uint32_t op = engine.add(&rec, {0, 1});
     for (int i = 0; i < 4; ++i) {
@@ -127,8 +118,8 @@ TEST_CASE("sim engine: TCP windows send a window at once, then double per round 
   const Scenario s = flat(2, 8000, 50);  // 1 GB/s: the window, not the rate, decides; RTT 100 ms
   Model m = bare(1);
   m.engine.tcp.windows = true;
-  LinkCtx ctx{&s, &m};
-  Engine engine(2, m.engine, &linkOf, &ctx);
+  ScenarioLinks ctx{&s, &m};
+  Engine engine(2, m.engine, &ScenarioLinks::of, &ctx);
   Sender snd;
   snd.engine = &engine;
   snd.op = engine.add(&snd, {0, 1});
@@ -144,7 +135,7 @@ TEST_CASE("sim engine: TCP windows send a window at once, then double per round 
   CHECK(snd.sent_at[1] - snd.started[1] == Approx(first).epsilon(0.02));
   CHECK(snd.sent_at[2] - snd.started[2] < 0.1 * first);
   // A frame within the window goes at the link's rate at once.
-  Engine small(2, m.engine, &linkOf, &ctx);
+  Engine small(2, m.engine, &ScenarioLinks::of, &ctx);
   Sender one;
   one.engine = &small;
   one.op = small.add(&one, {0, 1});
@@ -181,8 +172,8 @@ TEST_CASE("sim: the flat ring sends 2(N-1)/N of the buffer over every link") {
   for (uint32_t n : {3u, 5u, 9u}) {
     const Scenario s = flat(n, 1000, 1);
     const Model m = bare(4);
-    LinkCtx ctx{&s, &m};
-    Engine engine(n, m.engine, &linkOf, &ctx);
+    ScenarioLinks ctx{&s, &m};
+    Engine engine(n, m.engine, &ScenarioLinks::of, &ctx);
     const uint64_t bytes = uint64_t{n} * (1u << 20);  // divisible by N: equal chunks
     Operation op(engine, indexOrder(n), makeSchedule(Algorithm::kRing, call(n, bytes)));
     for (uint32_t r = 0; r < n; ++r) op.callAt(r, 0);
@@ -320,8 +311,8 @@ struct Payload {
 };
 Payload twoLevelPayload(const Scenario& s, uint64_t bytes) {
   const Model m = bare(4);
-  LinkCtx ctx{&s, &m};
-  Engine engine(s.peers, m.engine, &linkOf, &ctx);
+  ScenarioLinks ctx{&s, &m};
+  Engine engine(s.peers, m.engine, &ScenarioLinks::of, &ctx);
   Operation op(engine, indexOrder(s.peers), makeSchedule(Algorithm::kTwoLevel, twoLevelCall(s, bytes)));
   for (uint32_t r = 0; r < s.peers; ++r) op.callAt(r, 0);
   engine.run();

@@ -7,16 +7,6 @@
 namespace pccl::sim {
 
 namespace {
-struct LinkCtx {
-  const Scenario* s;
-  const Model* m;
-};
-
-LinkParams linkOf(const void* ctx, uint32_t from, uint32_t to) {
-  const auto* c = static_cast<const LinkCtx*>(ctx);
-  return linkParams(*c->s, *c->m, from, to);
-}
-
 double ringBound(const Scenario& s, const Model& m, const std::vector<uint32_t>& ring, const CallSpec& call) {
   const size_t n = ring.size();
   if (n < 2) return 0;
@@ -43,8 +33,8 @@ double pairBound(const Scenario& s, const Model& m, const std::vector<uint32_t>&
 
 Prediction predict(const Scenario& s, const std::vector<uint32_t>& ring, const Model& m, const CallSpec& call,
                    Algorithm algorithm, const RunSpec& run) {
-  LinkCtx ctx{&s, &m};
-  Engine engine(s.peers, m.engine, &linkOf, &ctx);
+  ScenarioLinks ctx{&s, &m};
+  Engine engine(s.peers, m.engine, &ScenarioLinks::of, &ctx);
   CallSpec line = call;
   line.count = 1;
   line.elem_bytes = 4;  // pccl-bench's line-up: one float32, max

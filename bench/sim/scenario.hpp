@@ -59,6 +59,15 @@ struct Model {
   EngineParams engine;
 };
 LinkParams linkParams(const Scenario& s, const Model& m, uint32_t from, uint32_t to);
+// The engine's link callback over a scenario and a model: Engine(peers, params, &ScenarioLinks::of, &links).
+struct ScenarioLinks {
+  const Scenario* s;
+  const Model* m;
+  static LinkParams of(const void* ctx, uint32_t from, uint32_t to) {
+    const auto* c = static_cast<const ScenarioLinks*>(ctx);
+    return linkParams(*c->s, *c->m, from, to);
+  }
+};
 
 // The ring the library would run: "solver" (the topology optimiser's solver, src/master/ring_solver,
 // on the configured rates and round trips: what pcclOptimizeTopology installs when it measures them
