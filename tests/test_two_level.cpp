@@ -37,6 +37,23 @@ LocalCluster regionCluster(const std::vector<std::string>& regions, const std::s
   return startCluster(configs);
 }
 
+// One member per region name, in two levels, with 1 MiB segments (frames a same-host successor reads
+// from the sender's memory, net/lending.hpp), for calls of tens of MiB: five members in one process
+// share its address space and two cores, so a peer's heartbeats may wait longer than the short
+// timeout of the other cases (these cases check results, not failure detection).
+LocalCluster megabyteCluster(const std::vector<std::string>& regions) {
+  constexpr uint32_t kPatientMs = 20000;
+  std::vector<CommConfig> configs;
+  for (const auto& r : regions) {
+    configs.push_back(regionConfig(r, "hierarchical"));
+    configs.back().segment_bytes = 1u << 20;
+    configs.back().peer_timeout_ms = kPatientMs;
+  }
+  MasterConfig master = fastMasterConfig();
+  master.peer_timeout_ms = kPatientMs;
+  return startCluster(configs, master);
+}
+
 // Every peer all-reduces `count` elements of input(rank, i); returns each peer's output and info.
 template <typename T>
 std::vector<std::vector<T>> allReduceAll(LocalCluster& c, size_t count, DataType dtype, RedOp op,
@@ -457,14 +474,20 @@ TEST_CASE("two-level: the master decides again when a departure and a join chang
 }
 
 TEST_CASE("two-level: a call above 8 MiB runs in waves, exact and bit-identical", "[two-level]") {
-  // 20 MiB of int32: three waves (docs/algorithms.md §12), a one-member region among them.
-  LocalCluster c = regionCluster({"a", "b", "a", "b", "solo"});
+  // 64 MiB of int32: eight waves (docs/algorithms.md §12), under a sanitizer 20 MiB, three; a
+  // one-member region among them. Segments of 1 MiB (the default): same-host successors read the
+  // frames from the sender's memory (lending), which the 1 KiB segments of the other cases never do,
+  // and every wave's parts are lent from the call's few buffers.
+  LocalCluster c = megabyteCluster({"a", "b", "a", "b", "solo"});
   REQUIRE(c.peers.size() == 5);
-  const size_t count = (20u << 20) / sizeof(int32_t) + 3;
+  const size_t count = (kSanitized ? (20u << 20) : (64u << 20)) / sizeof(int32_t) + 3;
   std::vector<ReduceInfo> infos;
   auto out = allReduceAll<int32_t>(c, count, DataType::kInt32, RedOp::kSum,
                                    [](size_t r, size_t i) { return static_cast<int32_t>((i * 7 + r) % 1000); }, &infos);
   CHECK(infos[0].hierarchical);
+  uint64_t lent = 0;
+  for (const auto& p : c.peers) lent += p->stats().same_host_read_bytes;
+  CHECK(lent > 0);
   checkIdentical(out);
   size_t wrong = 0;
   for (size_t i = 0; i < count; ++i) {
@@ -477,25 +500,23 @@ TEST_CASE("two-level: a call above 8 MiB runs in waves, exact and bit-identical"
 
 TEST_CASE("two-level: an all-gather and a reduce-scatter above 8 MiB, exact, in and out of place",
           "[two-level]") {
-  // A 20 MiB int32 layout: three waves of every member's block (docs/algorithms.md §12c), on a ring
+  // A 64 MiB int32 layout: eight waves of every member's block (docs/algorithms.md §12c), on a ring
   // that interleaves the regions (the waves work in a wave-major scratch) with a one-member region.
   // Under a sanitizer 9 MiB, two waves. Segments of 1 MiB (the default), not the 1 KiB of the other
   // cases: with thousands of 1 KiB frames per level, five instrumented peers in one process starved
-  // each other's heartbeats under TSan with two CPU hogs beside them.
-  std::vector<CommConfig> configs;
-  for (const char* region : {"a", "b", "a", "b", "solo"}) {
-    configs.push_back(regionConfig(region, "hierarchical"));
-    configs.back().segment_bytes = 1u << 20;
-  }
-  LocalCluster c = startCluster(configs);
+  // each other's heartbeats under TSan with two CPU hogs beside them; and patient timeouts.
+  LocalCluster c = megabyteCluster({"a", "b", "a", "b", "solo"});
   REQUIRE(c.peers.size() == 5);
-  const size_t layout = kSanitized ? (9u << 20) : (20u << 20);
+  const size_t layout = kSanitized ? (9u << 20) : (64u << 20);
   const size_t block = layout / sizeof(int32_t) / 5 + 3;
   for (bool in_place : sweepPlacements(1)) {  // under a sanitizer in place only
     INFO((in_place ? "in place" : "out of place"));
     gatherScatterExact<int32_t>(c, block, DataType::kInt32, in_place,
                                 [](size_t r, size_t i) { return static_cast<int32_t>((i * 7 + r * 13) % 1000); });
   }
+  uint64_t lent = 0;
+  for (const auto& p : c.peers) lent += p->stats().same_host_read_bytes;
+  CHECK(lent > 0);  // the waves' frames were read from the senders' memory
 }
 
 TEST_CASE("two-level: a member accepting more connections at once than the listener's base bound builds its ring",

@@ -203,7 +203,13 @@ TEST_CASE("two-level plan: an all-gather's waves are layouts of every member's s
   CHECK(sorted.identity);
   CHECK(sorted.wave(0, 1).identity);
   CHECK(!sorted.wave(0, 2).identity);
-  // The wave count: one for now (two_level_plan.cpp: same-host lending bounds the buffers per call).
-  CHECK(twoLevelLayoutWaves(ring, 64u << 20) == 1);
+  // The wave count: the all-reduce's, unless the part ids of that many waves would not fit.
+  CHECK(twoLevelLayoutWaves(ring, 64u << 20) == 8);
   CHECK(twoLevelLayoutWaves(ring, 1u << 20) == 1);
+  std::vector<std::string> many;
+  for (size_t i = 0; i < 2 * 6000; ++i) many.push_back(i % 2 ? "x" : "y" + std::to_string(i));
+  const TwoLevelRing wide = twoLevelRing(regionLayout(many));  // 6001 regions, 6000 pieces
+  const size_t slots = wide.pieces() + 2 + wide.layout.regions();
+  CHECK(twoLevelLayoutWaves(wide, 64u << 20) == kTwoLevelPartIds / slots);
+  CHECK(twoLevelLayoutWaves(wide, 64u << 20) * slots <= kTwoLevelPartIds);
 }

@@ -9,7 +9,15 @@ namespace pccl::collective {
 
 CompositeOp::CompositeOp(const RingOpSpec& base, std::vector<std::shared_ptr<Striper>> stripers,
                          BufferPool* buffers, Finished finished)
-    : RingOp(base.op_id, base.seq, std::move(stripers), std::move(finished)), base_(base), buffers_(buffers) {}
+    : RingOp(base.op_id, base.seq, std::move(stripers), std::move(finished)), base_(base), buffers_(buffers) {
+  // The caller's buffers, by their sizes in the call (two-level calls never take device buffers).
+  if (base_.device == nullptr) {
+    const size_t elem = codec::dtypeSize(base_.dtype), all = base_.count * elem;
+    const size_t block = base_.world > 0 ? base_.count / base_.world * elem : all;
+    ownRegion(base_.input, base_.kind == wire::Collective::kAllGather ? block : all);
+    ownRegion(base_.output, base_.kind == wire::Collective::kReduceScatter ? block : all);
+  }
+}
 
 std::vector<std::shared_ptr<Striper>> CompositeOp::stripersTo(const std::vector<uint32_t>& ranks,
                                                                const StriperTo& to) {
@@ -27,9 +35,12 @@ RingOpSpec CompositeOp::lanLevel(RingOpSpec spec) {
 }
 
 CompositeOp::~CompositeOp() {
-  for (Part& p : parts_) {
-    for (auto& b : p.buffers) buffers_->release(std::move(b));
-  }
+  for (auto& b : own_) buffers_->release(std::move(b));
+  if (wire_.data) buffers_->release(std::move(wire_));
+}
+
+void CompositeOp::ownRegion(const uint8_t* base, size_t bytes) {
+  if (base != nullptr && bytes > 0) regions_.push_back({reinterpret_cast<uintptr_t>(base), bytes});
 }
 
 CompositeOp::Part& CompositeOp::addPart(uint32_t id, uint32_t group, int kind, uint32_t pred, uint32_t succ,
@@ -48,12 +59,14 @@ CompositeOp::Part& CompositeOp::addPart(uint32_t id, uint32_t group, int kind, u
 CompositeOp::Part& CompositeOp::addRing(uint32_t id, uint32_t group, int kind, RingOpSpec spec, uint32_t pred,
                                         uint32_t succ, std::shared_ptr<Striper> striper) {
   spec.phase_base = id << kPartShift;
-  return addPart(id, group, kind, pred, succ, [this, spec = std::move(spec), striper = std::move(striper)](Part& p) {
-    RingOpSpec s = spec;
-    s.eager_bytes = std::min(s.eager_bytes, eagerShareTo(p.succ));
-    if (s.coded()) s.wire = take(p, wireRegionBytes(s));
-    return std::make_shared<RingCollective>(s, striper, partDone(p.id));
-  });
+  const size_t wire_at = reserveWire(spec);
+  return addPart(id, group, kind, pred, succ,
+                 [this, spec = std::move(spec), striper = std::move(striper), wire_at](Part& p) {
+                   RingOpSpec s = spec;
+                   s.eager_bytes = std::min(s.eager_bytes, eagerShareTo(p.succ));
+                   s.wire = wireAt(wire_at);
+                   return std::make_shared<RingCollective>(s, striper, partDone(p.id));
+                 });
 }
 
 uint64_t CompositeOp::eagerShareTo(uint32_t succ) const {
@@ -81,9 +94,26 @@ CompositeOp::Part* CompositeOp::find(uint32_t group, int kind) {
   return nullptr;
 }
 
-uint8_t* CompositeOp::take(Part& p, size_t bytes) {
-  p.buffers.push_back(buffers_->acquire(std::max<size_t>(bytes, 1)));
-  return p.buffers.back().data.get();
+uint8_t* CompositeOp::own(size_t bytes) {
+  bytes = std::max<size_t>(bytes, 1);
+  own_.push_back(buffers_->acquire(bytes));
+  ownRegion(own_.back().data.get(), bytes);
+  return own_.back().data.get();
+}
+
+size_t CompositeOp::reserveWire(size_t bytes) {
+  const size_t at = wire_bytes_;
+  wire_bytes_ += (std::max<size_t>(bytes, 1) + 63) / 64 * 64;  // each part's slots 64-byte aligned
+  return at;
+}
+
+uint8_t* CompositeOp::wireAt(size_t at) {
+  if (at == kNoWire) return nullptr;
+  if (!wire_.data) {
+    wire_ = buffers_->acquire(wire_bytes_);
+    ownRegion(wire_.data.get(), wire_bytes_);
+  }
+  return wire_.data.get() + at;
 }
 
 RingOp::Finished CompositeOp::partDone(uint32_t id) {
@@ -99,7 +129,10 @@ RingOp::Finished CompositeOp::partDone(uint32_t id) {
 }
 
 void CompositeOp::ensure(Part& p) {
-  if (!p.op) p.op = p.make(p);
+  if (p.op) return;
+  p.op = p.make(p);
+  // Its payloads are lent from the call's buffers, not from its own spans of them.
+  p.op->lendFrom(regions_);
 }
 
 void CompositeOp::startPart(Part& p) {

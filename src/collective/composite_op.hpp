@@ -62,8 +62,7 @@ class CompositeOp : public RingOp {
     uint32_t pred = 0, succ = 0;  // group ranks on its ring
     bool both_ways = false;       // takes frames from `succ` too (a gather)
     Make make;
-    std::shared_ptr<RingOp> op;               // made when first needed
-    std::vector<BufferPool::Buffer> buffers;  // its scratch (take()), released with the composite
+    std::shared_ptr<RingOp> op;  // made when first needed
     bool started = false, finished = false, ready = false;
     std::vector<std::pair<wire::DataHeader, uint32_t>> deferred;  // delivered before it started
   };
@@ -74,8 +73,8 @@ class CompositeOp : public RingOp {
 
   // Only in the subclass's constructor (parts_ does not move after it).
   Part& addPart(uint32_t id, uint32_t group, int kind, uint32_t pred, uint32_t succ, Make make);
-  // A part that is one RingCollective of `spec` (its phase_base set here, its wire slots taken when it
-  // is made) sending on `striper`; before its successor's hello it sends at most eagerShareTo(succ).
+  // A part that is one RingCollective of `spec` (its phase_base set here, its wire slots reserved)
+  // sending on `striper`; before its successor's hello it sends at most eagerShareTo(succ).
   Part& addRing(uint32_t id, uint32_t group, int kind, RingOpSpec spec, uint32_t pred, uint32_t succ,
                 std::shared_ptr<Striper> striper);
   // The eager limit shared equally by our parts sending to `succ` (once every part is added).
@@ -84,7 +83,17 @@ class CompositeOp : public RingOp {
   Part* find(uint32_t id);
   Part* find(uint32_t group, int kind);
   void startPart(Part& p);  // makes it if needed, starts it, hands it its early frames
-  uint8_t* take(Part& p, size_t bytes);  // scratch for the part, from the pool
+  // The call's own memory. A same-host successor is lent our payloads from the call's regions alone
+  // (the input, the output, the buffers taken with own() and the wire buffer: net/lending.hpp), so a
+  // call announces the same few regions on a connection whatever its waves and parts, within the 8
+  // per operation a receiver keeps: a subclass takes at most five buffers with own().
+  uint8_t* own(size_t bytes);  // from the pool, released with the composite
+  // Wire slots of `bytes` for a part (only in the subclass's constructor): the offset of its span in
+  // the call's one wire buffer, taken from the pool when a part first needs it (wireAt()).
+  size_t reserveWire(size_t bytes);
+  size_t reserveWire(const RingOpSpec& spec) { return spec.coded() ? reserveWire(wireRegionBytes(spec)) : kNoWire; }
+  uint8_t* wireAt(size_t at);  // nullptr for kNoWire
+  static constexpr size_t kNoWire = ~size_t{0};
   // A part's RingOp ends with this (the composite's partFinished, or its failure).
   RingOp::Finished partDone(uint32_t id);
   virtual void partFinished(Part& p) = 0;  // `p` ended well; start what waited for it
@@ -98,7 +107,12 @@ class CompositeOp : public RingOp {
  private:
   void ensure(Part& p);
   static wire::DataHeader local(const wire::DataHeader& h);
+  void ownRegion(const uint8_t* base, size_t bytes);
   std::vector<uint32_t> hello_to_;
+  std::vector<BufferPool::Buffer> own_;  // own()
+  BufferPool::Buffer wire_;              // every part's wire slots (reserveWire())
+  size_t wire_bytes_ = 0;
+  std::vector<wire::LendRegion> regions_;  // every buffer of the call a payload may be lent from
 };
 
 }  // namespace pccl::collective

@@ -13,6 +13,10 @@ void RingOp::lendableRegion(const uint8_t* base, size_t bytes) {
   if (base != nullptr && bytes > 0) lendable_.push_back({reinterpret_cast<uintptr_t>(base), bytes});
 }
 
+void RingOp::lendFrom(const std::vector<wire::LendRegion>& regions) {
+  lendable_.insert(lendable_.begin(), regions.begin(), regions.end());  // send() takes the first that holds it
+}
+
 void RingOp::retireLending() {
   for (auto& s : stripers_) s->retireLending(op_id_, seq_);
 }

@@ -55,6 +55,9 @@ class RingOp : public std::enable_shared_from_this<RingOp> {
   // Two-level: the group ranks besides the flat predecessor that send us more than the eager limit
   // before our hello, sorted (Collectives sends them our hello when we make the call).
   virtual std::vector<uint32_t> helloTo() const { return {}; }
+  // A part of a composite call (composite_op.hpp): a payload inside one of the call's `regions` is
+  // lent from that region rather than from the part's own buffer in it.
+  void lendFrom(const std::vector<wire::LendRegion>& regions);
 
  protected:
   RingOp(uint64_t op_id, uint32_t seq, std::vector<std::shared_ptr<Striper>> stripers, Finished finished);

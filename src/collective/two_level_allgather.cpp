@@ -12,8 +12,7 @@ TwoLevelAllGather::TwoLevelAllGather(const RingOpSpec& base, const TwoLevelRing&
   if (identity()) {
     sorted_ = base_.output;
   } else {
-    scratch_ = buffers_->acquire(std::max<size_t>(all_.count(), 1) * elem_);
-    sorted_ = scratch_.data.get();
+    sorted_ = own(all_.count() * elem_);
   }
   const uint32_t m = plan_.region_world, j = plan_.region_rank, region = plan_.region;
   RingOpSpec all = base_;
@@ -43,8 +42,6 @@ TwoLevelAllGather::TwoLevelAllGather(const RingOpSpec& base, const TwoLevelRing&
   }
   for (const Part& p : parts_) helloFrom(p.pred);
 }
-
-TwoLevelAllGather::~TwoLevelAllGather() { buffers_->release(std::move(scratch_)); }
 
 void TwoLevelAllGather::start() {
   if (plan_.region_world == 1) {

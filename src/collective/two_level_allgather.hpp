@@ -27,15 +27,13 @@ class TwoLevelAllGather : public TwoLevelLayoutOp {
   // block; host buffers). `striper_to` has a striper to each of twoLevelPeers(ring, base.rank).
   TwoLevelAllGather(const RingOpSpec& base, const TwoLevelRing& ring, const StriperTo& striper_to,
                     BufferPool* buffers, Finished finished);
-  ~TwoLevelAllGather() override;
 
   void start() override;
 
  private:
   void waveDone(uint32_t wave) override;  // its blocks into the output
 
-  BufferPool::Buffer scratch_;  // the wave-major layout, when it is not the output
-  uint8_t* sorted_ = nullptr;
+  uint8_t* sorted_ = nullptr;  // the wave-major layout: the output, or a buffer of our own (own())
 };
 
 }  // namespace pccl::collective

@@ -12,30 +12,26 @@ TwoLevelAllReduce::TwoLevelAllReduce(const RingOpSpec& base, const TwoLevelRing&
                     static_cast<uint32_t>(call.waves.size()), ring.pieces(), static_cast<uint32_t>(ring.pieces() + 2)),
       call_(std::move(call)),
       elem_(codec::dtypeSize(base.dtype)) {
-  partials_.resize(waves_);
+  size_t partials = 0;
+  for (uint32_t w = 0; w < waves_; ++w) {
+    partial_at_.push_back(partials);
+    partials += std::max<size_t>(call_.parts[w].block.count, 1);
+  }
+  partial_at_.push_back(partials);
   for (uint32_t w = 0; w < waves_; ++w) addWave(w, striper_to);
   for (uint32_t r : call_.senders()) helloFrom(r);
 }
 
-TwoLevelAllReduce::~TwoLevelAllReduce() {
-  for (auto& b : partials_) buffers_->release(std::move(b));
-  for (auto& b : scratches_) buffers_->release(std::move(b));
-}
-
 uint8_t* TwoLevelAllReduce::partialOf(uint32_t wave) {
-  BufferPool::Buffer& b = partials_[wave];
-  if (!b.data) b = buffers_->acquire(std::max<size_t>(call_.parts[wave].block.count, 1) * elem_);
-  return b.data.get();
+  if (partials_ == nullptr) partials_ = own(partial_at_.back() * elem_);
+  return partials_ + partial_at_[wave] * elem_;
 }
 
 uint8_t* TwoLevelAllReduce::scratchOf(uint32_t wave) {
-  BufferPool::Buffer& b = scratches_[wave % 2];
-  if (!b.data) {
-    size_t largest = 1;
-    for (const Span& w : call_.waves) largest = std::max(largest, w.count);
-    b = buffers_->acquire(largest * elem_);
-  }
-  return b.data.get();
+  size_t largest = 1;
+  for (const Span& w : call_.waves) largest = std::max(largest, w.count);
+  if (scratches_ == nullptr) scratches_ = own((waves_ > 1 ? 2 : 1) * largest * elem_);
+  return scratches_ + (wave % 2) * largest * elem_;
 }
 
 void TwoLevelAllReduce::addWave(uint32_t w, const StriperTo& striper_to) {
@@ -84,7 +80,8 @@ void TwoLevelAllReduce::addWavePart(uint32_t id, uint32_t wave, Kind kind, RingO
                                     uint32_t succ, const StriperTo& striper_to, std::optional<size_t> partial) {
   spec.phase_base = id << kPartShift;
   auto striper = striper_to(succ);
-  addPart(id, wave, kind, pred, succ, [this, spec = std::move(spec), striper, partial](Part& p) {
+  const size_t wire_at = reserveWire(spec);
+  addPart(id, wave, kind, pred, succ, [this, spec = std::move(spec), striper, partial, wire_at](Part& p) {
     RingOpSpec s = spec;
     s.eager_bytes = std::min(s.eager_bytes, eagerShareTo(p.succ));
     if (p.kind == kFirstLan) {
@@ -92,7 +89,7 @@ void TwoLevelAllReduce::addWavePart(uint32_t id, uint32_t wave, Kind kind, RingO
       s.scratch = scratchOf(p.group);
     }
     if (partial) s.input = partialOf(p.group) + *partial * elem_;
-    if (s.coded()) s.wire = take(p, wireRegionBytes(s));
+    s.wire = wireAt(wire_at);
     return std::make_shared<RingCollective>(s, striper, partDone(p.id));
   });
 }

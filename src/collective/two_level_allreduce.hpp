@@ -34,7 +34,6 @@ class TwoLevelAllReduce : public TwoLevelWaves {
   // `buffers`.
   TwoLevelAllReduce(const RingOpSpec& base, const TwoLevelRing& ring, TwoLevelCall call, const StriperTo& striper_to,
                     BufferPool* buffers, Finished finished);
-  ~TwoLevelAllReduce() override;
 
  private:
   void addWave(uint32_t wave, const StriperTo& striper_to);
@@ -46,11 +45,14 @@ class TwoLevelAllReduce : public TwoLevelWaves {
 
   TwoLevelCall call_;
   size_t elem_;
-  // Per wave, our block reduced over our region (read by the wave's pieces until they end).
-  std::vector<BufferPool::Buffer> partials_;
-  // The reduce-scatters' blocks passing through, wave w in scratches_[w % 2]: wave w + 2's frames
-  // cannot come before wave w's reduce-scatter ended (they need ours of wave w + 1, sent only after it).
-  BufferPool::Buffer scratches_[2];
+  // Per wave, our block reduced over our region (read by the wave's pieces until they end): one
+  // buffer (own()), wave w's from partial_at_[w], taken when a part first needs it.
+  uint8_t* partials_ = nullptr;
+  std::vector<size_t> partial_at_;
+  // The reduce-scatters' blocks passing through, wave w in the half w % 2 of one buffer: wave w + 2's
+  // frames cannot come before wave w's reduce-scatter ended (they need ours of wave w + 1, sent only
+  // after it).
+  uint8_t* scratches_ = nullptr;
 };
 
 }  // namespace pccl::collective

@@ -20,13 +20,14 @@ TwoLevelGather::TwoLevelGather(const RingOpSpec& base, const TwoLevelGatherPlan&
     region.phase_base = static_cast<uint32_t>(kRegion) << kPartShift;
     region.segment_elems = gatherSegmentElems(region);
     auto succ = striper_to(plan_.region_succ), pred = striper_to(plan_.region_pred);
+    const size_t wire_at = reserveWire(gatherRegionBytes(region));
     Part& p = addPart(kRegion, 0, kRegion, plan_.region_pred, plan_.region_succ,
-                      [this, region, succ, pred, elem](Part& part) {
+                      [this, region, succ, pred, elem, wire_at](Part& part) {
                         RingOpSpec s = region;
                         // Only the leader reduces: the others forward, then take the leader's result.
-                        if (plan_.leader) reduced_ = take(part, s.count * elem);
+                        if (plan_.leader) reduced_ = own(s.count * elem);
                         s.output = reduced_;
-                        s.wire = take(part, gatherRegionBytes(s));
+                        s.wire = wireAt(wire_at);
                         return std::make_shared<GatherAllReduce>(s, succ, pred, partDone(part.id));
                       });
     p.both_ways = true;
@@ -49,11 +50,12 @@ TwoLevelGather::TwoLevelGather(const RingOpSpec& base, const TwoLevelGatherPlan&
     across.phase_base = static_cast<uint32_t>(kAcross) << kPartShift;
     across.segment_elems = gatherSegmentElems(across);
     auto succ = striper_to(plan_.leader_succ), pred = striper_to(plan_.leader_pred);
+    const size_t wire_at = reserveWire(gatherRegionBytes(across));
     Part& p = addPart(kAcross, 0, kAcross, plan_.leader_pred, plan_.leader_succ,
-                      [this, across, succ, pred](Part& part) {
+                      [this, across, succ, pred, wire_at](Part& part) {
                         RingOpSpec s = across;
                         if (plan_.region_world > 1) s.input = reduced_;  // part 0 has finished
-                        s.wire = take(part, gatherRegionBytes(s));
+                        s.wire = wireAt(wire_at);
                         return std::make_shared<GatherAllReduce>(s, succ, pred, partDone(part.id));
                       });
     p.both_ways = true;

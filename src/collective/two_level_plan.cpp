@@ -198,11 +198,9 @@ TwoLevelBlocks TwoLevelBlocks::wave(uint32_t w, uint32_t waves) const {
 }
 
 uint32_t twoLevelLayoutWaves(const TwoLevelRing& ring, size_t bytes) {
-  // One wave for now: the parts of several waves lend more buffers per operation than a same-host
-  // successor accepts (ring_frames: 8 lend regions per operation). The schedule runs any count.
-  (void)ring;
-  (void)bytes;
-  return 1;
+  const size_t slots = ring.pieces() + 2 + ring.layout.regions();
+  const size_t fit = std::max<size_t>(kTwoLevelPartIds / slots, 1);
+  return static_cast<uint32_t>(std::min<size_t>(twoLevelWaves(bytes), fit));
 }
 
 Span TwoLevelBlocks::piece(const TwoLevelRing& ring, size_t k, uint32_t r) const {

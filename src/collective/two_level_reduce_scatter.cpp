@@ -13,8 +13,8 @@ TwoLevelReduceScatter::TwoLevelReduceScatter(const RingOpSpec& base, const TwoLe
   if (identity()) {
     sorted_ = base_.input;
   } else {
-    sorted_in_ = buffers_->acquire(std::max<size_t>(all_.count(), 1) * elem_);
-    sorted_ = sorted_in_.data.get();
+    sorted_in_ = own(all_.count() * elem_);
+    sorted_ = sorted_in_;
   }
   const uint32_t m = plan_.region_world, j = plan_.region_rank, region = plan_.region;
   RingOpSpec rs = base_;
@@ -38,30 +38,25 @@ TwoLevelReduceScatter::TwoLevelReduceScatter(const RingOpSpec& base, const TwoLe
   for (const Part& p : parts_) helloFrom(p.pred);
 }
 
-TwoLevelReduceScatter::~TwoLevelReduceScatter() {
-  buffers_->release(std::move(sorted_in_));
-  buffers_->release(std::move(partials_));
-  buffers_->release(std::move(scratch_));
-}
-
-// One buffer of the layout's size each, taken when a part first needs it (a same-host successor may
-// read our payloads from at most a few buffers per operation); wave w's share from its offset.
+// One buffer of the layout's size each, taken when a part first needs it; wave w's share from its
+// offset.
 uint8_t* TwoLevelReduceScatter::partialsOf(uint32_t w) {
-  if (!partials_.data) partials_ = buffers_->acquire(std::max<size_t>(all_.count(), 1) * elem_);
-  return partials_.data.get() + waveOffset(w) * elem_;
+  if (partials_ == nullptr) partials_ = own(all_.count() * elem_);
+  return partials_ + waveOffset(w) * elem_;
 }
 
 uint8_t* TwoLevelReduceScatter::scratchOf(uint32_t w) {
-  if (!scratch_.data) scratch_ = buffers_->acquire(std::max<size_t>(all_.count(), 1) * elem_);
-  return scratch_.data.get() + waveOffset(w) * elem_;
+  if (scratch_ == nullptr) scratch_ = own(all_.count() * elem_);
+  return scratch_ + waveOffset(w) * elem_;
 }
 
 void TwoLevelReduceScatter::addLevel(uint32_t wave, Kind kind, uint32_t slot, RingOpSpec spec, At at, uint32_t pred,
                                     uint32_t succ, const StriperTo& striper_to) {
   spec.phase_base = partId(wave, slot) << kPartShift;
   auto striper = striper_to(succ);
+  const size_t wire_at = reserveWire(spec);
   CompositeOp::addPart(partId(wave, slot), wave, kind, pred, succ,
-                       [this, spec = std::move(spec), at, striper](Part& p) {
+                       [this, spec = std::move(spec), at, striper, wire_at](Part& p) {
     RingOpSpec s = spec;
     const uint32_t w = p.group;
     const bool alone = plan_.region_world == 1;  // the pieces read our input: nothing was reduced before
@@ -74,17 +69,17 @@ void TwoLevelReduceScatter::addLevel(uint32_t wave, Kind kind, uint32_t slot, Ri
       s.input = alone ? sorted_ + waveOffset(w) * elem_ : partialsOf(w);
       s.output = base_.output + at.output * elem_;
     }
-    if (s.coded()) s.wire = take(p, wireRegionBytes(s));
+    s.wire = wireAt(wire_at);
     return std::make_shared<RingCollective>(s, striper, partDone(p.id));
   });
 }
 
 void TwoLevelReduceScatter::start() {
-  if (sorted_in_.data) {
+  if (sorted_in_ != nullptr) {
     for (uint32_t w = 0; w < waves_; ++w) {
       const TwoLevelBlocks wave = waveBlocks(w);
       const Span s = sub(w);
-      uint8_t* at = sorted_in_.data.get() + waveOffset(w) * elem_;
+      uint8_t* at = sorted_in_ + waveOffset(w) * elem_;
       for (size_t r = 0; r < wave.sorted_at.size(); ++r) {
         std::memcpy(at + wave.sorted_at[r] * elem_, base_.input + (r * all_.block + s.offset) * elem_,
                     s.count * elem_);

@@ -30,7 +30,6 @@ class TwoLevelReduceScatter : public TwoLevelLayoutOp {
   // base.rank).
   TwoLevelReduceScatter(const RingOpSpec& base, const TwoLevelRing& ring, const StriperTo& striper_to,
                         BufferPool* buffers, Finished finished);
-  ~TwoLevelReduceScatter() override;
 
   void start() override;
 
@@ -46,10 +45,10 @@ class TwoLevelReduceScatter : public TwoLevelLayoutOp {
   uint8_t* partialsOf(uint32_t wave);
   uint8_t* scratchOf(uint32_t wave);
 
-  BufferPool::Buffer sorted_in_;  // the input in the wave-major layout, when it is not the input's
+  uint8_t* sorted_in_ = nullptr;  // the input in the wave-major layout, when it is not the input's (own())
   const uint8_t* sorted_ = nullptr;
-  BufferPool::Buffer partials_;  // wave-major: our fractions reduced over our region
-  BufferPool::Buffer scratch_;   // wave-major: the blocks passing through
+  uint8_t* partials_ = nullptr;  // wave-major: our fractions reduced over our region (own())
+  uint8_t* scratch_ = nullptr;   // wave-major: the blocks passing through (own())
 };
 
 }  // namespace pccl::collective
