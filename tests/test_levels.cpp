@@ -79,6 +79,25 @@ TEST_CASE("levels: the cost model picks two levels for the three-region scenario
   CHECK(choice.why.find("from 4096 KiB up") != std::string::npos);
 }
 
+TEST_CASE("levels: one WAN link measured low among a region's many does not move the size", "[levels]") {
+  // Probes of one path differ by up to half (docs/benchmarks.md, protocol 15). Asia's 14 links out: one
+  // of them, off the flat ring, at half its rate. Priced by the slowest link, asia's WAN level would
+  // take as long as the flat ring at 4 MiB (1.54 s each) and two levels would start at 8 MiB; its
+  // median rate leaves the size at 4 MiB.
+  const auto ring = ringOf(kScenario);
+  LinkBook book = scenarioBook(ring);
+  book.record(ring[7].id, ring[0].id, master::MeasuredLink{25'000'000 / 8, 140'000});
+  const auto choice = decideLevels(ring, asking(ring, wire::Levels::kAuto), book).at(0);
+  INFO(choice.why);
+  CHECK(choice.levels == wire::Levels::kTwoLevel);
+  CHECK(choice.two_level_bytes == (4u << 20));
+  // Half of asia's links that slow (all of member 7's, none on the flat ring): its WAN level is.
+  for (size_t b = 0; b < 7; ++b) book.record(ring[7].id, ring[b].id, master::MeasuredLink{25'000'000 / 8, 140'000});
+  const auto slow = decideLevels(ring, asking(ring, wire::Levels::kAuto), book).at(0);
+  INFO(slow.why);
+  CHECK(slow.two_level_bytes > (4u << 20));
+}
+
 TEST_CASE("levels: asked, unmeasured, one region and one member per region", "[levels]") {
   const auto ring = ringOf(kScenario);
   const LinkBook book = scenarioBook(ring);
