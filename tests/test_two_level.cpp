@@ -473,7 +473,8 @@ TEST_CASE("two-level: the master decides again when a departure and a join chang
   check(true, 3.0f);
 }
 
-TEST_CASE("two-level: a call above 8 MiB runs in waves, exact and bit-identical", "[two-level]") {
+// [sweep]: whole (64 MiB) in the release build, reduced under the sanitizers (tests/CMakeLists.txt).
+TEST_CASE("two-level: a call above 8 MiB runs in waves, exact and bit-identical", "[two-level][sweep]") {
   // 64 MiB of int32: eight waves (docs/algorithms.md §12), under a sanitizer 20 MiB, three; a
   // one-member region among them. Segments of 1 MiB (the default): same-host successors read the
   // frames from the sender's memory (lending), which the 1 KiB segments of the other cases never do,
@@ -499,7 +500,7 @@ TEST_CASE("two-level: a call above 8 MiB runs in waves, exact and bit-identical"
 }
 
 TEST_CASE("two-level: an all-gather and a reduce-scatter above 8 MiB, exact, in and out of place",
-          "[two-level]") {
+          "[two-level][sweep]") {
   // A 64 MiB int32 layout: eight waves of every member's block (docs/algorithms.md §12c), on a ring
   // that interleaves the regions (the waves work in a wave-major scratch) with a one-member region.
   // Under a sanitizer 9 MiB, two waves. Segments of 1 MiB (the default), not the 1 KiB of the other
