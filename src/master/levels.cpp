@@ -12,42 +12,48 @@ namespace {
 constexpr uint64_t kSmallestTwoLevelBytes = 64u << 10;
 using Members = std::vector<const wire::MemberInfo*>;
 
-// The slowest of the links (a -> b) given, as (bytes/s, one-way seconds); nullopt when one is not measured.
+using Links = std::vector<std::pair<const wire::MemberInfo*, const wire::MemberInfo*>>;
+
+// A rate (bytes/s) and a one-way delay (s) that stand for some links.
 struct Slowest {
   double bandwidth = std::numeric_limits<double>::infinity();
   double delay_s = 0;
 };
-std::optional<Slowest> slowest(const std::vector<std::pair<const wire::MemberInfo*, const wire::MemberInfo*>>& links,
-                               const LinkBook& book) {
-  Slowest s;
+
+// The links' (a -> b) rates and their longest one-way delay; nullopt when one is not measured.
+std::optional<std::pair<std::vector<double>, double>> measured(const Links& links, const LinkBook& book) {
+  std::vector<double> rates;
+  double delay_s = 0;
   for (const auto& [a, b] : links) {
     const MeasuredLink* l = book.find(a->id, b->id);
     if (l == nullptr || l->bandwidth == 0) return std::nullopt;
-    s.bandwidth = std::min(s.bandwidth, static_cast<double>(l->bandwidth));
-    s.delay_s = std::max(s.delay_s, static_cast<double>(l->rtt_us) / 2e6);
+    rates.push_back(static_cast<double>(l->bandwidth));
+    delay_s = std::max(delay_s, static_cast<double>(l->rtt_us) / 2e6);
   }
+  return std::make_pair(std::move(rates), delay_s);
+}
+
+// The slowest of the links: a ring runs at the speed of its slowest link.
+std::optional<Slowest> slowest(const Links& links, const LinkBook& book) {
+  auto m = measured(links, book);
+  if (!m) return std::nullopt;
+  Slowest s;
+  for (double r : m->first) s.bandwidth = std::min(s.bandwidth, r);
+  s.delay_s = m->second;
   return s;
 }
 
-// The typical of the links (a -> b) given: their median rate (the lower of the middle two) and their
-// longest one-way delay; nullopt when one is not measured. A region's WAN level runs on many of its
-// members' links at once (a piece ring each), and one probe that measured a link low (probes of the
-// same path differ by up to half) should not price them all: on bench/regions.paths the slowest of a
-// region's 20 links predicted 1.50 s for a 4 MiB two-level all-reduce, the median 1.20 s; measured
-// 1.12 s (docs/benchmarks.md, protocol 15).
-std::optional<Slowest> typical(const std::vector<std::pair<const wire::MemberInfo*, const wire::MemberInfo*>>& links,
-                               const LinkBook& book) {
-  if (!slowest(links, book)) return std::nullopt;
-  Slowest s;
-  std::vector<double> rates;
-  for (const auto& [a, b] : links) {
-    const MeasuredLink* l = book.find(a->id, b->id);
-    rates.push_back(static_cast<double>(l->bandwidth));
-    s.delay_s = std::max(s.delay_s, static_cast<double>(l->rtt_us) / 2e6);
-  }
+// The typical of the links: their median rate (the lower of the middle two) and their longest one-way
+// delay. A region's WAN level runs on many of its members' links at once (a piece ring each), and one
+// probe that measured a link low (probes of the same path differ by up to half) should not price them
+// all: on bench/regions.paths the slowest of a region's 20 links predicted 1.50 s for a 4 MiB two-level
+// all-reduce, the median 1.20 s; measured 1.12 s (docs/benchmarks.md, protocol 15).
+std::optional<Slowest> typical(const Links& links, const LinkBook& book) {
+  auto m = measured(links, book);
+  if (!m || m->first.empty()) return std::nullopt;
+  auto& rates = m->first;
   std::nth_element(rates.begin(), rates.begin() + (rates.size() - 1) / 2, rates.end());
-  s.bandwidth = rates[(rates.size() - 1) / 2];
-  return s;
+  return Slowest{rates[(rates.size() - 1) / 2], m->second};
 }
 
 // One group's predicted times (seconds) for an all-reduce of `bytes`, from its links.
@@ -72,7 +78,6 @@ struct Costs {
 
 // Nullopt when a link it needs is not measured.
 std::optional<Costs> costs(const Members& group, const std::vector<Members>& regions, const LinkBook& book) {
-  using Links = std::vector<std::pair<const wire::MemberInfo*, const wire::MemberInfo*>>;
   Costs c;
   c.n = static_cast<double>(group.size());
   c.r = static_cast<double>(regions.size());
