@@ -1,5 +1,6 @@
 #include "collective_kind.hpp"
 
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
@@ -79,6 +80,24 @@ void fillExpectedFor(CollectiveKind k, DataType t, void* buf, const Layout& l, i
   }
 }
 
+void fillRandomExpectedFor(CollectiveKind k, float* buf, const Layout& l, int world, int rank) {
+  switch (k) {
+    case CollectiveKind::kAllReduce:
+      return fillRandomExpected(buf, l.recv_count, world, false);
+    case CollectiveKind::kBroadcast:
+      return fillRandom(buf, l.recv_count, 0);
+    case CollectiveKind::kAllGather:
+      for (int r = 0; r < world; ++r) fillRandom(buf + static_cast<size_t>(r) * l.per_rank, l.per_rank, r);
+      return;
+    case CollectiveKind::kReduceScatter: {
+      std::vector<float> all(l.send_count);
+      fillRandomExpected(all.data(), l.send_count, world, false);
+      std::copy_n(all.begin() + static_cast<ptrdiff_t>(static_cast<size_t>(rank) * l.per_rank), l.per_rank, buf);
+      return;
+    }
+  }
+}
+
 Placement place(CollectiveKind k, const Layout& l, size_t elem, int rank, bool in_place, const uint8_t* send,
                 uint8_t* recv) {
   Placement p;
@@ -105,6 +124,19 @@ Placement place(CollectiveKind k, const Layout& l, size_t elem, int rank, bool i
       break;
   }
   return p;
+}
+
+Placement onDevice(const Placement& host, const uint8_t* send, const uint8_t* recv, size_t bytes, void* dsend,
+                   void* drecv) {
+  const auto moved = [&](const void* p) -> uint8_t* {
+    const auto* b = static_cast<const uint8_t*>(p);
+    if (b >= recv && b < recv + bytes) return static_cast<uint8_t*>(drecv) + (b - recv);
+    return static_cast<uint8_t*>(dsend) + (b - send);
+  };
+  Placement d = host;
+  d.src = moved(host.src);
+  d.dst = moved(host.dst);
+  return d;  // the result is read on the host, after the download
 }
 
 Result<ReduceHandle> startPccl(Communicator& comm, CollectiveKind k, const Placement& p, const Layout& l, DataType t,

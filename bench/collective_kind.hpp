@@ -32,6 +32,11 @@ double busFactor(CollectiveKind k, int world);
 // broadcasts come from rank 0.
 void fillExpectedFor(CollectiveKind k, DataType t, void* buf, const Layout& l, int world, int rank);
 
+// The same for quantized runs (float32 inputs of bench.hpp's fillRandom): the float64-accumulated reference.
+void fillRandomExpectedFor(CollectiveKind k, float* buf, const Layout& l, int world, int rank);
+// The results of every rank are the same bytes (not the reduce-scatter's blocks).
+inline bool sameEverywhere(CollectiveKind k) { return k != CollectiveKind::kReduceScatter; }
+
 // Where an operation reads and writes within the rank's send and recv buffers (in place: inside recv,
 // whose input part is first copied from send), and where its result is.
 struct Placement {
@@ -41,6 +46,12 @@ struct Placement {
 };
 Placement place(CollectiveKind k, const Layout& l, size_t elem, int rank, bool in_place, const uint8_t* send,
                 uint8_t* recv);
+
+// `host` (of place() on send/recv, `bytes` each) moved to the device buffers dsend/drecv that mirror
+// them. In place, the caller first copies the input there on the device: send_count elements from
+// dsend to its src.
+Placement onDevice(const Placement& host, const uint8_t* send, const uint8_t* recv, size_t bytes, void* dsend,
+                   void* drecv);
 
 // Starts one pccl operation (broadcasts from rank 0).
 Result<ReduceHandle> startPccl(Communicator& comm, CollectiveKind k, const Placement& p, const Layout& l, DataType t,

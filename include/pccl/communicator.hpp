@@ -152,7 +152,7 @@ class PCCL_API Communicator {
   // all or nothing, concurrent by tag, the same options; docs/algorithms.md §1a). Ranks and blocks
   // are those of the group's ring: Topology::group_rank, which changes when the ring is rebuilt. On
   // failure `send` is untouched and an in-place buffer holds its input again; other outputs are
-  // unspecified. Device buffers (ReduceOptions::location) are the all-reduce's alone (Unsupported).
+  // unspecified. Device buffers (ReduceOptions::location) work as for the all-reduce (docs/gpu.md).
   //
   // Copies `count` elements of the root's `send` into every peer's `recv` (send == recv: in place; a
   // non-root's `send` is not read and may be null), pipelined along the ring from the root.

@@ -455,8 +455,8 @@ PCCL_API pcclResult_t pcclAllReduceAsync(const void* sendbuf, void* recvbuf, siz
  * collective of another tag, ended by op_timeout_ms, every dtype; opts (NULL = defaults) gives the
  * tag, quant and compress (quantized, every peer ends with the same bits, the owner of a block keeps
  * the decoded value too). Ranks and blocks are those of the group's ring (PCCL_ATTR_GROUP_RANK, which
- * can change at every topology update). Device buffers (opts->location) are the all-reduce's alone:
- * pcclUnsupported. Each *Async form returns a request as pcclAllReduceAsync does; pcclWait,
+ * can change at every topology update). Device buffers (opts->location) work as for pcclAllReduce
+ * (docs/gpu.md). Each *Async form returns a request as pcclAllReduceAsync does; pcclWait,
  * pcclWaitFor and pcclTest serve all of them. Thread-safety and errors: as pcclAllReduce, plus
  * pcclInvalidArgument for the arguments named below.
  *

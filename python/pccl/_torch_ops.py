@@ -1,14 +1,14 @@
 """Tensors and reduce ops of torch.distributed, turned into what pccl's collectives take.
 
 pccl takes dense, contiguous tensors of int8, uint8, int16, int32, int64, float16, bfloat16, float32 and
-float64 (torch 1.13 has no uint16..uint64), in host memory (device memory for the all-reduce alone,
-with a pccl GPU backend module). Here:
+float64 (torch 1.13 has no uint16..uint64), in host memory or, with a pccl GPU backend module, in the
+memory of one GPU (docs/gpu.md). Here:
 
 - bool is reduced as uint8 (a view, no copy): SUM is logical or (MAX), PRODUCT logical and (MIN), as
   torch's NCCL backend does; AVG is refused;
 - complex64/complex128 travel as float32/float64 pairs (torch.view_as_real): SUM, AVG and the copies
   of broadcast/all_gather/scatter; MIN, MAX and PRODUCT are refused;
-- a non-contiguous tensor (and a CUDA tensor for everything but the all-reduce) is staged: the
+- a non-contiguous tensor (and a CUDA tensor when no pccl GPU backend module loads) is staged: the
   collective runs on a contiguous (host) copy, copied back once it succeeded.
 """
 

@@ -8,6 +8,7 @@ of the group; the :class:`~pccl._torch_setup.RankMap` turns them into ring posit
 ranks) and orders blocks, and is rebuilt by :meth:`ProcessGroupPccl.update_topology`.
 """
 
+import logging
 import threading
 
 import torch
@@ -18,6 +19,9 @@ from ._torch_errors import invalid, torch_error, unsupported, usage
 from ._torch_setup import Membership, rank_map, resolve
 from ._torch_work import Completer, PcclWork
 from .errors import UnsupportedError
+
+
+_log = logging.getLogger("pccl.torch")
 
 
 def _one(tensors, what):
@@ -48,7 +52,7 @@ class ProcessGroupPccl(ProcessGroup):
         self._group_name = group_name
         self._lock = threading.RLock()  # start order is tag order
         self._tag = 0
-        self._cuda_direct = None  # unknown until the first CUDA all-reduce
+        self._cuda_direct = None  # CUDA tensors as device memory: unknown until the first CUDA collective
         try:
             self._membership = Membership(store, rank, size, self._options, timeout_s)
         except BaseException as e:
@@ -142,6 +146,33 @@ class ProcessGroupPccl(ProcessGroup):
     def _root(self, opts, what):
         return self._map.position_of_root(int(_option(opts, "rootRank", 0)), what)
 
+    def _direct(self, *tensors):
+        """True when the collective passes these tensors' CUDA memory to pccl as device memory."""
+        return self._cuda_direct is not False and all(t.is_cuda for t in tensors)
+
+    def _on_device(self, what, direct, make):
+        """make(direct) -> (start, finish). With `direct`, the collective runs on the CUDA tensors
+        themselves; when no pccl GPU backend module loads (pcclUnsupported at the start), this group
+        stages CUDA tensors through host memory from then on, said once in the log."""
+        start, finish = make(direct)
+        if not direct:
+            return start, finish
+        chosen = [finish]
+
+        def start_any(tag):
+            try:
+                request = start(tag)
+            except UnsupportedError as e:
+                self._cuda_direct = False
+                _log.warning("pccl.torch: CUDA tensors are staged through host memory from now on (%s: %s)",
+                             what, e)
+                s2, chosen[0] = make(False)
+                return s2(tag)
+            self._cuda_direct = True
+            return request
+
+        return start_any, lambda: chosen[0]() if chosen[0] is not None else None
+
     # ---- collectives ------------------------------------------------------------------------------------
 
     def allreduce(self, tensors, opts=None):
@@ -149,25 +180,14 @@ class ProcessGroupPccl(ProcessGroup):
         ops.check_tensor(t, "all_reduce")
         op = ops.op_name(_option(opts, "reduceOp", torch.distributed.ReduceOp.SUM), t.dtype)
         o = self._options
-        direct = t.is_cuda and self._cuda_direct is not False
-        staged = ops.Staged(t, "all_reduce", device_ok=direct)
 
-        def start(tag):
-            nonlocal staged
+        def make(direct):
+            staged = ops.Staged(t, "all_reduce", device_ok=direct)
             quant = ops.quant_for(staged.wire.dtype, o.quant)
-            try:
-                return self._comm.all_reduce_async(staged.wire, op=op, tag=tag, quant=quant, compress=o.compress)
-            except UnsupportedError:
-                if not staged.wire.is_cuda:
-                    raise
-                self._cuda_direct = False  # no pccl GPU backend module: through host memory from now on
-                staged = ops.Staged(t, "all_reduce")
-                return self._comm.all_reduce_async(staged.wire, op=op, tag=tag, quant=quant, compress=o.compress)
+            return (lambda tag: self._comm.all_reduce_async(staged.wire, op=op, tag=tag, quant=quant,
+                                                            compress=o.compress), staged.copy_back)
 
-        work = self._run("all_reduce", [t], start, lambda: staged.copy_back())
-        if direct and self._cuda_direct is None:
-            self._cuda_direct = True
-        return work
+        return self._run("all_reduce", [t], *self._on_device("all_reduce", self._direct(t), make))
 
     def allreduce_coalesced(self, tensors, opts=None):
         raise unsupported("all_reduce_coalesced is not implemented by the pccl backend; all-reduce each tensor")
@@ -180,28 +200,35 @@ class ProcessGroupPccl(ProcessGroup):
         op = ops.op_name(_option(opts, "reduceOp", torch.distributed.ReduceOp.SUM), t.dtype)
         root = self._root(opts, "reduce root")
         mine = root == self._map.position[self.rank()]
-        staged = ops.Staged(t, "reduce")
-        scratch = staged.wire if mine else torch.empty_like(staged.wire)
         o = self._options
 
-        def start(tag):
-            return self._comm.all_reduce_async(staged.wire, recv=scratch, op=op, tag=tag,
-                                               quant=ops.quant_for(staged.wire.dtype, o.quant), compress=o.compress)
+        def make(direct):
+            staged = ops.Staged(t, "reduce", device_ok=direct)
+            scratch = staged.wire if mine else torch.empty_like(staged.wire)
+            return (lambda tag: self._comm.all_reduce_async(staged.wire, recv=scratch, op=op, tag=tag,
+                                                            quant=ops.quant_for(staged.wire.dtype, o.quant),
+                                                            compress=o.compress),
+                    staged.copy_back if mine else None)
 
-        return self._run("reduce", [t], start, staged.copy_back if mine else None)
+        return self._run("reduce", [t], *self._on_device("reduce", self._direct(t), make))
 
     def broadcast(self, tensors, opts=None):
         t = _one(tensors, "broadcast")
         root = self._root(opts, "broadcast root")
-        staged = ops.Staged(t, "broadcast", read=root == self._map.position[self.rank()])
-        start = lambda tag: self._comm.broadcast_async(staged.wire, root, tag=tag,  # noqa: E731
-                                                       compress=self._options.compress)
-        return self._run("broadcast", [t], start, staged.copy_back)
+        ops.check_tensor(t, "broadcast")
+        mine = root == self._map.position[self.rank()]
 
-    def _gather_all(self, what, inp, outputs, flat):
-        """Starts an all-gather of inp into flat (ring order) and copies the blocks into outputs
-        (indexed by live rank) when it succeeded."""
-        send = ops.Staged(inp, what)
+        def make(direct):
+            staged = ops.Staged(t, "broadcast", device_ok=direct, read=mine)
+            return (lambda tag: self._comm.broadcast_async(staged.wire, root, tag=tag,
+                                                           compress=self._options.compress), staged.copy_back)
+
+        return self._run("broadcast", [t], *self._on_device("broadcast", self._direct(t), make))
+
+    def _gather_all(self, what, inp, outputs, flat, direct=False):
+        """Starts an all-gather of inp into flat (ring order; on inp's GPU when `direct`) and copies the
+        blocks into outputs (indexed by live rank) when it succeeded."""
+        send = ops.Staged(inp, what, device_ok=direct)
         m, n = self._map, send.wire.numel()
 
         def finish():
@@ -222,9 +249,13 @@ class ProcessGroupPccl(ProcessGroup):
             raise invalid("all_gather: %d output tensors for %d ranks in the ring (live torch ranks %s)"
                           % (len(outs), self._map.size, self._map.live))
         ops.same_blocks(outs, inp, "all_gather output")
-        flat = self._wire_flat(inp, self._map.size)
-        start, finish = self._gather_all("all_gather", inp, [self._wire_block(x) for x in outs], flat)
-        return self._run("all_gather", output_tensors, start, finish)
+
+        def make(direct):
+            flat = self._wire_flat(inp, self._map.size, inp.device if direct else None)
+            targets = [self._wire_block(x, direct) for x in outs]
+            return self._gather_all("all_gather", inp, targets, flat, direct)
+
+        return self._run("all_gather", output_tensors, *self._on_device("all_gather", self._direct(inp, *outs), make))
 
     def _allgather_base(self, output, input, opts=None):  # noqa: A002 - torch's names
         ops.check_tensor(input, "all_gather_into_tensor input")
@@ -234,17 +265,20 @@ class ProcessGroupPccl(ProcessGroup):
             raise invalid("all_gather_into_tensor: the output must be %s with %d x %d elements (ranks in the ring "
                           "x input), got %s with %d" % (input.dtype, m.size, input.numel(), output.dtype,
                                                          output.numel()))
-        out = ops.Staged(output, "all_gather_into_tensor output", read=False)
-        if m.identity:  # ring order is rank order: straight into the output
-            send = ops.Staged(input, "all_gather_into_tensor input")
-            start = lambda tag: self._comm.all_gather_async(send.wire, out.wire, tag=tag,  # noqa: E731
-                                                            compress=self._options.compress)
-            return self._run("all_gather_into_tensor", [output], start, out.copy_back)
-        n = out.wire.numel() // m.size
-        blocks = [out.wire[i * n:(i + 1) * n] for i in range(m.size)]
-        flat = torch.empty_like(out.wire)
-        start, finish = self._gather_all("all_gather_into_tensor", input, blocks, flat)
-        return self._run("all_gather_into_tensor", [output], start, lambda: (finish(), out.copy_back()))
+        what = "all_gather_into_tensor"
+
+        def make(direct):
+            out = ops.Staged(output, what + " output", device_ok=direct, read=False)
+            if m.identity:  # ring order is rank order: straight into the output
+                send = ops.Staged(input, what + " input", device_ok=direct)
+                return (lambda tag: self._comm.all_gather_async(send.wire, out.wire, tag=tag,
+                                                                compress=self._options.compress), out.copy_back)
+            n = out.wire.numel() // m.size
+            blocks = [out.wire[i * n:(i + 1) * n] for i in range(m.size)]
+            start, finish = self._gather_all(what, input, blocks, torch.empty_like(out.wire), direct)
+            return start, lambda: (finish(), out.copy_back())
+
+        return self._run(what, [output], *self._on_device(what, self._direct(input, output), make))
 
     def allgather_coalesced(self, output_lists, input_list, opts=None):
         raise unsupported("all_gather_coalesced is not implemented by the pccl backend")
@@ -261,10 +295,14 @@ class ProcessGroupPccl(ProcessGroup):
             if len(outs) != self._map.size:
                 raise invalid("gather: %d output tensors for %d ranks in the ring" % (len(outs), self._map.size))
             ops.same_blocks(outs, inp, "gather output")
-        flat = self._wire_flat(inp, self._map.size)
-        targets = [self._wire_block(x) for x in outs] if mine else [torch.empty(0)] * self._map.size
-        start, finish = self._gather_all("gather", inp, targets, flat)
-        return self._run("gather", output_tensors, start, finish if mine else None)
+
+        def make(direct):
+            flat = self._wire_flat(inp, self._map.size, inp.device if direct else None)
+            targets = [self._wire_block(x, direct) for x in outs] if mine else [torch.empty(0)] * self._map.size
+            start, finish = self._gather_all("gather", inp, targets, flat, direct)
+            return start, finish if mine else None
+
+        return self._run("gather", output_tensors, *self._on_device("gather", self._direct(inp, *outs), make))
 
     def scatter(self, output_tensors, input_tensors, opts=None):
         """dist.scatter: the root broadcasts every block, each rank keeps its own."""
@@ -273,26 +311,30 @@ class ProcessGroupPccl(ProcessGroup):
         root = self._root(opts, "scatter root")
         m = self._map
         mine = root == m.position[self.rank()]
-        flat = self._wire_flat(out, m.size)
-        n = flat.numel() // m.size
+        ins = []
         if mine:
             ins = _one(input_tensors, "scatter input")
             if len(ins) != m.size:
                 raise invalid("scatter: %d input tensors for %d ranks in the ring" % (len(ins), m.size))
             ops.same_blocks(ins, out, "scatter input")
-            for i, x in enumerate(ins):
-                flat[i * n:(i + 1) * n].copy_(self._wire_read(x))
-        dest = ops.Staged(out, "scatter output", read=False)
         me = m.index[self.rank()]
 
-        def finish():
-            with torch.no_grad():
-                dest.wire.copy_(flat[me * n:(me + 1) * n])
-            dest.copy_back()
+        def make(direct):
+            flat = self._wire_flat(out, m.size, out.device if direct else None)
+            n = flat.numel() // m.size
+            for i, x in enumerate(ins):
+                flat[i * n:(i + 1) * n].copy_(self._wire_read(x, direct))
+            dest = ops.Staged(out, "scatter output", device_ok=direct, read=False)
 
-        start = lambda tag: self._comm.broadcast_async(flat, root, tag=tag,  # noqa: E731
-                                                       compress=self._options.compress)
-        return self._run("scatter", output_tensors, start, finish)
+            def finish():
+                with torch.no_grad():
+                    dest.wire.copy_(flat[me * n:(me + 1) * n])
+                dest.copy_back()
+
+            return (lambda tag: self._comm.broadcast_async(flat, root, tag=tag, compress=self._options.compress),
+                    finish)
+
+        return self._run("scatter", output_tensors, *self._on_device("scatter", self._direct(out, *ins), make))
 
     def reduce_scatter(self, output_tensors, input_tensors, opts=None):
         out = _one(output_tensors, "reduce_scatter output")
@@ -303,7 +345,7 @@ class ProcessGroupPccl(ProcessGroup):
             raise invalid("reduce_scatter: %d input tensors for %d ranks in the ring (live torch ranks %s)"
                           % (len(ins), m.size, m.live))
         ops.same_blocks(ins, out, "reduce_scatter input")
-        return self._reduce_scatter_blocks("reduce_scatter", out, lambda i: ins[i], opts)
+        return self._reduce_scatter_blocks("reduce_scatter", out, lambda i: ins[i], opts, self._direct(out, *ins))
 
     def _reduce_scatter_base(self, output, input, opts=None):  # noqa: A002
         ops.check_tensor(output, "reduce_scatter_tensor output")
@@ -316,23 +358,24 @@ class ProcessGroupPccl(ProcessGroup):
         n = output.numel()
         flat_in = input.detach().reshape(-1)
         return self._reduce_scatter_blocks("reduce_scatter_tensor", output, lambda i: flat_in[i * n:(i + 1) * n],
-                                           opts)
+                                           opts, self._direct(output, input))
 
-    def _reduce_scatter_blocks(self, what, out, block, opts):
+    def _reduce_scatter_blocks(self, what, out, block, opts, direct):
         """block(i): the input block for live rank i; sent in ring order."""
         op = ops.op_name(_option(opts, "reduceOp", torch.distributed.ReduceOp.SUM), out.dtype)
         m, o = self._map, self._options
-        flat = self._wire_flat(out, m.size)
-        n = flat.numel() // m.size
-        for p, r in enumerate(m.ring):
-            flat[p * n:(p + 1) * n].copy_(self._wire_read(block(m.index[r])))
-        dest = ops.Staged(out, what + " output", read=False)
 
-        def start(tag):
-            return self._comm.reduce_scatter_async(flat, dest.wire, op=op, tag=tag,
-                                                   quant=ops.quant_for(flat.dtype, o.quant), compress=o.compress)
+        def make(direct):
+            flat = self._wire_flat(out, m.size, out.device if direct else None)
+            n = flat.numel() // m.size
+            for p, r in enumerate(m.ring):
+                flat[p * n:(p + 1) * n].copy_(self._wire_read(block(m.index[r]), direct))
+            dest = ops.Staged(out, what + " output", device_ok=direct, read=False)
+            return (lambda tag: self._comm.reduce_scatter_async(flat, dest.wire, op=op, tag=tag,
+                                                                quant=ops.quant_for(flat.dtype, o.quant),
+                                                                compress=o.compress), dest.copy_back)
 
-        return self._run(what, [out], start, dest.copy_back)
+        return self._run(what, [out], *self._on_device(what, direct, make))
 
     def barrier(self, opts=None):
         return self._run("barrier", [], lambda tag: self._comm.barrier_async(tag=tag))
@@ -358,21 +401,24 @@ class ProcessGroupPccl(ProcessGroup):
     # ---- wire helpers -----------------------------------------------------------------------------------
 
     @staticmethod
-    def _wire_flat(like, blocks):
-        """A host buffer for `blocks` wire blocks of `like`'s shape and dtype."""
+    def _wire_flat(like, blocks, device=None):
+        """A buffer for `blocks` wire blocks of `like`'s shape and dtype, in host memory (or on `device`)."""
         probe = ops.wire_view(torch.empty(like.shape, dtype=like.dtype))
-        return torch.empty(probe.numel() * blocks, dtype=probe.dtype)
+        return torch.empty(probe.numel() * blocks, dtype=probe.dtype, device=device or "cpu")
 
     @staticmethod
-    def _wire_read(x):
-        """x's values as a 1-d wire-dtype host tensor (a view when x is contiguous host memory)."""
-        return ops.wire_view(x.detach().cpu().resolve_conj().contiguous())
+    def _wire_read(x, direct=False):
+        """x's values as a 1-d wire-dtype tensor in host memory (with `direct`: where x is), a view when
+        x is contiguous there."""
+        x = x.detach() if direct else x.detach().cpu()
+        return ops.wire_view(x.resolve_conj().contiguous())
 
     @staticmethod
-    def _wire_block(x):
+    def _wire_block(x, direct=False):
         """x (any layout/device) as a 1-d wire-dtype view or copy; writable back into x only when x is
-        contiguous host memory (used for outputs: gather's copy target must be a view)."""
-        if x.is_contiguous() and not x.is_cuda:
+        contiguous host memory, or with `direct` contiguous memory of its GPU (used for outputs:
+        gather's copy target must be a view)."""
+        if x.is_contiguous() and (direct or not x.is_cuda):
             return ops.wire_view(x.detach())
         return _CopyTarget(x)
 

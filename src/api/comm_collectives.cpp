@@ -62,7 +62,7 @@ Result<ReduceHandle> Communicator::Impl::startCollective(const CollectiveCall& c
   req.count = layout.layout_count;
   if (non_root) req.input = req.output;
   if (o.location == BufferLocation::kDevice && layout.layout_count > 0) {
-    Status st = device_.prepare(call.send, call.recv, layout.output_bytes, req);
+    Status st = device_.prepare(layout, req);
     if (!st.isOk()) {
       std::lock_guard<std::mutex> lk(mu_);
       inflight_.erase(o.tag);

@@ -58,12 +58,6 @@ Status checkCallOptions(const CollectiveCall& c) {
   if (o.location != BufferLocation::kHost && o.location != BufferLocation::kDevice) {
     return Status::invalidArgument(fmt::format("unknown buffer location {}", static_cast<int>(o.location)));
   }
-  if (o.location == BufferLocation::kDevice && c.kind != wire::Collective::kAllReduce &&
-      c.kind != wire::Collective::kBarrier) {
-    return Status::unsupported(fmt::format("device buffers are supported by the all-reduce only; stage the {} "
-                                           "through host memory (docs/gpu.md)",
-                                           wire::collectiveName(c.kind)));
-  }
   return Status::ok();
 }
 

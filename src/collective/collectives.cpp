@@ -271,7 +271,12 @@ Status Collectives::startRing(Op& op) {
     op.wire = buffers_->acquire(wireRegionBytes(spec));
     spec.wire = op.wire.data.get();
   }
-  if (r.kind == wire::Collective::kReduceScatter) {
+  if (r.kind == wire::Collective::kReduceScatter && r.device != nullptr) {
+    auto scratch = r.device->device(r.count * codec::dtypeSize(r.dtype));
+    if (!scratch.isOk()) return scratch.status();
+    op.scratch_device = std::move(scratch).value();
+    spec.scratch = op.scratch_device.data();
+  } else if (r.kind == wire::Collective::kReduceScatter) {
     op.scratch = buffers_->acquire(r.count * codec::dtypeSize(r.dtype));
     spec.scratch = op.scratch.data.get();
   }
@@ -393,12 +398,12 @@ void Collectives::failOp(Op& op, const Status& why_seen, FailSpread spread) {
 void Collectives::endFailed(Op& op, const Status& why) {
   op.state = State::kFailing;
   history_.failed(op.key, why);
-  const size_t bytes = op.req.count * codec::dtypeSize(op.req.dtype);
   if (op.req.saved.data) {
     std::memcpy(op.req.restore_to, op.req.saved.data.get() + op.req.restore_from, op.req.restore_bytes);
   }
   if (op.req.saved_device) {
-    Status st = deviceCopy(*op.req.device, op.req.output, op.req.saved_device.data(), bytes);
+    Status st = deviceCopy(*op.req.device, op.req.restore_to, op.req.saved_device.data() + op.req.restore_from,
+                           op.req.restore_bytes);
     if (!st.isOk()) {
       PCCL_LOG_ERROR(kLog, "{} epoch={}: could not restore the device buffer of {}: {}", name_, epoch_,
                      describeKey(op.key), st.toString());
@@ -430,6 +435,7 @@ void Collectives::finishOp(Op& op, const Status& s) {
   op.req.saved_device.reset();
   op.wire_pinned.reset();
   op.wire_device.reset();
+  op.scratch_device.reset();
   before_call_.drop(op.key);  // frames of this call still being read are freed once read
   // Drop the bookkeeping before telling the user: the tag may be reused at once.
   std::unique_ptr<Op> keep;

@@ -59,7 +59,7 @@ struct ReduceRequest {
   size_t restore_from = 0;
   size_t restore_bytes = 0;
   codec::gpu::Engine* device = nullptr;  // input and output are device memory of this engine
-  codec::gpu::Block saved_device;        // device in-place: the input's copy, on the GPU
+  codec::gpu::Block saved_device;        // device in-place: the input's copy, on the GPU (restored as `saved`)
 };
 
 struct ReduceOutcome {
@@ -174,6 +174,7 @@ class Collectives : public net::DataSink {
     BufferPool::Buffer scratch;  // reduce-scatter: the blocks passing through
     BufferPool::Buffer staged_in, staged_out;  // gather with device buffers: input and result in host memory
     codec::gpu::Block wire_pinned, wire_device;  // device buffers: the wire bytes, pinned and on the GPU
+    codec::gpu::Block scratch_device;            // device reduce-scatter: the blocks passing through
     asio::steady_timer timer;
   };
 

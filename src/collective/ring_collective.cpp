@@ -10,31 +10,15 @@
 
 namespace pccl::collective {
 
-struct RingCollective::DeviceStep {
-  enum Kind { kEncodeInput, kReduce, kGather };
-  Kind kind = kEncodeInput;
-  uint32_t phase = 0;  // kEncodeInput: the phase it is sent in (0); else the phase it arrived in
-  size_t segment = 0;
-  size_t index = 0;    // its slot
-  size_t at = 0;       // byte offset of the segment in input/output
-  size_t count = 0;
-  uint32_t rx_bytes = 0;  // what arrived in the slot, and its flags
-  uint32_t rx_flags = 0;
-  bool adopt = false;     // the owner's last hop: keep the decoded value
-  uint32_t divisor = 1;
-};
-
-namespace {
-constexpr size_t kSlotAlign = 64;
-
-// Bytes (before zstd) of a segment of `count` elements sent or received at `phase`: integer avg's
-// reduce-scatter carries partial sums, everything else the operation's wire format.
 size_t phaseBytes(const RingOpSpec& spec, uint32_t phase, size_t count) {
   if (spec.partialSums() && isReducePhase(spec.world, phase)) {
     return count * codec::partialSumSize(spec.dtype, spec.world);
   }
   return codec::wireBytes(spec.quant, spec.dtype, count);
 }
+
+namespace {
+constexpr size_t kSlotAlign = 64;
 
 size_t slotCapacity(const RingOpSpec& spec) {
   const size_t reduce = phaseBytes(spec, 0, spec.segment_elems);
@@ -137,11 +121,24 @@ void RingCollective::startGather() {
   const uint32_t own = sendChunk(spec_.rank, spec_.world, first_phase_);
   const Span c = chunk(own);
   const bool adopt = spec_.quant != codec::Quant::kNone;
-  if (c.count > 0 && !adopt && inputAt(own, 0) != outputAt(own, 0)) {
+  if (c.count > 0 && !adopt && spec_.device == nullptr && inputAt(own, 0) != outputAt(own, 0)) {
     std::memcpy(outputAt(own, 0), inputAt(own, 0), c.count * elem_);
   }
   const size_t n = segmentsOf(own);
   for (size_t s = 0; s < n && !over(); ++s) {
+    if (spec_.device != nullptr) {  // copied (or encoded and adopted) on the GPU, then sent
+      const Span seg = segmentOf(c.count, spec_.segment_elems, s);
+      DeviceStep step;
+      step.kind = DeviceStep::kOwnBlock;
+      step.send_phase = first_phase_;
+      step.segment = s;
+      step.index = slotIndex(own, s);
+      step.in = inputAt(own, seg.offset);
+      step.out = outputAt(own, seg.offset);
+      step.count = seg.count;
+      submitDevice(step);
+      continue;
+    }
     if (spec_.coded()) {
       const Span seg = segmentOf(c.count, spec_.segment_elems, s);
       const uint8_t* src = adopt ? inputAt(own, seg.offset) : outputAt(own, seg.offset);
@@ -166,7 +163,7 @@ void RingCollective::start() {
       DeviceStep step;
       step.segment = s;
       step.index = slotIndex(first, s);
-      step.at = (c.offset + seg.offset) * elem_;
+      step.in = inputAt(first, seg.offset);
       step.count = seg.count;
       submitDevice(step);
       continue;
@@ -319,7 +316,6 @@ Status RingCollective::deliveredCoded(const wire::DataHeader& h, uint32_t bytes)
   const size_t segment = h.offset / spec_.segment_elems;
   const Span s = segmentOf(c.count, spec_.segment_elems, segment);
   const size_t index = slotIndex(ci, segment);
-  const size_t at = (c.offset + s.offset) * elem_;  // device buffers: all-reduce only
   const size_t raw_bytes = phaseBytes(spec_, p, s.count);
   const bool forward = inWindow(p + 1);
   bytes_received_ += bytes;
@@ -327,17 +323,24 @@ Status RingCollective::deliveredCoded(const wire::DataHeader& h, uint32_t bytes)
   if (spec_.device != nullptr) {
     DeviceStep step;
     step.phase = p;
+    step.send_phase = p + 1;
     step.segment = segment;
     step.index = index;
-    step.at = at;
+    step.in = inputAt(ci, s.offset);
+    step.out = outputAt(ci, s.offset);
     step.count = s.count;
     step.rx_bytes = bytes;
     step.rx_flags = h.flags;
     if (isReducePhase(spec_.world, p)) {
+      // A reduce-scatter's owner keeps its full-precision result: nothing leaves its last hop.
+      const bool last = isLastReducePhase(spec_.world, p);
       step.kind = DeviceStep::kReduce;
-      step.adopt = isLastReducePhase(spec_.world, p);
-      step.divisor = step.adopt && spec_.op == codec::RedOp::kAvg ? spec_.divisor() : 1;
+      step.forward = forward;
+      step.last = last;
+      step.adopt = last && forward;
+      step.divisor = last && spec_.op == codec::RedOp::kAvg ? spec_.divisor() : 1;
     } else {
+      step.forward = false;
       // Forwarded as it came while the GPU decodes it.
       step.kind = DeviceStep::kGather;
       slot_len_[index] = bytes;
@@ -380,141 +383,6 @@ Status RingCollective::deliveredCoded(const wire::DataHeader& h, uint32_t bytes)
   }
   maybeFinish();
   return Status::ok();
-}
-
-// ---- device buffers ------------------------------------------------------------------------------
-
-void RingCollective::submitDevice(const DeviceStep& step) {
-  ++jobs_open_;
-  {
-    std::lock_guard<std::mutex> lk(jobs_->mu);
-    ++jobs_->running;
-  }
-  auto self = std::static_pointer_cast<RingCollective>(shared_from_this());
-  auto result = std::make_shared<std::pair<uint32_t, uint32_t>>(0, 0);
-  spec_.device->submit(
-      [self, step, result](codec::gpu::JobContext& ctx) -> Status {
-        if (self->jobs_->cancelled.load()) return Status::ok();  // the operation failed meanwhile
-        return runDeviceStep(self->spec_, self->slot_cap_, step, ctx, &result->first, &result->second);
-      },
-      [self, step, result](const Status& st) {
-        self->spec_.post([self, step, result, st] { self->deviceDone(step, st, result->first, result->second); });
-        std::lock_guard<std::mutex> lk(self->jobs_->mu);
-        --self->jobs_->running;
-        self->jobs_->cv.notify_all();
-      });
-}
-
-// On the engine's worker. Only wire bytes cross PCIe: uploads of what arrived, downloads of what
-// leaves; the full-precision values stay on the GPU. `spec` and `slot_cap` never change after the
-// ring is built, so reading them here races with nothing.
-Status RingCollective::runDeviceStep(const RingOpSpec& spec, size_t slot_cap, const DeviceStep& step,
-                                    codec::gpu::JobContext& ctx, uint32_t* len, uint32_t* flags) {
-  const pcclGpuBackend_t& api = ctx.api;
-  uint8_t* hslot = spec.wire + step.index * slot_cap;
-  uint8_t* dslot = spec.device_wire + step.index * slot_cap;
-  const auto where = [&] { return fmt::format("op {} phase {} segment {}", spec.op_id, step.phase, step.segment); };
-  if (step.kind != DeviceStep::kEncodeInput) {
-    const size_t in_raw = phaseBytes(spec, step.phase, step.count);
-    const uint8_t* src = hslot;
-    if ((step.rx_flags & wire::kDataCompressed) != 0) {
-      PCCL_ASSIGN_OR_RETURN(uint8_t* tmp, ctx.scratch(in_raw));
-      PCCL_RETURN_IF_ERROR(ctx.compressor->decompress(hslot, step.rx_bytes, tmp, in_raw).withContext(where()));
-      src = tmp;
-    }
-    PCCL_RETURN_IF_ERROR(codec::validateWire(spec.quant, spec.dtype, src, step.count).withContext(where()));
-    // A plain all-gather segment is final as it is: straight into the output.
-    const bool plain = spec.quant == codec::Quant::kNone;
-    uint8_t* up = plain && step.kind == DeviceStep::kGather ? spec.output + step.at : dslot;
-    PCCL_RETURN_IF_ERROR(ctx.check(api.memcpy_async(up, src, in_raw, PCCL_GPU_COPY_H2D, ctx.stream), "upload"));
-  }
-  const uint8_t* down = nullptr;  // what leaves for the next hop
-  PCCL_RETURN_IF_ERROR(runDeviceKernels(spec, step, ctx, dslot, &down));
-  const uint32_t out_phase = step.kind == DeviceStep::kEncodeInput ? 0 : step.phase + 1;
-  const size_t out_raw = down != nullptr ? phaseBytes(spec, out_phase, step.count) : 0;
-  if (down != nullptr) {
-    PCCL_RETURN_IF_ERROR(ctx.check(api.memcpy_async(hslot, down, out_raw, PCCL_GPU_COPY_D2H, ctx.stream), "download"));
-  }
-  PCCL_RETURN_IF_ERROR(ctx.check(api.stream_synchronize(ctx.stream), "stream_synchronize").withContext(where()));
-  *len = static_cast<uint32_t>(out_raw);
-  *flags = 0;
-  if (down != nullptr && spec.compress > 0) {
-    const size_t cap = codec::Compressor::bound(out_raw);
-    PCCL_ASSIGN_OR_RETURN(uint8_t* tmp, ctx.scratch(cap));
-    PCCL_ASSIGN_OR_RETURN(size_t z, ctx.compressor->compress(hslot, out_raw, tmp, cap, spec.compress));
-    if (z != 0) {
-      std::memcpy(hslot, tmp, z);
-      *len = static_cast<uint32_t>(z);
-      *flags = wire::kDataCompressed;
-    }
-  }
-  return Status::ok();
-}
-
-// The kernels of one step, queued on the job's stream; *down := what to download for the next hop
-// (nullptr: nothing leaves, an all-gather segment).
-Status RingCollective::runDeviceKernels(const RingOpSpec& spec, const DeviceStep& step, codec::gpu::JobContext& ctx,
-                                       uint8_t* dslot, const uint8_t** down) {
-  const pcclGpuBackend_t& api = ctx.api;
-  const int q = static_cast<int>(spec.quant);
-  const int dt = static_cast<int>(spec.dtype);
-  const bool plain = spec.quant == codec::Quant::kNone;
-  const uint8_t* in = spec.input + step.at;
-  uint8_t* out = spec.output + step.at;
-  const size_t n = step.count;
-  *down = dslot;
-  switch (step.kind) {
-    case DeviceStep::kEncodeInput:
-      if (spec.partialSums()) {
-        return ctx.check(api.widen_partials(dt, spec.world, in, n, dslot, ctx.stream), "widen_partials");
-      }
-      if (plain) {
-        *down = in;
-        return Status::ok();
-      }
-      return ctx.check(api.encode(q, dt, in, n, dslot, ctx.stream), "encode");
-    case DeviceStep::kReduce:
-      if (spec.partialSums() && step.adopt) {  // the owner's last hop: divide once, send the elements
-        *down = out;
-        return ctx.check(api.finish_partials(dt, spec.world, dslot, in, n, out, ctx.stream), "finish_partials");
-      }
-      if (spec.partialSums()) {
-        return ctx.check(api.add_partials(dt, spec.world, dslot, in, n, dslot, ctx.stream), "add_partials");
-      }
-      PCCL_RETURN_IF_ERROR(ctx.check(
-          api.decode_reduce(q, dt, static_cast<int>(spec.op), dslot, n, in, out, step.divisor, ctx.stream),
-          "decode_reduce"));
-      if (plain) {
-        *down = out;
-        return Status::ok();
-      }
-      PCCL_RETURN_IF_ERROR(ctx.check(api.encode(q, dt, out, n, dslot, ctx.stream), "encode"));
-      if (step.adopt) return ctx.check(api.decode(q, dt, dslot, n, out, ctx.stream), "decode");
-      return Status::ok();
-    case DeviceStep::kGather:
-      *down = nullptr;
-      if (!plain) return ctx.check(api.decode(q, dt, dslot, n, out, ctx.stream), "decode");
-      return Status::ok();
-  }
-  return Status::internal("unknown device step");
-}
-
-void RingCollective::deviceDone(const DeviceStep& step, const Status& st, uint32_t len, uint32_t flags) {
-  --jobs_open_;
-  if (over()) return;
-  if (!st.isOk()) return fail(st);
-  if (step.kind != DeviceStep::kGather) {
-    slot_len_[step.index] = len;
-    slot_flags_[step.index] = flags;
-    sendSegment(step.kind == DeviceStep::kEncodeInput ? 0 : step.phase + 1, step.segment);
-  }
-  maybeFinish();
-}
-
-void RingCollective::quiesce() {
-  jobs_->cancelled = true;
-  std::unique_lock<std::mutex> lk(jobs_->mu);
-  jobs_->cv.wait(lk, [this] { return jobs_->running == 0; });
 }
 
 // ---- the end ------------------------------------------------------------------------------------

@@ -93,6 +93,9 @@ struct RingOpSpec {
 
 // Bytes of the slot region a coded operation needs (0 when not coded).
 size_t wireRegionBytes(const RingOpSpec& spec);
+// Bytes (before zstd) of a segment of `count` elements sent or received at `phase`: integer avg's
+// reduce-scatter carries partial sums, everything else the operation's wire format.
+size_t phaseBytes(const RingOpSpec& spec, uint32_t phase, size_t count);
 
 class RingCollective : public RingOp {
  public:
@@ -135,8 +138,29 @@ class RingCollective : public RingOp {
   Status reducePartials(size_t index, const uint8_t* raw, const uint8_t* in, uint8_t* out, size_t count, bool last,
                         bool forward);
   Status deliveredCoded(const wire::DataHeader& h, uint32_t bytes);
-  // Device buffers.
-  struct DeviceStep;
+  // Device buffers (ring_device.cpp): one segment's codec work, a job on the engine's worker.
+  struct DeviceStep {
+    enum Kind {
+      kEncodeInput,  // phase 0 of a reducing collective: our input segment to wire bytes
+      kOwnBlock,     // all-gather / broadcast: our block's segment to the output (and wire bytes)
+      kReduce,       // a reduce phase: decode + combine with our input (+ encode for the next hop)
+      kGather,       // an all-gather phase: the received segment (already forwarded) into the output
+    };
+    Kind kind = kEncodeInput;
+    uint32_t phase = 0;       // kReduce / kGather: the phase it arrived in
+    uint32_t send_phase = 0;  // the phase its wire bytes leave in (with `forward`)
+    size_t segment = 0;
+    size_t index = 0;         // its slot
+    const uint8_t* in = nullptr;  // device addresses of the segment in our input and the output
+    uint8_t* out = nullptr;       // (a reduce-scatter's blocks passing through: the device scratch)
+    size_t count = 0;
+    uint32_t rx_bytes = 0;  // what arrived in the slot, and its flags
+    uint32_t rx_flags = 0;
+    bool forward = true;    // wire bytes are downloaded and sent at send_phase
+    bool last = false;      // the owner's last reduce hop (finalises avg)
+    bool adopt = false;     // ... which forwards: it keeps the decoded value
+    uint32_t divisor = 1;
+  };
   struct DeviceJobs {  // shared with the engine's worker
     std::mutex mu;
     std::condition_variable cv;
