@@ -2,16 +2,21 @@
 // kernels/half.hpp, device_math.hpp), laid out for a GPU.
 //   elementwise   grid-stride loop over one functor: reduce, uncompressed decode_reduce, the
 //                 fp16/bf16 conversions, and integer avg's partial sums
+//   elementwiseGroups  the same over groups of consecutive elements moved in 16-byte loads and
+//                 stores (reduce, uncompressed decode_reduce, fp16/bf16 decode), when every pointer
+//                 is 16-byte aligned
 //   int8Encode    one thread block per int8 block of kInt8Block elements: each thread loads 16
 //                 elements (four runs of four), a shared-memory reduction finds min/max/Inf/NaN,
 //                 thread 0 writes the header, every thread writes its codes
-//   int8Decode    one thread block per int8 block, four codes per thread and step
+//   int8Decode    one thread block per int8 block, four codes per thread and step (their elements
+//                 read and written in one access where aligned)
 // Element pointers must be aligned to their element size; the int8 wire may sit at any byte.
 #ifndef PCCL_CODEC_GPU_DEVICE_KERNELS_HPP_
 #define PCCL_CODEC_GPU_DEVICE_KERNELS_HPP_
 
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 #include "codec/gpu/device_math.hpp"
 #include "kernels/half.hpp"
@@ -28,12 +33,65 @@ inline constexpr int kThreads = 256;
 inline constexpr int kRunsPerThread = static_cast<int>(kInt8Block) / 4 / kThreads;  // runs of 4 elements
 static_assert(kRunsPerThread * 4 * kThreads == static_cast<int>(kInt8Block), "block shape");
 
+// ---- wide accesses ----------------------------------------------------------------------------------
+
+// G consecutive elements in registers, moved in one to four 16-byte accesses (8 or 4 bytes when the
+// whole pack is that small). The address must be aligned to packAlign<T, G>().
+template <typename T, int G>
+struct Pack {
+  T v[G];
+};
+template <typename T, int G>
+__host__ __device__ constexpr size_t packAlign() {
+  return sizeof(T) * G >= 16 ? 16 : sizeof(T) * G;
+}
+struct alignas(16) Bytes16 {
+  uint32_t w[4];
+};
+struct alignas(8) Bytes8 {
+  uint32_t w[2];
+};
+template <size_t A>
+using Piece = std::conditional_t<A == 16, Bytes16, std::conditional_t<A == 8, Bytes8, uint32_t>>;
+
+template <typename T, int G>
+__device__ inline Pack<T, G> loadPack(const T* p) {
+  using P = Piece<packAlign<T, G>()>;
+  constexpr size_t kPieces = sizeof(T) * G / sizeof(P);
+  static_assert(kPieces * sizeof(P) == sizeof(T) * G, "a pack is whole pieces");
+  P raw[kPieces];
+  for (size_t k = 0; k < kPieces; ++k) raw[k] = reinterpret_cast<const P*>(p)[k];
+  Pack<T, G> r;
+  memcpy(r.v, raw, sizeof r.v);
+  return r;
+}
+template <typename T, int G>
+__device__ inline void storePack(T* p, const Pack<T, G>& x) {
+  using P = Piece<packAlign<T, G>()>;
+  constexpr size_t kPieces = sizeof(T) * G / sizeof(P);
+  P raw[kPieces];
+  memcpy(raw, x.v, sizeof raw);
+  for (size_t k = 0; k < kPieces; ++k) reinterpret_cast<P*>(p)[k] = raw[k];
+}
+
 // ---- elementwise ------------------------------------------------------------------------------------
 
 template <typename Fn>
 __global__ void __launch_bounds__(kThreads) elementwise(Fn fn, size_t n) {
   const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
   for (size_t i = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x; i < n; i += stride) fn(i);
+}
+
+// fn.group(g) for the n / Fn::kGroup whole groups, then fn(i) for the few elements left. The element
+// math is fn(i)'s, so the bits are the same as elementwise's.
+template <typename Fn>
+__global__ void __launch_bounds__(kThreads) elementwiseGroups(Fn fn, size_t n) {
+  const size_t groups = n / Fn::kGroup;
+  const size_t stride = static_cast<size_t>(gridDim.x) * blockDim.x;
+  const size_t first = static_cast<size_t>(blockIdx.x) * blockDim.x + threadIdx.x;
+  for (size_t g = first; g < groups; g += stride) fn.group(g);
+  const size_t tail = groups * Fn::kGroup + first;
+  if (tail < n) fn(tail);
 }
 
 // out[i] := F(a[i], b[i]): reduce (out == a) and decode_reduce of uncompressed wire (a = wire).
@@ -44,7 +102,16 @@ struct Combine {
   const S* a;
   const S* b;
   D divisor;
+  static constexpr int kGroup = static_cast<int>(16 / sizeof(S));
   __device__ void operator()(size_t i) const { out[i] = E::store(F::apply(E::load(a[i]), E::load(b[i]), divisor)); }
+  __device__ void group(size_t g) const {
+    const size_t i = g * kGroup;
+    const Pack<S, kGroup> x = loadPack<S, kGroup>(a + i);
+    const Pack<S, kGroup> y = loadPack<S, kGroup>(b + i);
+    Pack<S, kGroup> r;
+    for (int j = 0; j < kGroup; ++j) r.v[j] = E::store(F::apply(E::load(x.v[j]), E::load(y.v[j]), divisor));
+    storePack(out + i, r);
+  }
 };
 
 // wire[i] := fp16 or bf16 of src[i] (float32 data, or float64 rounded to float32 first).
@@ -68,12 +135,26 @@ struct DecodeHalf {
   const S* in;
   S* dst;
   D divisor;
-  __device__ void operator()(size_t i) const {
-    const uint16_t h = wire[i];
+  static constexpr int kGroup = 8;  // 16 bytes of wire
+  __device__ W element(uint16_t h, S input) const {
     const W decoded = widen<W>(kFp16 ? kernels::halfToFloat(h) : kernels::bf16ToFloat(h));
     W other = W(0);
-    if constexpr (F::kUsesInput) other = E::load(in[i]);
-    dst[i] = E::store(F::apply(decoded, other, divisor));
+    if constexpr (F::kUsesInput) other = E::load(input);
+    return F::apply(decoded, other, divisor);
+  }
+  __device__ void operator()(size_t i) const {
+    S input{};
+    if constexpr (F::kUsesInput) input = in[i];
+    dst[i] = E::store(element(wire[i], input));
+  }
+  __device__ void group(size_t g) const {
+    const size_t i = g * kGroup;
+    const Pack<uint16_t, kGroup> w = loadPack<uint16_t, kGroup>(wire + i);
+    Pack<S, kGroup> x{};
+    if constexpr (F::kUsesInput) x = loadPack<S, kGroup>(in + i);
+    Pack<S, kGroup> r;
+    for (int j = 0; j < kGroup; ++j) r.v[j] = E::store(element(w.v[j], x.v[j]));
+    storePack(dst + i, r);
   }
 };
 
@@ -292,6 +373,11 @@ __global__ void __launch_bounds__(kThreads)
   const bool normal = kernels::int8IsNormal(header);
   const uint8_t* codes = wire + blocks * 2 * sizeof(W) + first;
   const bool aligned = reinterpret_cast<uintptr_t>(codes) % 4 == 0;
+  // Four elements in one access each way (the block's first element is a multiple of 4).
+  using S = typename E::Stored;
+  constexpr size_t kWide = packAlign<S, 4>();
+  const bool wide = reinterpret_cast<uintptr_t>(dst) % kWide == 0 &&
+                    (!F::kUsesInput || reinterpret_cast<uintptr_t>(in) % kWide == 0);
   for (int base = 4 * static_cast<int>(threadIdx.x); base < n; base += 4 * kThreads) {
     const int valid = n - base < 4 ? n - base : 4;
     uint8_t c[4] = {0, 0, 0, 0};
@@ -300,6 +386,21 @@ __global__ void __launch_bounds__(kThreads)
       for (int j = 0; j < 4; ++j) c[j] = static_cast<uint8_t>(packed >> (8 * j));
     } else {
       for (int j = 0; j < valid; ++j) c[j] = codes[base + j];
+    }
+    if (wide && valid == 4) {
+      const size_t i0 = first + static_cast<size_t>(base);
+      Pack<S, 4> x{};
+      if constexpr (F::kUsesInput) x = loadPack<S, 4>(in + i0);
+      Pack<S, 4> r;
+      for (int j = 0; j < 4; ++j) {
+        const W decoded =
+            normal ? kernels::int8DecodeNormal(c[j], header.lo, header.scale) : kernels::int8Decode(c[j], header);
+        W other = W(0);
+        if constexpr (F::kUsesInput) other = E::load(x.v[j]);
+        r.v[j] = E::store(F::apply(decoded, other, divisor));
+      }
+      storePack(dst + i0, r);
+      continue;
     }
     for (int j = 0; j < valid; ++j) {
       const size_t i = first + static_cast<size_t>(base + j);
