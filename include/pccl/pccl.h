@@ -4,10 +4,10 @@
  * C99, no C++ types; link with -lpccl (pkg-config pccl, or find_package(pccl) and pccl::pccl).
  *
  * Conventions that hold for every function below unless its comment says otherwise:
- *  - It returns pcclResult_t. It checks every pointer and handle: NULL where a pointer is required,
- *    or a handle that is not live (never created, already destroyed), gives pcclInvalidArgument,
- *    never a crash. It never aborts or exits the process and lets no C++ exception escape; running
- *    out of memory is pcclSystemError.
+ *  - It returns pcclResult_t. It checks every pointer and handle: NULL where a pointer is required, or a
+ *    handle that is not live (never created, already destroyed), gives pcclInvalidArgument, never a
+ *    crash. It never aborts or exits the process and lets no C++ exception escape (out of memory:
+ *    pcclSystemError).
  *  - After a failure, pcclGetLastError() gives a human-readable detail (which peer, which setting,
  *    which limit). Details are kept per thread: each thread reads its own calls' failures.
  *  - Output parameters are written only on success, unless noted.
@@ -15,18 +15,15 @@
  *    creates them until the call that frees them (pcclCommDestroy, pcclMasterDestroy, pcclWait or a
  *    pcclWaitFor that returns with the operation ended). A handle is an opaque value, not an address:
  *    a freed handle never becomes valid again (no later handle has its value), so any use of it is
- *    pcclInvalidArgument. A call that races the call freeing its handle on another thread either
- *    completes normally or returns pcclInvalidArgument, never crashes: the object is freed when no
- *    call uses it any more.
+ *    pcclInvalidArgument. A call racing the call that frees its handle on another thread completes
+ *    or returns pcclInvalidArgument, never crashes: the object is freed when no call uses it.
  *  - Every blocking call has a deadline; none waits forever.
- *  - pccl never keeps a pointer the caller passed in after the call returns, except the buffers of
- *    an asynchronous all-reduce, which it owns until pcclWait (or a pcclWaitFor that frees the
- *    request) returns.
+ *  - pccl keeps no pointer the caller passed in after the call returns, except the buffers of an
+ *    asynchronous collective, which it owns until pcclWait (or a pcclWaitFor that frees it) returns.
  *
- * Return codes common to the calls of a joined communicator: pcclMasterUnreachable (no master came
- * back within master_reconnect_ms after the master was lost, collectives going on meanwhile: the
- * communicator is dead, destroy it and create a new one), pcclKicked (the master removed this peer:
- * destroy and rejoin).
+ * Return codes common to the calls of a joined communicator: pcclMasterUnreachable (no master came back
+ * within master_reconnect_ms after the master was lost, collectives going on meanwhile: the communicator
+ * is dead, destroy it and create a new one), pcclKicked (the master removed this peer: destroy, rejoin).
  *
  * Full reference: docs/c_api.md. Concurrency rules: docs/concurrency.md. What each error means and
  * what to do about it: docs/errors.md.
