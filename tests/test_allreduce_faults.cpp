@@ -296,19 +296,35 @@ TEST_CASE("allreduce faults: SIGKILL mid-operation with device buffers (GPU ABI 
   strikeMidOperation(s, SIGKILL, kKilledLimitS, device);
 }
 
-TEST_CASE("collective faults: SIGKILL mid-broadcast, -allgather, -reducescatter with device buffers (GPU ABI on the "
-          "CPU) -> PeerLost, in-place buffers restored, retry succeeds",
-          "[faults][collectives][device]") {
-  // As the all-reduce above: the survivors' device jobs are dropped or waited for, and each in-place
-  // buffer (a broadcast receiver's, an all-gather's block, a reduce-scatter's input) comes back from
-  // its device copy.
+namespace {
+// As the all-reduce above: the survivors' device jobs are dropped or waited for, and each in-place
+// buffer (a broadcast receiver's, an all-gather's block, a reduce-scatter's input) comes back from its
+// device copy.
+void strikeDeviceCollective(const std::string& kind) {
   REQUIRE(setenv("PCCL_GPU_BACKEND", PCCL_GPU_HOST_BACKEND, 1) == 0);
-  const std::string kind = GENERATE(as<std::string>{}, "broadcast", "allgather", "reducescatter");
-  INFO(kind);
   Scene s = sceneWithVictim(kind);
   ReduceOptions device;
   device.location = BufferLocation::kDevice;
   strikeMidOperation(s, SIGKILL, kKilledLimitS, device, kind);
+}
+}  // namespace
+
+TEST_CASE("collective faults: SIGKILL mid-broadcast with device buffers (GPU ABI on the CPU) -> PeerLost, "
+          "receivers' buffers restored, retry succeeds",
+          "[faults][collectives][device]") {
+  strikeDeviceCollective("broadcast");
+}
+
+TEST_CASE("collective faults: SIGKILL mid-allgather with device buffers (GPU ABI on the CPU) -> PeerLost, "
+          "in-place block intact, retry succeeds",
+          "[faults][collectives][device]") {
+  strikeDeviceCollective("allgather");
+}
+
+TEST_CASE("collective faults: SIGKILL mid-reducescatter with device buffers (GPU ABI on the CPU) -> PeerLost, "
+          "input restored, retry succeeds",
+          "[faults][collectives][device]") {
+  strikeDeviceCollective("reducescatter");
 }
 
 TEST_CASE("collective faults: a peer SIGKILLed mid-broadcast -> PeerLost, in-place buffers intact, retry succeeds",
