@@ -477,7 +477,7 @@ bool Worker::report(Row& row) {
   if (quantized()) {
     json_ << ", \"max_abs_err\": " << max_err << ", \"err_bound\": "
           << quantBound(row.backend == "pccl" ? o_.quant : "none", world_, false, world_)
-          << ", \"bit_identical\": " << (counts[1] == 0 ? "true" : "false");
+          << ", \"bit_identical\": " << (!sameEverywhere(kind_) ? "null" : counts[1] == 0 ? "true" : "false");
   }
   json_ << ring_json_;
   for (const auto& kv : o_.extra_json) {
