@@ -1,3 +1,4 @@
+#!/usr/bin/python3
 """pccl's Python layer on CUDA tensors, for a machine with an NVIDIA GPU (CI has none; docs/gpu.md).
 
 Phase 1, pccl.Communicator: every collective (all-reduce, broadcast, all-gather, reduce-scatter; int8
