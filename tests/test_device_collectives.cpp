@@ -205,7 +205,7 @@ TEST_CASE("device collectives: integer avg reduce-scatter at the edges is exact 
   }
 }
 
-TEST_CASE("device collectives: alone in the ring, each collective copies on the device; a barrier with device "
+TEST_CASE("device collectives: alone in the ring, each collective copies on the device, and a barrier with device "
           "location runs",
           "[device][collectives]") {
   REQUIRE(kBackendSet);
