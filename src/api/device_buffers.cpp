@@ -12,8 +12,8 @@ Result<codec::gpu::Engine*> DeviceBuffers::engineFor(const void* send, const voi
   for (const void* p : {send, recv}) {
     PCCL_ASSIGN_OR_RETURN(int device, engine_->deviceOf(p));
     if (device < 0) {
-      return Status::invalidArgument(
-          fmt::format("location is device but the {} buffer is host memory", p == send && send != recv ? "send" : "recv"));
+      const char* which = p == send && send != recv ? "send" : "recv";
+      return Status::invalidArgument(fmt::format("location is device but the {} buffer is host memory", which));
     }
     PCCL_RETURN_IF_ERROR(engine_->bind(device));
   }

@@ -337,7 +337,6 @@ Status RingCollective::deliveredCoded(const wire::DataHeader& h, uint32_t bytes)
       step.kind = DeviceStep::kReduce;
       step.forward = forward;
       step.last = last;
-      step.adopt = last && forward;
       step.divisor = last && spec_.op == codec::RedOp::kAvg ? spec_.divisor() : 1;
     } else {
       step.forward = false;

@@ -157,8 +157,7 @@ class RingCollective : public RingOp {
     uint32_t rx_bytes = 0;  // what arrived in the slot, and its flags
     uint32_t rx_flags = 0;
     bool forward = true;    // wire bytes are downloaded and sent at send_phase
-    bool last = false;      // the owner's last reduce hop (finalises avg)
-    bool adopt = false;     // ... which forwards: it keeps the decoded value
+    bool last = false;      // the owner's last reduce hop (finalises avg; forwarding, it adopts)
     uint32_t divisor = 1;
   };
   struct DeviceJobs {  // shared with the engine's worker

@@ -134,7 +134,8 @@ Status RingCollective::runDeviceKernels(const RingOpSpec& spec, const DeviceStep
         return Status::ok();
       }
       PCCL_RETURN_IF_ERROR(ctx.check(api.encode(q, dt, out, n, dslot, ctx.stream), "encode"));
-      if (step.adopt) return ctx.check(api.decode(q, dt, dslot, n, out, ctx.stream), "decode");
+      // The owner's last hop keeps the decoded value, like everybody else who receives it.
+      if (step.last) return ctx.check(api.decode(q, dt, dslot, n, out, ctx.stream), "decode");
       return Status::ok();
     case DeviceStep::kGather:
       *down = nullptr;
