@@ -54,6 +54,19 @@ TEST_CASE("partition: segment size is bounded by the configured maximum and a 64
   CHECK(segmentElems(0, 3, 2, 1 << 20) >= 1);
 }
 
+TEST_CASE("partition: the WAN level of a two-level call cuts small chunks into 8 KiB segments") {
+  // A piece of 87 KiB over 3 regions: chunks of 29 KiB, four segments each (one at the ring's floor).
+  const size_t piece = (87 << 10) / 4;
+  CHECK(segmentElems(piece, 3, 4, 1 << 20, kWanSegmentFloorBytes) == (8 << 10) / 4);
+  CHECK(segmentElems(piece, 3, 4, 1 << 20) == (64 << 10) / 4);
+  // 16 segments per chunk where that is above the floor, the maximum still caps them.
+  CHECK(segmentElems(1 << 22, 3, 4, 1 << 20, kWanSegmentFloorBytes) == segmentElems(1 << 22, 3, 4, 1 << 20));
+  CHECK(segmentElems(1 << 28, 3, 4, 1 << 20, kWanSegmentFloorBytes) == (1 << 20) / 4);
+  // A maximum below the floor wins, as on the ring.
+  CHECK(segmentElems(1000, 3, 4, 4096, kWanSegmentFloorBytes) == 1024);
+  CHECK(kWanSegmentFloorBytes < kSegmentFloorBytes);
+}
+
 // The examples docs/protocol.md §5.4 gives for its rule: an implementation written from the spec
 // must cut exactly these segments.
 TEST_CASE("partition: the segment rule and examples of protocol.md") {

@@ -163,12 +163,36 @@ TEST_CASE("two-level plan: calls above 8 MiB run in up to 8 waves, cut where eve
   CHECK(twoLevelWaves((8u << 20) + 1) == 2);
   CHECK(twoLevelWaves(64u << 20) == 8);
   CHECK(twoLevelWaves(size_t{1} << 34) == kMaxTwoLevelWaves);
+  // An all-reduce's waves: one more, the first and the last half as large (protocol 16).
+  CHECK(twoLevelCallWaves(8u << 20) == 1);
+  CHECK(twoLevelCallWaves((8u << 20) + 1) == 3);
+  CHECK(twoLevelCallWaves(16u << 20) == 3);
+  CHECK(twoLevelCallWaves(64u << 20) == kMaxTwoLevelWaves);
+  CHECK(twoLevelCallWaves(size_t{1} << 34) == kMaxTwoLevelWaves);
   const TwoLevelRing ring = twoLevelRing(regionLayout(kUnequal));
   const size_t count = (20u << 20) / 4 + 3;
   const TwoLevelCall a = twoLevelCall(ring, 0, count, 4), b = twoLevelCall(ring, 5, count, 4);
-  REQUIRE(a.waves.size() == 3);
-  for (size_t w = 0; w < 3; ++w) CHECK((a.waves[w].offset == b.waves[w].offset && a.waves[w].count == b.waves[w].count));
-  CHECK(a.waves[2].offset + a.waves[2].count == count);
+  REQUIRE(a.waves.size() == 4);  // weights 1, 2, 2, 1
+  size_t next = 0;
+  for (size_t w = 0; w < a.waves.size(); ++w) {
+    CHECK((a.waves[w].offset == b.waves[w].offset && a.waves[w].count == b.waves[w].count));
+    CHECK(a.waves[w].offset == next);  // consecutive, covering the call
+    next += a.waves[w].count;
+  }
+  CHECK(next == count);
+  CHECK(a.waves[0].count == cutAt(count, 1, 6));
+  CHECK(a.waves[1].count == cutAt(count, 3, 6) - cutAt(count, 1, 6));
+  CHECK(a.waves[3].count == count - cutAt(count, 5, 6));
+  // 64 MiB: 8 waves, the ends 1/14 of it, the others 1/7.
+  const size_t big = (64u << 20) / 4;
+  CHECK(twoLevelWaveOf(big, 8, 0).count == big / 14);
+  CHECK(twoLevelWaveOf(big, 8, 3).count == cutAt(big, 7, 14) - cutAt(big, 5, 14));
+  CHECK(twoLevelWaveOf(big, 8, 7).offset + twoLevelWaveOf(big, 8, 7).count == big);
+  // Two waves are equal halves; tiny calls leave no wave negative.
+  CHECK(twoLevelWaveOf(10, 2, 1).count == 5);
+  size_t tiny = 0;
+  for (uint32_t w = 0; w < 8; ++w) tiny += twoLevelWaveOf(3, 8, w).count;
+  CHECK(tiny == 3);
 }
 
 TEST_CASE("two-level plan: an all-gather's waves are layouts of every member's sub-blocks, one after the other",

@@ -96,10 +96,26 @@ void LinkModel::restartAfterIdle(Conn& c, Time t) const {
 
 void LinkModel::assign(Time t) {
   while (!waiting_.empty()) {
-    Conn* best = nullptr;  // the idle connection used most recently (the striper's choice)
+    // The striper's choice: the idle connection used most recently whose window has room for the whole
+    // frame, else the one with the most room (the window as it restarts after idleness).
+    const double need = waiting_.front().second;
+    Conn *fits = nullptr, *roomiest = nullptr;
+    double most = -1;
     for (Conn& c : conns_) {
-      if (c.slot < 0 && (best == nullptr || c.used > best->used)) best = &c;
+      if (c.slot >= 0) continue;
+      double room = kInf;
+      if (windowed()) {
+        Conn after = c;
+        restartAfterIdle(after, t);
+        room = after.tokens;
+      }
+      if (room >= need && (fits == nullptr || c.used > fits->used)) fits = &c;
+      if (room > most || (room == most && c.used > roomiest->used)) {
+        most = room;
+        roomiest = &c;
+      }
     }
+    Conn* best = fits != nullptr ? fits : roomiest;
     if (best == nullptr) return;
     restartAfterIdle(*best, t);
     best->slot = waiting_.front().first;

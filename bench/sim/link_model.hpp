@@ -14,7 +14,8 @@
 //   - restart after idle (tcp_slow_start_after_idle, on by default): a connection that sends after an
 //     idle spell longer than its RTO (RTT + 200 ms) keeps ssthresh at least 3/4 of its window and halves
 //     its window per RTO idle, down to 10 segments (tcp_cwnd_restart).
-// A waiting frame goes to the idle connection used most recently (the striper's rule).
+// A waiting frame goes to the idle connection used most recently whose window has room for it, else to
+// the one with the most room (the striper's rule, src/collective/striper.hpp).
 // Thread: the engine's.
 #ifndef PCCL_SIM_LINK_MODEL_HPP_
 #define PCCL_SIM_LINK_MODEL_HPP_

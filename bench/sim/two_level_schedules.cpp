@@ -68,7 +68,8 @@ class TwoLevelAllReduce : public Schedule {
         for (const auto& piece : plan.pieces) {
           const auto key = std::make_pair(w, piece.id);
           if (!wan.count(key)) {
-            const size_t seg = collective::segmentElems(piece.span.count, plan.regions, c.elem_bytes, c.segment_bytes);
+            const size_t seg = collective::segmentElems(piece.span.count, plan.regions, c.elem_bytes, c.segment_bytes,
+                                                      collective::kWanSegmentFloorBytes);
             wan[key] = ringCut(RingKind::kAllReduce, piece.span.count, plan.regions, seg, c.elem_bytes);
           }
           const uint32_t id = partId(w, kPiece, piece.id);

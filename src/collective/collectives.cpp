@@ -186,6 +186,8 @@ void Collectives::submit(ReduceRequest req, Completion done) {
   }
   ops_[key] = std::move(holder);
   by_tag_[tag] = &o;
+  PCCL_LOG_TRACE(kLog, "rank={} epoch={} tag={} call={}: called ({} bytes, algorithm {})", rank_, key.epoch, key.tag,
+                 key.seq, o.req.count * codec::dtypeSize(o.req.dtype), o.desc.algo);
   queueAnnounce(key);
   wire::RingCtl hello;
   hello.kind = wire::RingCtl::kHello;
@@ -320,12 +322,14 @@ void Collectives::ringFinished(const OpKey& key, const Status& s) {
     if (!st.isOk()) return failOp(*op, st, FailSpread::kRingAbort | FailSpread::kTellMaster);
   }
   op->data_in = true;
+  PCCL_LOG_TRACE(kLog, "rank={} epoch={} tag={} call={}: data in", rank_, key.epoch, key.tag, key.seq);
   maybePrepared(*op);
 }
 
 void Collectives::maybePrepared(Op& op) {
   if (op.state != State::kRunning || !op.data_in || !op.successor_ok) return;
   op.state = State::kPrepared;
+  PCCL_LOG_TRACE(kLog, "rank={} epoch={} tag={} call={}: prepared", rank_, op.key.epoch, op.key.tag, op.key.seq);
   applyCommit(op, op.commit.prepared());
 }
 
@@ -349,6 +353,7 @@ void Collectives::applyCommit(Op& op, const CommitRound::Sends& s) {
 }
 
 void Collectives::commitOp(Op& op) {
+  PCCL_LOG_TRACE(kLog, "rank={} epoch={} tag={} call={}: committed", rank_, op.key.epoch, op.key.tag, op.key.seq);
   history_.committed(op.key);
   reportDone(op);
   finishOp(op, Status::ok());

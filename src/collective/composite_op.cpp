@@ -5,7 +5,12 @@
 #include <algorithm>
 #include <utility>
 
+#include "util/log.hpp"
+
 namespace pccl::collective {
+namespace {
+constexpr const char* kLog = "collective";
+}  // namespace
 
 CompositeOp::CompositeOp(const RingOpSpec& base, std::vector<std::shared_ptr<Striper>> stripers,
                          BufferPool* buffers, Finished finished)
@@ -123,6 +128,7 @@ RingOp::Finished CompositeOp::partDone(uint32_t id) {
     Part* p = find(id);
     if (p == nullptr || p->finished) return;
     p->finished = true;
+    PCCL_LOG_TRACE(kLog, "rank={}: part {} (group {}, kind {}) finished", base_.rank, p->id, p->group, p->kind);
     partFinished(*p);
     maybeFinish();
   };
@@ -138,6 +144,7 @@ void CompositeOp::ensure(Part& p) {
 void CompositeOp::startPart(Part& p) {
   if (p.started || over()) return;
   p.started = true;
+  PCCL_LOG_TRACE(kLog, "rank={}: part {} (group {}, kind {}) started", base_.rank, p.id, p.group, p.kind);
   ensure(p);
   auto self = shared_from_this();  // a part may finish (and fail us) inside its start
   auto op = p.op;

@@ -33,11 +33,10 @@ Span segmentOf(size_t chunk_count, size_t segment_elems, size_t index) {
   return s;
 }
 
-size_t segmentElems(size_t count, uint32_t world, size_t elem_size, size_t max_segment_bytes) {
+size_t segmentElems(size_t count, uint32_t world, size_t elem_size, size_t max_segment_bytes, size_t floor_bytes) {
   constexpr size_t kSegmentsPerChunk = 16;
-  constexpr size_t kMinSegmentBytes = 64 << 10;
   const size_t max_elems = max_segment_bytes / elem_size > 0 ? max_segment_bytes / elem_size : 1;
-  const size_t min_bytes = max_segment_bytes < kMinSegmentBytes ? max_segment_bytes : kMinSegmentBytes;
+  const size_t min_bytes = max_segment_bytes < floor_bytes ? max_segment_bytes : floor_bytes;
   const size_t min_elems = min_bytes / elem_size > 0 ? min_bytes / elem_size : 1;
   const size_t chunk = world == 0 ? count : (count + world - 1) / world;
   size_t want = (chunk + kSegmentsPerChunk - 1) / kSegmentsPerChunk;

@@ -27,13 +27,21 @@ size_t cutAt(size_t count, uint64_t num, uint64_t den);
 size_t segmentCount(size_t chunk_count, size_t segment_elems);
 Span segmentOf(size_t chunk_count, size_t segment_elems, size_t index);
 
+// The smallest segment a chunk is cut into: on every ring, and on the WAN level of a two-level call
+// (docs/algorithms.md §12), where a hop of a small piece is spread over the connections within the
+// initial congestion window each restarts from after an idle period (10 segments of an MSS: a frame of
+// 8 KiB crosses in one round trip, one of 64 KiB in three).
+inline constexpr size_t kSegmentFloorBytes = 64 << 10;
+inline constexpr size_t kWanSegmentFloorBytes = 8 << 10;
+
 // Elements per segment for an operation of `count` elements of `elem_size` bytes over `world` ranks:
 // 16 segments per chunk (to stripe over many connections and pipeline hops) where that keeps each at
-// least min(64 KiB, max_segment_bytes) and at most max_segment_bytes:
-//   min(max(ceil(ceil(count / world) / 16), lo), hi), lo = max(1, min(64 KiB, max) / elem_size),
+// least min(floor, max_segment_bytes) and at most max_segment_bytes:
+//   min(max(ceil(ceil(count / world) / 16), lo), hi), lo = max(1, min(floor, max) / elem_size),
 //   hi = max(1, max / elem_size). The wire spec (docs/protocol.md §5.4) states the same rule; every
 // peer computes the same.
-size_t segmentElems(size_t count, uint32_t world, size_t elem_size, size_t max_segment_bytes);
+size_t segmentElems(size_t count, uint32_t world, size_t elem_size, size_t max_segment_bytes,
+                    size_t floor_bytes = kSegmentFloorBytes);
 
 // The ring schedule for `rank` of `world` (world >= 2): 2(world-1) phases. Phases 0..world-2 are the
 // reduce-scatter, world-1..2world-3 the all-gather. At each phase a rank sends one chunk to its

@@ -183,6 +183,8 @@ bool Collectives::onHello(Op& op, const wire::OpDesc& theirs) {
     return false;
   }
   op.successor_ok = true;
+  PCCL_LOG_TRACE(kLog, "rank={} epoch={} tag={} call={}: the successor's hello", rank_, op.key.epoch, op.key.tag,
+                 op.key.seq);
   if (op.ring) {
     auto ring = op.ring;
     ring->successorReady();

@@ -29,17 +29,7 @@ void Striper::pump() {
   pumping_ = true;
   bool open = false;
   while (!queue_.empty()) {
-    // The idle connection used most recently: small operations stay on a few connections whose
-    // congestion windows have grown, instead of waking every cold one (each restarts from the initial
-    // window after an idle period); a large operation keeps every connection busy anyway.
-    size_t best = channels_.size();
-    open = false;
-    for (size_t i = 0; i < channels_.size(); ++i) {
-      const auto& ch = channels_[i];
-      if (!ch->isOpen()) continue;
-      open = true;
-      if (ch->idle() && (best == channels_.size() || used_[i] > used_[best])) best = i;
-    }
+    const size_t best = pick(queue_.front().bytes, &open);
     if (best == channels_.size()) break;
     Frame f = std::move(queue_.front());
     queue_.pop_front();
@@ -48,6 +38,34 @@ void Striper::pump() {
   }
   pumping_ = false;
   if (!open && !queue_.empty()) failAll(Status::peerLost("every ring connection to the successor is closed"));
+}
+
+size_t Striper::pick(uint32_t bytes, bool* open) const {
+  const size_t none = channels_.size();
+  size_t idle = none, count = 0;
+  *open = false;
+  for (size_t i = 0; i < channels_.size(); ++i) {
+    if (!channels_[i]->isOpen()) continue;
+    *open = true;
+    if (!channels_[i]->idle()) continue;
+    ++count;
+    if (idle == none || used_[i] > used_[idle]) idle = i;
+  }
+  if (count <= 1) return idle;
+  // The frame's header and a margin besides its payload.
+  const int64_t need = static_cast<int64_t>(bytes) + 256;
+  size_t fits = none, roomiest = none;
+  int64_t most = -1;
+  for (size_t i = 0; i < channels_.size(); ++i) {
+    if (!channels_[i]->isOpen() || !channels_[i]->idle()) continue;
+    const int64_t room = channels_[i]->sendRoom();
+    if (room >= need && (fits == none || used_[i] > used_[fits])) fits = i;
+    if (room > most || (room == most && used_[i] > used_[roomiest])) {
+      most = room;
+      roomiest = i;
+    }
+  }
+  return fits != none ? fits : roomiest;
 }
 
 size_t Striper::cancel(uint64_t op_id, uint32_t seq, const Status& why) {

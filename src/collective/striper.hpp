@@ -4,8 +4,12 @@
 // connection holds at most one of our frames plus what its kernel buffer keeps (bounded by
 // TCP_NOTSENT_LOWAT where set), a connection slowed by a loss takes fewer frames, and none sits idle
 // while another still has a queue: no segment is committed early to a connection that then stalls.
-// Among idle connections the one used most recently goes first, so that small operations stay on
-// connections whose congestion windows are open.
+// Among idle connections, the one used most recently whose congestion window has room for the whole
+// frame goes first, so that small operations stay on connections whose windows are open; when none
+// has, the one with the most room (net/tcp_window.hpp). After a pause the kernel restarts each
+// window from the initial one, so a burst then spreads over the connections, each sending what fits
+// in one round trip, instead of queueing behind one connection's slow start. With one idle connection
+// nothing is asked of the kernel.
 // Thread: the communicator's io thread.
 #ifndef PCCL_COLLECTIVE_STRIPER_HPP_
 #define PCCL_COLLECTIVE_STRIPER_HPP_
@@ -51,6 +55,8 @@ class Striper : public std::enable_shared_from_this<Striper> {
     wire::LendRegion region;
   };
   void pump();
+  // The idle connection for a frame of `bytes` (channels_.size(): none); `open`: whether any is open.
+  size_t pick(uint32_t bytes, bool* open) const;
 
   Channels channels_;
   std::deque<Frame> queue_;

@@ -69,7 +69,7 @@ void TwoLevelAllReduce::addWave(uint32_t w, const StriperTo& striper_to) {
     wan.output = output + piece.span.offset * elem_;
     wan.count = piece.span.count;
     wan.avg_divisor = base_.world;
-    wan.segment_elems = segmentElems(piece.span.count, plan.regions, elem_, segment_bytes);
+    wan.segment_elems = segmentElems(piece.span.count, plan.regions, elem_, segment_bytes, kWanSegmentFloorBytes);
     const auto partial = plan.region_world > 1 ? std::optional<size_t>(piece.span.offset - plan.block.offset)
                                                : std::nullopt;
     addWavePart(partId(w, pieceSlot(piece.id)), w, kPiece, wan, piece.pred, piece.succ, striper_to, partial);

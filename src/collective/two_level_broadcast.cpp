@@ -50,7 +50,7 @@ TwoLevelBroadcast::TwoLevelBroadcast(const RingOpSpec& base, const TwoLevelRing&
       wan.input = plan.region_world == 1 && base_.rank == base_.root
                       ? base_.input + (wave.offset + piece.span.offset) * elem
                       : wan.output;
-      wan.segment_elems = segmentElems(piece.span.count, plan.regions, elem, segment_bytes);
+      wan.segment_elems = segmentElems(piece.span.count, plan.regions, elem, segment_bytes, kWanSegmentFloorBytes);
       addWavePart(w, kPiece, pieceSlot(piece.id), wan, piece.pred, piece.succ, striper_to);
     }
   }

@@ -13,8 +13,8 @@ TwoLevelLayoutOp::TwoLevelLayoutOp(const RingOpSpec& base, const TwoLevelRing& r
       plan_(twoLevelPart(ring, base.rank, 0)),
       elem_(codec::dtypeSize(base.dtype)) {}
 
-void TwoLevelLayoutOp::segment(RingOpSpec& spec) const {
-  spec.segment_elems = segmentElems(spec.count, spec.world, elem_, base_.desc.segment_bytes);
+void TwoLevelLayoutOp::segment(RingOpSpec& spec, size_t floor_bytes) const {
+  spec.segment_elems = segmentElems(spec.count, spec.world, elem_, base_.desc.segment_bytes, floor_bytes);
 }
 
 RingOpSpec TwoLevelLayoutOp::regionSpec(RingOpSpec spec, const TwoLevelBlocks& wave, uint32_t i) const {
@@ -41,7 +41,7 @@ void TwoLevelLayoutOp::forOwnedPieces(
     spec.count = wave.count();
     spec.blocks = wave.pieceBlocks(ring, k);
     if (spec.blocks.empty()) continue;
-    segment(spec);
+    segment(spec, kWanSegmentFloorBytes);
     f(static_cast<uint32_t>(k), std::move(spec), owners[(region + regions - 1) % regions],
       owners[(region + 1) % regions]);
   }

@@ -40,8 +40,8 @@ class TwoLevelLayoutOp : public TwoLevelWaves {
   // relative to the wave) set.
   void forOwnedPieces(const TwoLevelRing& ring, const RingOpSpec& wan, const TwoLevelBlocks& wave,
                       const std::function<void(uint32_t k, RingOpSpec spec, uint32_t pred, uint32_t succ)>& f) const;
-  // The segment size of a part's spec, as the flat ring cuts it.
-  void segment(RingOpSpec& spec) const;
+  // The segment size of a part's spec, as the flat ring cuts it (at least `floor_bytes`).
+  void segment(RingOpSpec& spec, size_t floor_bytes = kSegmentFloorBytes) const;
 
   TwoLevelBlocks all_;
   TwoLevelPart plan_;  // our region, rank in it and its ring (count-independent)

@@ -102,11 +102,26 @@ uint32_t twoLevelWaves(size_t bytes) {
   return static_cast<uint32_t>(std::clamp<size_t>(w, 1, kMaxTwoLevelWaves));
 }
 
+uint32_t twoLevelCallWaves(size_t bytes) {
+  if (bytes <= kTwoLevelWaveBytes) return 1;
+  const size_t w = (bytes + kTwoLevelWaveBytes - 1) / kTwoLevelWaveBytes + 1;
+  return static_cast<uint32_t>(std::min<size_t>(w, kMaxTwoLevelWaves));
+}
+
+Span twoLevelWaveOf(size_t count, uint32_t waves, uint32_t w) {
+  if (waves < 3) return cutOf(count, waves, w);
+  // Units: 1 for the first and the last wave, 2 for each other.
+  const uint64_t total = 2 * uint64_t{waves} - 2;
+  const auto units = [&](uint32_t i) -> uint64_t { return i == 0 ? 0 : i == waves ? total : 2 * uint64_t{i} - 1; };
+  const size_t begin = cutAt(count, units(w), total);
+  return Span{begin, cutAt(count, units(w + 1), total) - begin};
+}
+
 TwoLevelCall twoLevelCall(const TwoLevelRing& ring, uint32_t rank, size_t count, size_t elem_size) {
   TwoLevelCall out;
-  const uint32_t waves = twoLevelWaves(count * elem_size);
+  const uint32_t waves = twoLevelCallWaves(count * elem_size);
   for (uint32_t w = 0; w < waves; ++w) {
-    out.waves.push_back(cutOf(count, waves, w));
+    out.waves.push_back(twoLevelWaveOf(count, waves, w));
     out.parts.push_back(twoLevelPart(ring, rank, out.waves.back().count));
   }
   return out;

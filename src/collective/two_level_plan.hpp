@@ -29,10 +29,17 @@ namespace pccl::collective {
 
 // A call's waves: the buffer cut into W consecutive ranges (cutOf), each run as its own two levels,
 // one after the other on the LAN, so that one wave's WAN level overlaps the next one's reduce-scatter
-// and the previous one's all-gather. W = clamp(ceil(bytes / 8 MiB), 1, 8): every peer computes the same.
+// and the previous one's all-gather. W = clamp(ceil(bytes / 8 MiB), 1, 8): every peer computes the same
+// (the all-gather's and reduce-scatter's waves; the all-reduce's and broadcast's: twoLevelCallWaves).
 inline constexpr uint32_t kMaxTwoLevelWaves = 8;
 inline constexpr size_t kTwoLevelWaveBytes = 8u << 20;
 uint32_t twoLevelWaves(size_t bytes);
+// An all-reduce's and a broadcast's waves (twoLevelCall): one up to 8 MiB; above, one more than
+// ceil(bytes / 8 MiB), at most 8, the first and the last half as large as the others (from three
+// waves on), so that the first WAN level starts and the last all-gather ends sooner.
+uint32_t twoLevelCallWaves(size_t bytes);
+// Wave w of `waves` of `count` elements: cutOf with weights 1, 2, ..., 2, 1 (from three waves on).
+Span twoLevelWaveOf(size_t count, uint32_t waves, uint32_t w);
 
 // The most pieces a two-level ring may have: a frame's phase carries its part (wave x (pieces + 2) +
 // 0, 1 or 2 + the piece's index, two_level_allreduce.hpp) in its upper 16 bits. More: flat.

@@ -70,7 +70,7 @@ struct Costs {
     double lan_s = 0, wan_s = 0;
     for (const Region& g : regions) {
       if (g.lan) lan_s = std::max(lan_s, 2 * ((g.m - 1) / g.m * bytes / g.lan->bandwidth + (g.m - 1) * g.lan->delay_s));
-      wan_s = std::max(wan_s, 2 * (r - 1) / r * bytes / g.m / g.wan->bandwidth + (2 * (r - 1) + 4) * g.wan->delay_s);
+      wan_s = std::max(wan_s, 2 * (r - 1) / r * bytes / g.m / g.wan->bandwidth + 2 * (r - 1) * g.wan->delay_s);
     }
     return lan_s + wan_s;
   }

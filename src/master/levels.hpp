@@ -13,9 +13,9 @@
 //   two-level  the reduce-scatter and the all-gather in the slowest region, (m-1)/m x S each over its
 //              slowest link + (m-1) delays each; plus, across regions, 2(R-1)/R x S/m over the slowest
 //              link from each region's members to other regions' (the region with the fewest members m
-//              carries the most) + 2(R-1) of the slowest such delays, + 4 of them: the pieces' links carry
-//              only two-level data and open their congestion windows again at each call (two round
-//              trips; measured, docs/sim.md "Validation").
+//              carries the most) + 2(R-1) of the slowest such delays (protocol 15 added 4 more: the
+//              pieces' links reopened their congestion windows at each call, two round trips; protocol
+//              16's striper spreads a burst over the restarted windows instead, docs/algorithms.md §1).
 // Two-level when it predicts at most `margin` x the flat ring's time at `model_bytes`; then calls from
 // `two_level_bytes` up run in two levels: the smallest size of 64 KiB x 2^k from which the model
 // predicts two levels within the margin at every larger size up to 1 GiB.

@@ -11,6 +11,7 @@
 #include <utility>
 
 #include "net/lending.hpp"
+#include "net/tcp_window.hpp"
 #include "util/log.hpp"
 #include "wire/messages.hpp"
 
@@ -52,6 +53,14 @@ uint64_t DataChannel::minRttUs() const {
   uint32_t v = 0;
   std::memcpy(&v, info + kMinRttOffset, sizeof v);
   return v == ~0u ? 0 : v;
+}
+
+int64_t DataChannel::sendRoom() const {
+  const int fd = const_cast<Tcp::socket&>(socket_).native_handle();
+  TcpWindow w;
+  if (closed_ || !readTcpWindow(fd, &w)) return kUnknownRoom;
+  if (restarts_ < 0) restarts_ = restartsAfterIdle(fd) ? 1 : 0;
+  return net::sendRoom(w, restarts_ == 1);
 }
 
 DataChannel::~DataChannel() {

@@ -93,6 +93,9 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   // The smallest round trip the kernel has seen on this connection (TCP_INFO tcpi_min_rtt), µs; 0 when
   // unknown (closed, or a kernel without it).
   uint64_t minRttUs() const;
+  // Bytes a write now would send at once within the congestion window (net/tcp_window.hpp: the window
+  // as the kernel restarts it after idleness); net::kUnknownRoom when the kernel does not say.
+  int64_t sendRoom() const;
   void resume();  // after a kPause placement: asks the sink again
   // `payload` must stay valid until `done` runs. `done` runs exactly once (also when the channel closes).
   // `region`: the buffer of the operation (h.op_id, h.seq) that holds the payload, if it may be lent:
@@ -173,6 +176,7 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   std::deque<Pending> out_;
   bool writing_ = false;
   bool closed_ = false;
+  mutable int restarts_ = -1;  // sendRoom: whether the window restarts after idleness (-1: not asked yet)
   std::function<void()> on_idle_;
   uint64_t queued_bytes_ = 0;  // payload bytes in out_
   uint64_t bytes_sent_ = 0;
