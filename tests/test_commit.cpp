@@ -44,9 +44,11 @@ Scene sceneWithVictim(Path path, const CommConfig& base = fastCommConfig(0),
   s.victim = std::make_unique<ChildProcess>(
       commitPeerArgs(s.cluster.master->port()),
       std::vector<std::string>{"PCCL_LOG_LEVEL=error", "PCCL_GATHER_BYTES=" + std::to_string(config.gather_bytes)});
-  REQUIRE(s.cluster.master->waitFor([](const MasterStats& st) { return st.pending == 1; }, 10000));
+  // The victim is a fresh process: on a busy 2-core machine its start and join took over 10 s once (a
+  // build beside ctest -j2), so these deadlines are generous; each returns as soon as the event happens.
+  REQUIRE(s.cluster.master->waitFor([](const MasterStats& st) { return st.pending == 1; }, 30000));
   REQUIRE(s.cluster.updateAll());
-  REQUIRE(s.victim->waitForLine("connected", 10000));
+  REQUIRE(s.victim->waitForLine("connected", 30000));
   return s;
 }
 
