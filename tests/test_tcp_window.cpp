@@ -69,6 +69,7 @@ TEST_CASE("tcp window: a real connection's window is read from the kernel", "[tc
   CHECK(w.cwnd >= 1);
   CHECK(w.rto_us > 0);
   CHECK(w.unacked == 0);  // nothing sent yet
+  CHECK(w.min_rtt_us < 1000000);  // the handshake's sample on loopback, or 0 (none yet)
   const int fd = a.native_handle();
   auto channel = std::make_shared<net::DataChannel>(net::Link{std::move(a), {}, {}}, 1, "tx");
   // A fresh connection has its whole initial window free.

@@ -7,7 +7,6 @@
 #include <sys/ioctl.h>
 
 #include <algorithm>
-#include <cstring>
 #include <utility>
 
 #include "net/lending.hpp"
@@ -41,18 +40,8 @@ void DataChannel::setMaxPacingRate(uint64_t bytes_per_second) {
 }
 
 uint64_t DataChannel::minRttUs() const {
-  // struct tcp_info of <linux/tcp.h> (an append-only kernel ABI): tcpi_min_rtt, the smallest round trip
-  // the connection has seen (µs; Linux 4.10+), is the u32 at byte 148. glibc's struct stops before it.
-  constexpr size_t kMinRttOffset = 148;
-  uint8_t info[256] = {};
-  socklen_t len = sizeof info;
-  if (getsockopt(const_cast<Tcp::socket&>(socket_).native_handle(), IPPROTO_TCP, TCP_INFO, info, &len) != 0 ||
-      len < kMinRttOffset + 4) {
-    return 0;
-  }
-  uint32_t v = 0;
-  std::memcpy(&v, info + kMinRttOffset, sizeof v);
-  return v == ~0u ? 0 : v;
+  TcpWindow w;
+  return readTcpWindow(const_cast<Tcp::socket&>(socket_).native_handle(), &w) ? w.min_rtt_us : 0;
 }
 
 int64_t DataChannel::sendRoom() const {
