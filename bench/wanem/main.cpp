@@ -4,26 +4,34 @@
 // COMMAND once per rank inside its namespace, and tears everything down on exit or signal.
 //
 //   pccl-wanem --ranks N --delay-ms D [--jitter-ms J] [--loss-pct P] [--rate-mbit R] [--queue Q]
-//              [--cc cubic|bbr|reno] [--paths FILE] [--probe] [--probe-rate S] [--stats FILE] -- COMMAND...
+//              [--cc cubic|bbr|reno] [--paths FILE] [--faults FILE] [--control FIFO] [--probe] [--probe-rate S]
+//              [--stats FILE] -- COMMAND...
 //
 // Each COMMAND runs with PCCL_WANEM_RANK, PCCL_WANEM_ADDR (its address), PCCL_WANEM_ADDRS (all, comma
 // separated), PCCL_WANEM_RANKS and PCCL_WANEM_PHASES (a file to append "LABEL BEGIN_NS END_NS" lines to
 // for each timed operation: the verdict is then given per label). Exit status: the worst of the commands',
 // 2 for bad usage, 3 when the emulator could not stay faithful (docs/wanem.md, "Faithfulness").
+#include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <atomic>
 #include <chrono>
+#include <condition_variable>
+#include <mutex>
 #include <cstdio>
+#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <map>
 #include <sstream>
 #include <thread>
 
+#include "faults.hpp"
 #include "netns.hpp"
 #include "probe.hpp"
 #include "report.hpp"
@@ -40,7 +48,7 @@ void onSignal(int sig) { g_signal = sig; }
 struct Args {
   int ranks = 2;
   double delay_ms = 0, jitter_ms = 0, loss_pct = 0, rate_mbit = 0, probe_rate_s = 0;
-  std::string cc, paths, stats, queue = "1bdp", phases;
+  std::string cc, paths, stats, queue = "1bdp", phases, faults, control;
   int min_tso_segs = 0;
   bool probe = false, cleanup = false;
   std::vector<std::string> command;
@@ -128,6 +136,121 @@ int probeAll(Network& net, const Topology& topo, const Args& a) {
   return status;
 }
 
+// Applies faults to the router: the --faults schedule (times from start()) and the --control FIFO's lines
+// (at once), logging each with its time. Route changes accumulate: each builds on the paths file and the
+// changes before it.
+class FaultRunner {
+ public:
+  FaultRunner(Router* router, TopologyDefaults def, std::vector<std::string> paths_lines, std::string paths_name)
+      : router_(router), def_(def), base_(std::move(paths_lines)), name_(std::move(paths_name)) {}
+  ~FaultRunner() { stop(); }
+
+  // The topology with `line` added to the paths file and the route changes applied so far.
+  bool check(const std::string& line, Topology* out, std::string* error) {
+    std::lock_guard<std::mutex> lk(mu_);
+    return build(line, out, error);
+  }
+  PathCheck checker() {
+    return [this](const std::string& line, Topology* out, std::string* error) { return check(line, out, error); };
+  }
+
+  void start(std::vector<Fault> schedule, const std::string& control, const Topology& topo) {
+    t0_ = std::chrono::steady_clock::now();
+    std::stable_sort(schedule.begin(), schedule.end(), [](const Fault& a, const Fault& b) { return a.at_s < b.at_s; });
+    if (!schedule.empty()) threads_.emplace_back([this, schedule] { runSchedule(schedule); });
+    if (!control.empty()) threads_.emplace_back([this, control, topo] { runControl(control, topo); });
+  }
+  void stop() {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    for (auto& t : threads_) t.join();
+    threads_.clear();
+  }
+
+ private:
+  bool build(const std::string& line, Topology* out, std::string* error) {
+    std::stringstream text;
+    for (const auto& l : base_) text << l << "\n";
+    for (const auto& l : applied_) text << l << "\n";
+    text << line << "\n";
+    if (buildTopology(def_, &text, name_.empty() ? "paths" : name_, out, error)) return true;
+    // buildTopology names the line as NAME:N; the route change is not in any file: give the reason alone.
+    const auto cut = error->find(": ");
+    if (cut != std::string::npos) *error = error->substr(cut + 2);
+    return false;
+  }
+  void apply(const Fault& f) {
+    Topology changed;
+    if (f.kind == Fault::Kind::kPath) {
+      std::lock_guard<std::mutex> lk(mu_);
+      std::string error;
+      if (!build(f.path_line, &changed, &error)) {
+        std::fprintf(stderr, "pccl-wanem: fault '%s' not applied: %s\n", f.text.c_str(), error.c_str());
+        return;
+      }
+      applied_.push_back(f.path_line);
+    }
+    router_->applyFault(f, f.kind == Fault::Kind::kPath ? &changed : nullptr);
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0_).count();
+    std::fprintf(stderr, "pccl-wanem: fault at %.3f s: %s\n", t, f.text.c_str());
+  }
+  void runSchedule(const std::vector<Fault>& schedule) {
+    for (const Fault& f : schedule) {
+      std::unique_lock<std::mutex> lk(mu_);
+      const auto due = t0_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(f.at_s));
+      if (cv_.wait_until(lk, due, [this] { return stop_; })) return;
+      lk.unlock();
+      apply(f);
+    }
+  }
+  void runControl(const std::string& path, const Topology& topo) {
+    // Read-write: the FIFO never reports end-of-file when a writer closes it.
+    const int fd = open(path.c_str(), O_RDWR | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) {
+      std::fprintf(stderr, "pccl-wanem: --control %s: %s\n", path.c_str(), std::strerror(errno));
+      return;
+    }
+    std::string pending;
+    char buf[4096];
+    for (;;) {
+      {
+        std::lock_guard<std::mutex> lk(mu_);
+        if (stop_) break;
+      }
+      pollfd p{fd, POLLIN, 0};
+      if (poll(&p, 1, 100) <= 0) continue;
+      const ssize_t n = read(fd, buf, sizeof buf);
+      if (n <= 0) continue;
+      pending.append(buf, static_cast<size_t>(n));
+      for (size_t nl; (nl = pending.find('\n')) != std::string::npos;) {
+        const std::string line = pending.substr(0, nl);
+        pending.erase(0, nl + 1);
+        Fault f;
+        std::string error;
+        if (parseFaultLine(line, false, topo, checker(), &f, &error)) {
+          apply(f);
+        } else if (!error.empty()) {
+          std::fprintf(stderr, "pccl-wanem: --control: %s (in '%s'): ignored\n", error.c_str(), line.c_str());
+        }
+      }
+    }
+    close(fd);
+  }
+
+  Router* router_;
+  TopologyDefaults def_;
+  std::vector<std::string> base_, applied_;
+  std::string name_;
+  std::chrono::steady_clock::time_point t0_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::vector<std::thread> threads_;
+};
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -148,6 +271,8 @@ int main(int argc, char** argv) {
   app.add_flag("--probe", a.probe, "measure the RTT of every pair of ranks before running the command");
   app.add_option("--probe-rate", a.probe_rate_s, "also measure one TCP flow's goodput on every ordered pair, S seconds each")
       ->check(CLI::Range(0.5, 600.0));
+  app.add_option("--faults", a.faults, "network faults to apply at given times (docs/wanem.md, \"Faults\")");
+  app.add_option("--control", a.control, "a FIFO (created if missing) whose lines apply faults at once");
   app.add_option("--stats", a.stats, "write the emulator's statistics and verdicts (JSON) to this file");
   app.add_flag("--cleanup", a.cleanup, "remove namespaces left behind by a killed pccl-wanem, then exit");
   app.add_option("command", a.command, "the command to run per rank (after --)");
@@ -184,6 +309,24 @@ int main(int argc, char** argv) {
   if (!buildTopology(def, a.paths.empty() ? nullptr : &paths_file, a.paths, &topo, &error)) {
     std::fprintf(stderr, "pccl-wanem: %s\n", error.c_str());
     return 2;
+  }
+  std::vector<std::string> paths_lines;
+  if (!a.paths.empty()) {
+    std::ifstream again(a.paths);
+    for (std::string line; std::getline(again, line);) paths_lines.push_back(line);
+  }
+  std::vector<Fault> schedule;
+  FaultRunner parse_check(nullptr, def, paths_lines, a.paths);  // checks route changes; applies nothing
+  if (!a.faults.empty()) {
+    std::ifstream ff(a.faults);
+    if (!ff) {
+      std::fprintf(stderr, "pccl-wanem: cannot read %s\n", a.faults.c_str());
+      return 2;
+    }
+    if (!parseFaultsFile(ff, a.faults, topo, parse_check.checker(), &schedule, &error)) {
+      std::fprintf(stderr, "pccl-wanem: %s\n", error.c_str());
+      return 2;
+    }
   }
   if (geteuid() != 0) {
     std::fprintf(stderr, "pccl-wanem: must run as root (it creates network namespaces, veths and a TUN device)\n");
@@ -223,6 +366,16 @@ int main(int argc, char** argv) {
   for (int r = 0; r < a.ranks; ++r) addrs.push_back(net.rankAddrValue(r));
   Router router(net.tunFds(), addrs, topo, static_cast<uint64_t>(getpid()));
   router.start([&net] { return net.kernelDrops(); });
+  FaultRunner runner(&router, def, paths_lines, a.paths);
+  bool made_fifo = false;
+  if (!a.control.empty()) {
+    struct stat st {};
+    if (stat(a.control.c_str(), &st) != 0) {
+      made_fifo = mkfifo(a.control.c_str(), 0600) == 0;
+    } else if (!S_ISFIFO(st.st_mode)) {
+      std::fprintf(stderr, "pccl-wanem: --control %s exists and is not a FIFO\n", a.control.c_str());
+    }
+  }
   std::fprintf(stderr,
                "pccl-wanem: %d ranks, one-way delay %.1f ms, jitter %.1f ms, loss %.4f%% per segment, rate %.0f Mbit/s "
                "(queue %s), cc %s%s\n",
@@ -232,9 +385,12 @@ int main(int argc, char** argv) {
   if (a.probe || a.probe_rate_s > 0) status = probeAll(net, topo, a);
   if (!a.command.empty() && g_signal == 0) {
     std::vector<pid_t> pids;
+    runner.start(schedule, a.control, topo);
     for (int r = 0; r < a.ranks; ++r) pids.push_back(runRank(net, r, a));
     status = std::max(status, waitAll(pids));
   }
+  runner.stop();
+  if (made_fifo) unlink(a.control.c_str());
   router.stop();
   RunReport rep;
   rep.stats = router.stats();

@@ -94,6 +94,41 @@ PacketInfo parsePacket(const uint8_t* p, size_t n) {
   return info;
 }
 
+bool parseTcp(const uint8_t* p, size_t n, TcpFields* out) {
+  if (n < kVnetHdrLen + 40) return false;
+  const uint8_t* ip = p + kVnetHdrLen;
+  const size_t ihl = static_cast<size_t>(ip[0] & 0x0f) * 4;
+  if ((ip[0] >> 4) != 4 || ip[9] != kProtoTcp || ihl < 20 || n < kVnetHdrLen + ihl + 20) return false;
+  const uint8_t* tcp = ip + ihl;
+  out->sport = be16(tcp);
+  out->dport = be16(tcp + 2);
+  out->seq = be32(tcp + 4);
+  out->ack = be32(tcp + 8);
+  out->flags = tcp[13];
+  return true;
+}
+
+std::vector<uint8_t> makeRst(uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport, uint32_t seq) {
+  std::vector<uint8_t> pkt(kVnetHdrLen + 40, 0);  // a zero virtio_net_hdr: no GSO, checksums complete
+  uint8_t* ip = pkt.data() + kVnetHdrLen;
+  ip[0] = 0x45;
+  put16(ip + 2, 40);
+  ip[6] = 0x40;  // don't fragment
+  ip[8] = 64;    // TTL
+  ip[9] = kProtoTcp;
+  put32(ip + 12, src);
+  put32(ip + 16, dst);
+  put16(ip + 10, ipv4HeaderChecksum(ip, 20));
+  uint8_t* tcp = ip + 20;
+  put16(tcp, sport);
+  put16(tcp + 2, dport);
+  put32(tcp + 4, seq);
+  tcp[12] = 5 << 4;
+  tcp[13] = kTcpFlagRst;
+  put16(tcp + 16, tcpChecksum(ip, 20, 40));
+  return pkt;
+}
+
 bool splitSegments(const uint8_t* p, size_t n, const std::vector<bool>& keep, std::vector<std::vector<uint8_t>>* out) {
   const PacketInfo info = parsePacket(p, n);
   if (!info.tcp_gso || keep.size() != info.segments) return false;

@@ -51,6 +51,20 @@ PacketInfo parsePacket(const uint8_t* p, size_t n);
 // the packet is not one that parsePacket() marked tcp_gso.
 bool splitSegments(const uint8_t* p, size_t n, const std::vector<bool>& keep, std::vector<std::vector<uint8_t>>* out);
 
+// The TCP header's fields the fault emulation needs (faults.hpp: resets), from a packet as parsePacket
+// takes it; false when it is not TCP over IPv4.
+struct TcpFields {
+  uint16_t sport = 0, dport = 0;
+  uint32_t seq = 0, ack = 0;
+  uint8_t flags = 0;
+};
+constexpr uint8_t kTcpFlagSyn = 0x02, kTcpFlagRst = 0x04, kTcpFlagAck = 0x10;
+bool parseTcp(const uint8_t* p, size_t n, TcpFields* out);
+
+// A bare TCP RST (virtio_net_hdr without offloads, IPv4, TCP, both checksums complete) from src:sport to
+// dst:dport with sequence number `seq` (addresses and ports in host byte order).
+std::vector<uint8_t> makeRst(uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport, uint32_t seq);
+
 // The Internet checksum (RFC 1071) of an IPv4 header, and the TCP checksum over the pseudo-header and
 // the TCP segment; both return the value to store (already complemented), in network byte order bytes.
 uint16_t ipv4HeaderChecksum(const uint8_t* ip, size_t ihl);

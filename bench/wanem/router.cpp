@@ -60,6 +60,10 @@ Router::Router(std::vector<std::vector<int>> tun_fds, std::vector<uint32_t> rank
     for (size_t d = 0; d < n; ++d) path_links_[s].emplace_back(topo_.paths[s][d].link);
   }
   path_last_ns_.assign(n, std::vector<int64_t>(n, 0));
+  down_until_.assign(n, std::vector<int64_t>(n, 0));
+  burst_until_ = down_until_;
+  burst_loss_.assign(n, std::vector<double>(n, 0));
+  reset_gen_.assign(n, std::vector<uint32_t>(n, 0));
   for (auto& fds : tun_fds) {
     auto lane = std::make_unique<Lane>();
     lane->fds = std::move(fds);
@@ -175,6 +179,14 @@ void Router::enter(Lane& lane, Buf buf, const PacketInfo& info, int src, int dst
   std::vector<Event> ready;
   {
     std::lock_guard<std::mutex> lk(links_mu_);
+    if (blackedOut(src, dst, now, info.segments) || resetTakes(buf, src, dst, now, &ready)) {
+      std::lock_guard<std::mutex> lane_lk(lane.mu);
+      lane.timeline.at(now).merge(bin);
+      recycle(lane, std::move(buf));
+      for (auto& e : ready) push(lane, std::move(e));
+      return;
+    }
+    const bool burst = now < burst_until_[s][d];
     int64_t t1 = now;
     for (auto& [b1, i1] : cross(lane, up_[s], std::move(buf), info, now, nullptr, &t1, &bin)) {
       // Random loss on the path, per segment (reader-only state: no lock needed for it).
@@ -187,6 +199,10 @@ void Router::enter(Lane& lane, Buf buf, const PacketInfo& info, int src, int dst
           left = drawUntilLoss(lane.rng, m.loss);
         } else if (left != UINT64_MAX) {
           --left;
+        }
+        if (burst && !lost[k] && std::uniform_real_distribution<double>(0, 1)(lane.rng) < burst_loss_[s][d]) {
+          lost[k] = any = true;
+          fault_counts_.burst_segments += 1;
         }
       }
       auto survivors = any ? cross(lane, up_[s], std::move(b1), i1, t1, &lost, nullptr, &bin)
@@ -386,7 +402,105 @@ RouterStats Router::stats() const {
   for (const auto& row : path_links_) {
     for (const auto& l : row) add(&s.paths, l.stats());
   }
+  s.faults = fault_counts_;
   return s;
+}
+
+bool Router::blackedOut(int src, int dst, int64_t now, uint32_t segments) {
+  if (now >= down_until_[static_cast<size_t>(src)][static_cast<size_t>(dst)]) return false;
+  fault_counts_.down_segments += segments;
+  return true;
+}
+
+// A reset connection: the emulator has forgotten it, as a middlebox that dropped its state does. Every
+// packet of it is dropped, and its sender gets an RST whose sequence number is exactly what that packet
+// acknowledges (the sender's own next expected byte, so the kernel takes it at once: RFC 5961). Each end
+// is reset when it next sends; a new connection (a SYN) starts clean.
+bool Router::resetTakes(const Buf& buf, int src, int dst, int64_t now, std::vector<Event>* rst) {
+  TcpFields t;
+  if (!parseTcp(buf.bytes.data(), buf.len, &t)) return false;
+  const auto s = static_cast<size_t>(src), d = static_cast<size_t>(dst);
+  const uint64_t me = (uint64_t{addrs_[s]} << 16) | t.sport, peer = (uint64_t{addrs_[d]} << 16) | t.dport;
+  const bool lower = me < peer;
+  const auto key = lower ? std::make_pair(me, peer) : std::make_pair(peer, me);
+  const uint32_t gen = reset_gen_[s][d];
+  auto it = flows_.find(key);
+  const bool syn = (t.flags & kTcpFlagSyn) != 0 && (t.flags & kTcpFlagAck) == 0;
+  if (syn || it == flows_.end()) {
+    flows_[key] = FlowState{gen, 0};
+    return false;
+  }
+  FlowState& f = it->second;
+  if (f.gen == gen || (t.flags & kTcpFlagRst) != 0) return false;
+  if ((t.flags & kTcpFlagAck) != 0) {
+    std::vector<uint8_t> bytes = makeRst(addrs_[d], addrs_[s], t.dport, t.sport, t.ack);
+    Buf b;
+    b.len = bytes.size();
+    b.bytes = std::move(bytes);
+    const PacketInfo info = parsePacket(b.bytes.data(), b.len);
+    rst->push_back(Event{now, 0, Stage::kRelease, dst, src, 0.0, info, std::move(b)});
+    fault_counts_.resets_sent += 1;
+  }
+  f.ends_reset |= lower ? 1 : 2;
+  if (f.ends_reset == 3) f = FlowState{gen, 0};
+  return true;
+}
+
+void Router::applyFault(const Fault& f, const Topology* changed) {
+  std::lock_guard<std::mutex> lk(links_mu_);
+  const int64_t now = monotonicNs();
+  const auto until = now + static_cast<int64_t>(f.for_s * 1e9);
+  switch (f.kind) {
+    case Fault::Kind::kDown:
+      fault_counts_.down += 1;
+      for (const auto& [a, b] : f.pairs) {
+        int64_t& u = down_until_[static_cast<size_t>(a)][static_cast<size_t>(b)];
+        u = std::max(u, until);
+      }
+      break;
+    case Fault::Kind::kBurst:
+      fault_counts_.burst += 1;
+      for (const auto& [a, b] : f.pairs) {
+        burst_until_[static_cast<size_t>(a)][static_cast<size_t>(b)] = until;
+        burst_loss_[static_cast<size_t>(a)][static_cast<size_t>(b)] = f.loss;
+      }
+      break;
+    case Fault::Kind::kReset: {
+      fault_counts_.reset += 1;
+      std::vector<std::vector<bool>> done(addrs_.size(), std::vector<bool>(addrs_.size(), false));
+      for (const auto& [a, b] : f.pairs) {
+        const auto lo = static_cast<size_t>(std::min(a, b)), hi = static_cast<size_t>(std::max(a, b));
+        if (done[lo][hi]) continue;
+        done[lo][hi] = true;
+        reset_gen_[lo][hi] += 1;
+        reset_gen_[hi][lo] = reset_gen_[lo][hi];
+      }
+      break;
+    }
+    case Fault::Kind::kPath: {
+      fault_counts_.path += 1;
+      if (changed == nullptr) break;
+      for (size_t a = 0; a < addrs_.size(); ++a) {
+        for (size_t b = 0; b < addrs_.size(); ++b) {
+          PathModel& live = topo_.paths[a][b];
+          const PathModel& next = changed->paths[a][b];
+          const bool loss_changed = live.loss != next.loss;
+          live.delay_ms = next.delay_ms;
+          live.jitter_ms = next.jitter_ms;
+          live.loss = next.loss;
+          if (next.link.rate_mbit != live.link.rate_mbit || next.link.queue_bytes != live.link.queue_bytes) {
+            live.link = next.link;
+            path_links_[a][b] = Link(next.link);
+          }
+          // The lanes draw the next random loss under links_mu_ too.
+          if (loss_changed) {
+            for (auto& lane : lanes_) lane->until_loss[a][b] = drawUntilLoss(lane->rng, next.loss);
+          }
+        }
+      }
+      break;
+    }
+  }
 }
 
 }  // namespace pccl::wanem

@@ -24,6 +24,7 @@
 #include <condition_variable>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <queue>
@@ -32,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "faults.hpp"
 #include "link.hpp"
 #include "packet.hpp"
 #include "timeline.hpp"
@@ -43,11 +45,20 @@ struct PathCount {
   uint64_t segments = 0, lost = 0;  // segments that entered the path, segments lost at random on it
 };
 
+// What the faults did (docs/wanem.md, "Faults").
+struct FaultCounts {
+  uint64_t down = 0, burst = 0, reset = 0, path = 0;  // faults applied, by kind
+  uint64_t down_segments = 0;   // segments lost to blackouts
+  uint64_t burst_segments = 0;  // segments lost to loss bursts
+  uint64_t resets_sent = 0;     // RSTs the emulator sent (one per end of a reset connection that spoke)
+};
+
 struct RouterStats {
   Bin total;                       // the whole run
   std::vector<std::vector<PathCount>> paths_count;  // [src][dst]
   uint64_t unknown = 0;            // packets not addressed to another rank, dropped
   LinkStats uplinks, downlinks, paths;  // summed per kind (max/min fields: over the links of that kind)
+  FaultCounts faults;
 };
 
 class Router {
@@ -60,6 +71,10 @@ class Router {
   void start(std::function<uint64_t()> kernel_drops = {});
   void stop();
   RouterStats stats() const;
+  // Applies a fault now (any thread). A kPath fault comes with the topology that includes its line
+  // (faults.hpp, PathCheck): every path whose delay, jitter, loss or bottleneck changed takes the new
+  // values; its packets already under way keep theirs, and a path never reorders.
+  void applyFault(const Fault& f, const Topology* changed);
   // The bins that overlap the intervals, over all lanes and the kernel's drops.
   Bin window(const std::vector<std::pair<int64_t, int64_t>>& intervals) const;
 
@@ -114,6 +129,11 @@ class Router {
   Buf takeBuffer(Lane& lane, bool big);  // lane.mu held
   void recycle(Lane& lane, Buf buf);     // lane.mu held
   int rankOf(uint32_t addr) const;
+  // Faults, under links_mu_: true when the packet is lost to a blackout, or taken by a reset (then an RST
+  // is queued for its sender into *rst).
+  bool blackedOut(int src, int dst, int64_t now, uint32_t segments);
+  bool resetTakes(const Buf& buf, int src, int dst, int64_t now, std::vector<Event>* rst);
+
 
   std::vector<uint32_t> addrs_;
   Topology topo_;
@@ -125,6 +145,17 @@ class Router {
   std::vector<Link> up_, down_;
   std::vector<std::vector<Link>> path_links_;
   std::vector<std::vector<int64_t>> path_last_ns_;
+  // Faults (under links_mu_): per ordered pair, blackout and burst deadlines, the burst's loss, the reset
+  // generation; per connection (by its two ends), its generation and the ends reset.
+  std::vector<std::vector<int64_t>> down_until_, burst_until_;
+  std::vector<std::vector<double>> burst_loss_;
+  std::vector<std::vector<uint32_t>> reset_gen_;
+  struct FlowState {
+    uint32_t gen = 0;
+    uint8_t ends_reset = 0;  // bit 0: the lower end, bit 1: the higher end
+  };
+  std::map<std::pair<uint64_t, uint64_t>, FlowState> flows_;
+  FaultCounts fault_counts_;
 
   std::thread monitor_;
   mutable std::mutex monitor_mu_;
