@@ -14,7 +14,8 @@
 
 namespace pccl::bench {
 
-// PCCL_WANEM_PHASES=FILE: "ROW:BACKEND:ALGORITHM:BYTES BEGIN_NS END_NS" per timed operation, appended
+// PCCL_WANEM_PHASES=FILE: "ROW:BACKEND:ALGORITHM:BYTES BEGIN_NS END_NS" per timed operation when it ends
+// (and "begin ROW:BACKEND:BYTES:ITERATION BEGIN_NS" when it starts), appended
 // with one write() per line (O_APPEND: the ranks' lines never interleave). BEGIN/END are this rank's
 // steady_clock (CLOCK_MONOTONIC) nanoseconds of the operation, the same instants its time is taken
 // from. A file that cannot be written costs one warning, never the run.
@@ -33,6 +34,19 @@ class PhaseLog {
   PhaseLog(const PhaseLog&) = delete;
   PhaseLog& operator=(const PhaseLog&) = delete;
 
+  // "begin INDEX:BACKEND:BYTES:ITERATION BEGIN_NS" when a timed operation starts (every rank writes one):
+  // what pccl-wanem's `at phase+D` faults wait for (docs/wanem.md, "Faults"); readers of phases skip it.
+  void begin(size_t index, const std::string& backend, size_t bytes, int iteration,
+             std::chrono::steady_clock::time_point t) {
+    if (fd_ < 0) return;
+    char line[256];
+    const int n = std::snprintf(line, sizeof line, "begin %zu:%s:%zu:%d %lld\n", index, backend.c_str(), bytes, iteration,
+                                static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                    t.time_since_epoch()).count()));
+    if (n <= 0 || static_cast<size_t>(n) >= sizeof line) return warn(EOVERFLOW);
+    put(line, n);
+  }
+
   void mark(size_t index, const std::string& backend, const std::string& algorithm, size_t bytes,
             std::chrono::steady_clock::time_point begin, std::chrono::steady_clock::time_point end) {
     if (fd_ < 0) return;
@@ -43,14 +57,17 @@ class PhaseLog {
     const int n = std::snprintf(line, sizeof line, "%zu:%s:%s:%zu %lld %lld\n", index, backend.c_str(),
                                 algorithm.c_str(), bytes, ns(begin), ns(end));
     if (n <= 0 || static_cast<size_t>(n) >= sizeof line) return warn(EOVERFLOW);
+    put(line, n);
+  }
+
+ private:
+  void put(const char* line, int n) {
     ssize_t w = -1;
     do {
       w = ::write(fd_, line, static_cast<size_t>(n));
     } while (w < 0 && errno == EINTR);
     if (w != n) warn(w < 0 ? errno : EIO);
   }
-
- private:
   void warn(int err) {
     std::fprintf(stderr, "pccl-bench: cannot write phase marks to %s (PCCL_WANEM_PHASES): %s; going on without them\n",
                  path_.c_str(), std::strerror(err));

@@ -2,7 +2,8 @@
 # pccl-wanem's network faults (docs/wanem.md, "Faults") on a real TCP connection between 2 rank
 # namespaces: rank 0 writes each fault into the --control FIFO and checks what it does (a blackout holds a
 # round trip and the connection goes on; a loss burst loses nothing the application sees; a route change
-# shows in the round trips; a reset fails the connection with ECONNRESET and a new one works:
+# shows in the round trips; a reset fails the connection with ECONNRESET and a new one works; a blackout
+# scheduled `at phase+300ms` follows a start mark written as pccl-bench writes them:
 # tests/wanem_faults_peer.py); then the --stats file must count each fault and its effects. A --faults
 # file with a bad line is refused with its file:line. Skipped (exit 77) without namespaces or TUN.
 #   tests/wanem_faults.sh PATH/TO/pccl-wanem
@@ -29,8 +30,10 @@ cat "$dir/bad.err"
 grep -q "bad.faults:2: rank 7 does not exist" "$dir/bad.err" || { echo "FAIL: the refusal does not name bad.faults:2 and why"; exit 1; }
 
 # ---- every fault on a live connection ------------------------------------------------------------------
+printf '# waits for the peer script'"'"'s start mark\nat phase+300ms down 0 -> 1 for 2s\n' > "$dir/run.faults"
 status=0
-timeout 300 "$WANEM" --ranks 2 --delay-ms 10 --rate-mbit 100 --control "$dir/control" --stats "$dir/stats.json" \
+timeout 300 "$WANEM" --ranks 2 --delay-ms 10 --rate-mbit 100 --control "$dir/control" --faults "$dir/run.faults" \
+  --stats "$dir/stats.json" \
   -- /usr/bin/python3 "$HERE/wanem_faults_peer.py" "$dir/control" 17345 > "$dir/out" 2> "$dir/err" || status=$?
 cat "$dir/out" "$dir/err"
 [ $status -eq 0 ] || [ $status -eq 3 ] || { echo "FAIL: the run exited $status"; exit 1; }
@@ -38,7 +41,7 @@ cat "$dir/out" "$dir/err"
 import json, sys
 f = json.load(open(sys.argv[1]))["faults"]
 print("faults:", f)
-want = {"down": 1, "burst": 1, "reset": 1, "path": 1}
+want = {"down": 2, "burst": 1, "reset": 1, "path": 1}
 bad = [k for k, v in want.items() if f[k] != v]
 bad += [k for k in ("down_segments", "burst_segments", "resets_sent") if f[k] <= 0]
 if bad:

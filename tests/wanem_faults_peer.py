@@ -6,6 +6,9 @@ waiting on events with deadlines (never on the machine's speed):
   burst 0 -> 1 ...     bulk echoes through a 50 % loss burst arrive intact
   path 0 1 delay=100   round trips of at least the new 200 ms (a busy machine only adds to them)
   reset 0 -> 1         the connection fails with ECONNRESET; a new one works
+and then marks the start of a "timed operation" in PCCL_WANEM_PHASES as pccl-bench does, which the
+scheduled `at phase+300ms down 0 -> 1 for 2s` (tests/wanem_faults.sh's --faults file) must follow: a
+round trip held by that blackout.
 Exit 0 when every check passed; a message and exit 1 otherwise.
   wanem_faults_peer.py CONTROL_FIFO PORT
 """
@@ -131,6 +134,16 @@ def client(fifo, addr, port):
     round_trip(s, b"a new connection after the reset")
     s.close()
     print("reset: ECONNRESET, and a new connection works", flush=True)
+
+    s = connect(addr, port)
+    with open(os.environ["PCCL_WANEM_PHASES"], "a") as f:
+        f.write(f"begin test:0:1:0 {time.monotonic_ns()}\n")
+    deadline = time.monotonic() + DEADLINE_S
+    while round_trip(s, b"m") < 1.5:
+        if time.monotonic() > deadline:
+            fail("no round trip was held by the blackout scheduled at phase+300ms")
+    s.close()
+    print("phase mark: the scheduled blackout followed it", flush=True)
     q = connect(addr, port)
     q.sendall(b"q")
     q.close()

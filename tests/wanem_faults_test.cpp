@@ -56,6 +56,16 @@ TEST_CASE("wanem faults: every kind parses, with ranks, regions, arrows and dura
   REQUIRE(parseFaultLine("at 20s path eu us delay=60", true, t, check, &f, &error));
   CHECK(f.kind == Fault::Kind::kPath);
   CHECK(f.path_line == "path eu us delay=60");
+  CHECK(f.base == Fault::Base::kStart);
+  REQUIRE(parseFaultLine("at phase+250ms reset 0 -> 1", true, t, check, &f, &error));
+  CHECK(f.base == Fault::Base::kPhase);
+  CHECK(f.at_s == Approx(0.25));
+  REQUIRE(parseFaultLine("at phase down 0 -> 1 for 1s", true, t, check, &f, &error));
+  CHECK(f.base == Fault::Base::kPhase);
+  CHECK(f.at_s == 0);
+  REQUIRE(parseFaultLine("at +2s reset 0 -> 1", true, t, check, &f, &error));
+  CHECK(f.base == Fault::Base::kPrevious);
+  CHECK(f.at_s == 2);
   CHECK_FALSE(parseFaultLine("   # only a comment", true, t, check, &f, &error));
   CHECK(error.empty());
 }
@@ -67,7 +77,8 @@ TEST_CASE("wanem faults: bad lines are refused with a reason, a file's with its 
   const std::pair<const char*, const char*> bad[] = {
       {"down 2 for 3s", "starts with 'at TIME'"},
       {"at 5 down 2 for 3s", "bad time '5'"},
-      {"at phase+1s down 2 for 3s", "not supported yet"},
+      {"at phase-1s down 2 for 3s", "bad time 'phase-1s'"},
+      {"at +soon down 2 for 3s", "bad time '+soon'"},
       {"at 5s down 9 for 3s", "rank 9 does not exist"},
       {"at 5s down asia for 3s", "neither a rank nor a region"},
       {"at 5s down 2", "missing 'for DURATION'"},

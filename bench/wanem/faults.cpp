@@ -127,9 +127,16 @@ bool parseFaultLine(const std::string& raw, bool scheduled, const Topology& topo
     std::string t;
     if (!(in >> t)) return *error = "expected 'at TIME' (e.g. 'at 5s')", false;
     if (t.rfind("phase", 0) == 0) {
-      return *error = "times relative to a phase mark ('" + t + "') are not supported yet: give seconds from the start", false;
+      f.base = Fault::Base::kPhase;
+      if (t != "phase" && (t.compare(0, 6, "phase+") != 0 || !parseDuration(t.substr(6), &f.at_s))) {
+        return *error = "bad time '" + t + "' (e.g. 'phase', 'phase+1s', 'phase+250ms')", false;
+      }
+    } else if (t[0] == '+') {
+      f.base = Fault::Base::kPrevious;
+      if (!parseDuration(t.substr(1), &f.at_s)) return *error = "bad time '" + t + "' (e.g. '+2s', '+500ms')", false;
+    } else if (!parseDuration(t, &f.at_s)) {
+      return *error = "bad time '" + t + "' (e.g. '5s', '1500ms', 'phase+1s', '+2s')", false;
     }
-    if (!parseDuration(t, &f.at_s)) return *error = "bad time '" + t + "' (e.g. '5s', '1500ms')", false;
     if (!(in >> word)) return *error = "expected a fault after 'at " + t + "'", false;
   } else if (scheduled) {
     return *error = "a scheduled fault starts with 'at TIME' (e.g. 'at 5s down 2 for 3s')", false;

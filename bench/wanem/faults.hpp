@@ -8,6 +8,8 @@
 //   at 8s burst 1 -> 2 loss=30 for 2s     30 % of the segments on 1 -> 2 lost at random for 2 s
 //   at 10s reset 0 -> 1                   every TCP connection between 0 and 1 is reset, both ends
 //   at 20s path eu us delay=60            a route change: a paths-file 'path' line, from then on
+//   at phase+1s down 0 -> 1 for 2s        1 s after the next timed operation starts (pccl-bench's mark)
+//   at +2s reset 0 -> 1                   2 s after the fault before it was applied
 //
 // A rank may be a number or a region of the paths file's 'rank' lines (every rank of it).
 #ifndef PCCL_WANEM_FAULTS_HPP_
@@ -26,7 +28,10 @@ namespace pccl::wanem {
 struct Fault {
   enum class Kind { kDown, kBurst, kReset, kPath };
   Kind kind = Kind::kDown;
-  double at_s = 0;                        // scheduled: seconds after the emulator started
+  enum class Base { kStart, kPhase, kPrevious };
+  Base base = Base::kStart;               // at_s counts from: the commands' start (`at 5s`), the next timed
+                                          // operation's start mark (`at phase+1s`), the previous fault (`at +2s`)
+  double at_s = 0;
   std::vector<std::pair<int, int>> pairs; // the ordered (src, dst) paths it acts on (kPath: none)
   double for_s = 0;                       // kDown, kBurst: how long
   double loss = 0;                        // kBurst: probability per segment

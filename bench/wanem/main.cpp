@@ -154,9 +154,11 @@ class FaultRunner {
     return [this](const std::string& line, Topology* out, std::string* error) { return check(line, out, error); };
   }
 
-  void start(std::vector<Fault> schedule, const std::string& control, const Topology& topo) {
+  // The schedule runs in file order; a time already past applies at once. `phases`: the file whose
+  // "begin ..." marks `at phase+D` waits for.
+  void start(std::vector<Fault> schedule, const std::string& control, const Topology& topo, const std::string& phases) {
     t0_ = std::chrono::steady_clock::now();
-    std::stable_sort(schedule.begin(), schedule.end(), [](const Fault& a, const Fault& b) { return a.at_s < b.at_s; });
+    phases_ = phases;
     if (!schedule.empty()) threads_.emplace_back([this, schedule] { runSchedule(schedule); });
     if (!control.empty()) threads_.emplace_back([this, control, topo] { runControl(control, topo); });
   }
@@ -198,12 +200,48 @@ class FaultRunner {
     std::fprintf(stderr, "pccl-wanem: fault at %.3f s: %s\n", t, f.text.c_str());
   }
   void runSchedule(const std::vector<Fault>& schedule) {
+    auto previous = t0_;
     for (const Fault& f : schedule) {
+      auto base = f.base == Fault::Base::kPrevious ? previous : t0_;
+      if (f.base == Fault::Base::kPhase && !nextPhaseMark(&base)) return;
       std::unique_lock<std::mutex> lk(mu_);
-      const auto due = t0_ + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(f.at_s));
+      const auto due = base + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(f.at_s));
       if (cv_.wait_until(lk, due, [this] { return stop_; })) return;
       lk.unlock();
       apply(f);
+      previous = std::chrono::steady_clock::now();
+    }
+  }
+  // Waits for the start mark ("begin LABEL NS", every rank writes one as a timed operation starts, with
+  // its CLOCK_MONOTONIC time, which is steady_clock's) of an operation that had not started when the
+  // fault before was applied: marks already in the file, and the other ranks' marks of the operation
+  // taken last, are skipped. False when stopped first. Looks every 20 ms: the fault's time is the mark's.
+  bool nextPhaseMark(std::chrono::steady_clock::time_point* at) {
+    std::vector<std::string> seen;  // labels of operations that started before (or at) the previous fault
+    if (!phases_label_.empty()) seen.push_back(phases_label_);
+    bool skipping = true;           // the file's lines up to now: started already
+    for (;;) {
+      std::ifstream f(phases_);
+      f.seekg(static_cast<std::streamoff>(phases_read_));
+      std::string line;
+      while (std::getline(f, line)) {
+        if (f.eof()) break;  // a line still being written: read it whole next time
+        phases_read_ += line.size() + 1;
+        std::istringstream in(line);
+        std::string word, label;
+        long long ns = 0;
+        if (!(in >> word >> label >> ns) || word != "begin") continue;
+        if (skipping || std::find(seen.begin(), seen.end(), label) != seen.end()) {
+          seen.push_back(label);
+          continue;
+        }
+        phases_label_ = label;
+        *at = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(ns));
+        return true;
+      }
+      skipping = false;
+      std::unique_lock<std::mutex> lk(mu_);
+      if (cv_.wait_for(lk, std::chrono::milliseconds(20), [this] { return stop_; })) return false;
     }
   }
   void runControl(const std::string& path, const Topology& topo) {
@@ -245,6 +283,9 @@ class FaultRunner {
   std::vector<std::string> base_, applied_;
   std::string name_;
   std::chrono::steady_clock::time_point t0_;
+  std::string phases_;
+  size_t phases_read_ = 0;    // bytes of the phases file taken (the schedule's thread only)
+  std::string phases_label_;  // the operation the last `at phase` fault counted from
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;
@@ -385,7 +426,7 @@ int main(int argc, char** argv) {
   if (a.probe || a.probe_rate_s > 0) status = probeAll(net, topo, a);
   if (!a.command.empty() && g_signal == 0) {
     std::vector<pid_t> pids;
-    runner.start(schedule, a.control, topo);
+    runner.start(schedule, a.control, topo, a.phases);
     for (int r = 0; r < a.ranks; ++r) pids.push_back(runRank(net, r, a));
     status = std::max(status, waitAll(pids));
   }

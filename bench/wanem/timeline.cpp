@@ -109,6 +109,7 @@ std::vector<std::pair<std::string, std::vector<std::pair<int64_t, int64_t>>>> re
   std::ifstream f(path);
   std::string line;
   while (std::getline(f, line)) {
+    if (line.rfind("begin ", 0) == 0) continue;  // a start mark (faults' `at phase+D`), not a phase
     std::istringstream in(line);
     std::string label;
     int64_t b = 0, e = 0;
