@@ -17,7 +17,9 @@
 // successful operations is also printed on stdout, flushed: "quiet-ok world=W", so the driver can wait
 // for the event "everyone is back in one ring" instead of sleeping for a guess.
 //
-//   chaos_peer --master HOST:PORT --log FILE [--count N] [--quiet-file QUIET]
+//   chaos_peer --master HOST:PORT --log FILE [--count N] [--quiet-file QUIET] [--listen HOST:PORT]
+// (--listen: the ring listener, 127.0.0.1:0 by default; another address where the peers are in network
+// namespaces, tests/wanem_blackout.sh)
 #include <signal.h>
 #include <unistd.h>
 #include <time.h>
@@ -104,18 +106,19 @@ bool recoverable(pccl::Code c) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string master, log_path, quiet_file;
+  std::string master, log_path, quiet_file, listen = "127.0.0.1:0";
   size_t count = 20000;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::strcmp(argv[i], "--master") == 0) master = argv[i + 1];
     if (std::strcmp(argv[i], "--log") == 0) log_path = argv[i + 1];
     if (std::strcmp(argv[i], "--count") == 0) count = std::strtoull(argv[i + 1], nullptr, 10);
     if (std::strcmp(argv[i], "--quiet-file") == 0) quiet_file = argv[i + 1];
+    if (std::strcmp(argv[i], "--listen") == 0) listen = argv[i + 1];
   }
   bool quiet = false;
   uint32_t reported_world = 0;
   if (master.empty() || log_path.empty()) {
-    std::fprintf(stderr, "usage: chaos_peer --master HOST:PORT --log FILE [--count N]\n");
+    std::fprintf(stderr, "usage: chaos_peer --master HOST:PORT --log FILE [--count N] [--quiet-file F] [--listen HOST:PORT]\n");
     return 2;
   }
   signal(SIGTERM, onSignal);
@@ -126,7 +129,7 @@ int main(int argc, char** argv) {
   while (!g_stop) {  // one communicator per pass; a new one after being dropped
     pccl::CommConfig c;
     c.master_address = master;
-    c.listen_address = "127.0.0.1:0";
+    c.listen_address = listen;
     c.connections_per_peer = 2;
     c.same_host_connections = 2;
     c.heartbeat_interval_ms = kHeartbeatMs;

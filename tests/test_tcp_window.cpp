@@ -1,12 +1,18 @@
 // A connection's send room (net/tcp_window.hpp): the congestion window's free bytes as the kernel will
 // see them at the next write, with the window restarted after idleness as Linux does it
 // (tcp_slow_start_after_idle). The striper gives a frame to a connection whose room holds it, so
-// after a pause a burst spreads over the connections instead of queueing behind one slow start.
+// after a pause a burst spreads over the connections instead of queueing behind one slow start. And the
+// cap on the retransmission backoff (net/tcp_rto.hpp) every connection sets.
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
 #include <catch2/catch.hpp>
 
 #include <memory>
 
 #include "net/data_channel.hpp"
+#include "net/tcp_rto.hpp"
 #include "net/tcp_window.hpp"
 
 using namespace pccl;
@@ -82,4 +88,21 @@ TEST_CASE("tcp window: a real connection's window is read from the kernel", "[tc
   CHECK(channel->sendRoom() == net::kUnknownRoom);
   // Not a TCP socket: the kernel does not say.
   CHECK_FALSE(net::readTcpWindow(-1, &w));
+}
+
+TEST_CASE("tcp rto: every connection caps its retransmission backoff at 1 s where the kernel can", "[tcp_rto]") {
+  // PCCL_TCP_RTO_MAX_MS unset (ctest): the default. A kernel before 6.15 has no such option: then the
+  // socket keeps the kernel's cap and the option cannot be read either.
+  CHECK(net::rtoMaxMs() == 1000);
+  const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  REQUIRE(fd >= 0);
+  net::capRetransmitBackoff(fd);
+  int v = 0;
+  socklen_t len = sizeof(v);
+  if (::getsockopt(fd, IPPROTO_TCP, 44 /* TCP_RTO_MAX_MS */, &v, &len) == 0) {
+    CHECK(v == 1000);
+  } else {
+    WARN("this kernel has no TCP_RTO_MAX_MS (Linux 6.15+): the cap is not applied here");
+  }
+  ::close(fd);
 }

@@ -6,6 +6,8 @@
 #include <cerrno>
 #include <utility>
 
+#include "net/tcp_rto.hpp"
+
 namespace pccl::net {
 
 namespace {
@@ -25,6 +27,7 @@ Connection::Connection(Link link, uint32_t max_payload)
       name_(remoteName(socket_)),
       linger_(socket_.get_executor()) {
   tuneSocket(socket_);
+  capRetransmitBackoff(socket_.native_handle());
 }
 
 Connection::~Connection() {

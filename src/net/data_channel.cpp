@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "net/lending.hpp"
+#include "net/tcp_rto.hpp"
 #include "net/tcp_window.hpp"
 #include "util/log.hpp"
 #include "wire/messages.hpp"
@@ -25,6 +26,7 @@ DataChannel::DataChannel(Link link, uint64_t epoch, std::string name)
   // Kernel buffer sizes are left to TCP autotuning (net.ipv4.tcp_rmem/tcp_wmem): setting SO_SNDBUF or
   // SO_RCVBUF would switch autotuning off and cap them at net.core.*mem_max, too small for long fat pipes.
   tuneSocket(socket_);
+  capRetransmitBackoff(socket_.native_handle());
 }
 
 void DataChannel::setNotSentLowat(uint32_t bytes) {

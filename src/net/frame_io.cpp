@@ -2,6 +2,8 @@
 
 #include <utility>
 
+#include "net/tcp_rto.hpp"
+
 namespace pccl::net {
 
 FrameIo::FrameIo(Tcp::socket socket, Millis timeout, Finish on_fail, uint32_t max_payload)
@@ -11,6 +13,7 @@ FrameIo::FrameIo(Tcp::socket socket, Millis timeout, Finish on_fail, uint32_t ma
       on_fail_(std::move(on_fail)),
       max_payload_(max_payload) {
   tuneSocket(socket_);
+  capRetransmitBackoff(socket_.native_handle());
 }
 
 FrameIo::FrameIo(Link link, Millis timeout, Finish on_fail, uint32_t max_payload)

@@ -1,0 +1,22 @@
+// The cap on TCP's retransmission backoff (Linux 6.15+: TCP_RTO_MAX_MS). After a path goes dark, TCP
+// retransmits at RTO, 2 RTO, 4 RTO...: a connection whose path came back after a 6 s blackout waited
+// until its next retransmission, 6 s later, to notice. With the cap, it retransmits at least once a
+// second, so a blackout costs at most about a second more than itself (docs/algorithms.md §6, "Network
+// faults"). PCCL_TCP_RTO_MAX_MS: the cap in ms (1000..120000; default 1000; 0 = the kernel's, 120 s).
+// Older kernels refuse the option: nothing changes there.
+#ifndef PCCL_NET_TCP_RTO_HPP_
+#define PCCL_NET_TCP_RTO_HPP_
+
+#include <cstdint>
+
+namespace pccl::net {
+
+// The cap in ms from PCCL_TCP_RTO_MAX_MS (read once; a bad value is logged and the default kept); 0: none.
+uint32_t rtoMaxMs();
+
+// Sets the cap on a connected TCP socket (best effort: an old kernel keeps its own).
+void capRetransmitBackoff(int fd);
+
+}  // namespace pccl::net
+
+#endif  // PCCL_NET_TCP_RTO_HPP_
