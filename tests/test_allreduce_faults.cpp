@@ -348,7 +348,7 @@ TEST_CASE("collective faults: a peer SIGKILLed mid-reducescatter -> PeerLost, in
 TEST_CASE("collective faults: a peer SIGSTOPped mid-allgather -> PeerLost within the heartbeat timeout",
           "[faults][collectives]") {
   Scene s = sceneWithVictim("allgather");
-  strikeMidOperation(s, SIGSTOP, kTimeoutMs / 1000.0 + 1.5, {}, "allgather");
+  strikeMidOperation(s, SIGSTOP, silenceLimitS() + 1.5, {}, "allgather");
   s.victim->signal(SIGCONT);
   CHECK(s.victim->waitExit(10000) != 0);
 }
@@ -356,7 +356,7 @@ TEST_CASE("collective faults: a peer SIGSTOPped mid-allgather -> PeerLost within
 TEST_CASE("allreduce faults: a peer SIGSTOPped mid-operation -> PeerLost within the heartbeat timeout",
           "[faults][allreduce]") {
   Scene s = sceneWithVictim();
-  strikeMidOperation(s, SIGSTOP, kTimeoutMs / 1000.0 + 1.5);
+  strikeMidOperation(s, SIGSTOP, silenceLimitS() + 1.5);
   s.victim->signal(SIGCONT);
   CHECK(s.victim->waitExit(10000) != 0);  // it learns it was removed
 }
@@ -403,7 +403,7 @@ TEST_CASE("two-level faults: a peer SIGKILLed mid-reducescatter (LAN and WAN lev
 TEST_CASE("two-level faults: a peer SIGSTOPped mid-operation -> PeerLost within the heartbeat timeout",
           "[faults][allreduce][two-level]") {
   Scene s = sceneWithVictim("allreduce", Regions{{"a", "b", "a"}, "b"});
-  strikeMidOperation(s, SIGSTOP, kTimeoutMs / 1000.0 + 1.5);
+  strikeMidOperation(s, SIGSTOP, silenceLimitS() + 1.5);
   s.victim->signal(SIGCONT);
   CHECK(s.victim->waitExit(10000) != 0);
 }
@@ -435,10 +435,12 @@ TEST_CASE("allreduce faults: the master killed mid-operation -> MasterUnreachabl
   for (size_t i = 0; i < 2; ++i) {
     INFO("peer " << i << ": " << out[i].status.toString());
     // A peer whose call failed with MasterUnreachable closes the ring; its neighbour may have been between
-    // two calls then, and its next one finds the ring down (PeerLost, "call pcclUpdateTopology"): what
-    // that update says is that the master is gone.
+    // two calls then, and its next one finds the ring down (PeerLost, "call pcclUpdateTopology"), or in a
+    // call that the closed ring ends (PeerLost, "ring connection lost": seen on a loaded machine): what
+    // the update says then is that the master is gone.
     if (out[i].status.code() == Code::kPeerLost) {
-      CHECK_THAT(out[i].status.message(), Catch::Contains("ring's connections are down"));
+      CHECK_THAT(out[i].status.message(),
+                 Catch::Contains("ring's connections are down") || Catch::Contains("ring connection lost"));
       CHECK(peers[i]->updateTopology().code() == Code::kMasterUnreachable);
     } else {
       CHECK(out[i].status.code() == Code::kMasterUnreachable);

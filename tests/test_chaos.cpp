@@ -176,15 +176,17 @@ void runChaos(bool regions) {
       peers[victim].proc.reset();  // the destructor SIGKILLs and reaps
       peers[victim].restart_at = realMs() + pick(500, 3000);
       ++kills;
-    } else if (action < 6) {  // freeze: short (survived) or past the 2 s peer timeout (dropped, rejoins)
-      const int ms = action == 5 ? pick(2500, 4000) : pick(100, 1200);
+    } else if (action < 6) {
+      // Freeze: short (survived) or past the master's limit (dropped, rejoins): the 2 s peer timeout, 1 s
+      // for TCP to see a dark path back and a 200 ms heartbeat (docs/algorithms.md §6, "Network faults").
+      const int ms = action == 5 ? pick(3700, 5000) : pick(100, 1200);
       const int64_t t0 = realMs();
       peers[victim].proc->signal(SIGSTOP);
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
       peers[victim].proc->signal(SIGCONT);
       peers[victim].frozen.emplace_back(t0, realMs());
       ++freezes;
-      long_freezes += ms > 2000;
+      long_freezes += ms > 3200;
     }  // else: a quiet interval
   }
   for (int i = 0; i < kPeers; ++i) {

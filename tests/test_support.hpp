@@ -23,6 +23,7 @@
 #include <random>
 #include <vector>
 
+#include "net/tcp_rto.hpp"
 #include "pccl/communicator.hpp"
 #include "pccl/master.hpp"
 
@@ -56,6 +57,10 @@ constexpr bool kSanitized = true;
 constexpr uint32_t kTimeoutMs = 1000;
 constexpr bool kSanitized = false;
 #endif
+// How long a silent peer (or master) is given before it is removed (or counted lost), with kTimeoutMs and
+// kHeartbeatMs on both sides: the timeout, TCP's retransmission after a dark path came back, and one
+// heartbeat (master_server.cpp, master_session.cpp; docs/algorithms.md §6, "Network faults").
+inline double silenceLimitS() { return (kTimeoutMs + net::tcpRecoveryMs() + kHeartbeatMs) / 1000.0; }
 // The "large" count of the all-reduce sweeps (tagged [sweep]): 20011 elements, hundreds of 256-byte
 // segments per operation, in the release build (scripts/test.sh runs the [sweep] tests there); a
 // quarter of it under a sanitizer, still tens of segments, where the sweeps were the slowest tests by

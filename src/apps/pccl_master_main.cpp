@@ -39,7 +39,7 @@ int main(int argc, char** argv) {
   app.add_option("--secret-file", secret_file, "file holding the shared secret peers must prove")->check(CLI::ExistingFile);
   app.add_option("--heartbeat-ms", config.heartbeat_interval_ms, "heartbeat interval")->capture_default_str()
       ->check(CLI::Range(1u, 3600000u));
-  app.add_option("--peer-timeout-ms", config.peer_timeout_ms, "silence after which a peer is removed")
+  app.add_option("--peer-timeout-ms", config.peer_timeout_ms, "silence after which a peer is removed (plus PCCL_TCP_RTO_MAX_MS, 1 s, and one heartbeat interval)")
       ->capture_default_str()->check(CLI::Range(2u, 86400000u));
   app.add_option("--handshake-timeout-ms", config.handshake_timeout_ms, "deadline for a new connection to authenticate")
       ->capture_default_str()->check(CLI::Range(1u, 600000u));

@@ -8,6 +8,7 @@
 
 #include "net/auth.hpp"
 #include "net/identity.hpp"
+#include "net/tcp_rto.hpp"
 #include "util/log.hpp"
 #include "util/secret.hpp"
 #include "wire/dispatch.hpp"
@@ -507,7 +508,10 @@ void MasterServer::tick() {
   }
   const TimePoint now = Clock::now();
   const Millis interval(config_.heartbeat_interval_ms);
-  const Millis timeout(config_.peer_timeout_ms);
+  // Silence beyond peer_timeout_ms, TCP's retransmission after a dark path came back (net/tcp_rto.hpp)
+  // and one of the peer's heartbeats (it pings at most our interval apart): a path dark for less than
+  // peer_timeout_ms removes no one (docs/algorithms.md §6, "Network faults").
+  const Millis timeout(config_.peer_timeout_ms + net::tcpRecoveryMs() + config_.heartbeat_interval_ms);
   const Millis handshake(config_.handshake_timeout_ms);
   std::vector<std::pair<std::shared_ptr<net::Connection>, Status>> to_close;
   for (auto& kv : sessions_) {
@@ -516,8 +520,11 @@ void MasterServer::tick() {
     if (!s.joined && now - s.connected_at > handshake) {
       to_close.emplace_back(s.conn, Status::timeout("no JoinRequest within the handshake timeout"));
     } else if (s.joined && silent > timeout) {
-      to_close.emplace_back(s.conn, Status::timeout(fmt::format("no heartbeat for {} ms (timeout {} ms)",
-                                                                silent.count(), timeout.count())));
+      to_close.emplace_back(s.conn, Status::timeout(fmt::format(
+                                        "no heartbeat for {} ms (timeout {} ms: peer timeout {} ms, {} ms for TCP "
+                                        "to see a dark path back, one heartbeat interval)",
+                                        silent.count(), timeout.count(), config_.peer_timeout_ms,
+                                        net::tcpRecoveryMs(), config_.heartbeat_interval_ms)));
     } else if (s.joined && now - s.last_tx >= interval) {
       s.conn->send(wire::Heartbeat{}, membership_.epoch());
       s.last_tx = now;

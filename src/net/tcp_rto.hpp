@@ -17,6 +17,11 @@ uint32_t rtoMaxMs();
 // Sets the cap on a connected TCP socket (best effort: an old kernel keeps its own).
 void capRetransmitBackoff(int fd);
 
+// How long after a dark path came back TCP may still take to deliver again: the cap (0 when
+// PCCL_TCP_RTO_MAX_MS=0). The membership's silence timeouts add it to peer_timeout_ms, so that a path
+// dark for less than peer_timeout_ms removes no one (docs/algorithms.md §6, "Network faults").
+inline uint32_t tcpRecoveryMs() { return rtoMaxMs(); }
+
 }  // namespace pccl::net
 
 #endif  // PCCL_NET_TCP_RTO_HPP_

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <utility>
 
+#include "net/tcp_rto.hpp"
 #include "util/log.hpp"
 
 namespace pccl::peer {
@@ -128,8 +129,12 @@ Status MasterSession::onJoinAccepted(const wire::JoinAccepted& m) {
     return Status::ok();
   }
   joined_link_ = true;
+  // The master counts as lost after its silence outlasts our peer_timeout_ms (at least two of its
+  // heartbeats), TCP's retransmission after a dark path came back (net/tcp_rto.hpp) and one more of its
+  // heartbeats: a path dark for less than peer_timeout_ms loses no master (docs/algorithms.md §6).
   io_.startHeartbeats(Millis(std::min(config_.heartbeat_interval_ms, m.heartbeat_interval_ms)),
-                      Millis(std::max<uint64_t>(config_.peer_timeout_ms, 2ull * m.heartbeat_interval_ms)));
+                      Millis(std::max<uint64_t>(config_.peer_timeout_ms, 2ull * m.heartbeat_interval_ms) +
+                             net::tcpRecoveryMs() + m.heartbeat_interval_ms));
   if (resume_sent_) {
     if (m.resumed == 0 || m.peer_id != peer_id_) return Status::protocol("JoinAccepted did not take this peer back");
     term_ = m.term;
