@@ -16,19 +16,8 @@ usage: $0 PATH/TO/BUILD_DIR
   (needs root, /dev/net/tun, iproute2; exit 77 = skipped). Registered with ctest (tests/CMakeLists.txt).
 USAGE
 }
-case "${1:-}" in
-  -h | --help) usage; exit 0 ;;
-  -*) echo "wanem_fault_ops: unknown option $1" >&2; usage >&2; exit 2 ;;
-esac
-[ $# -eq 1 ] || { usage >&2; exit 2; }
-BUILD_DIR=$(cd "$1" && pwd)
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-
 . "$(dirname "$0")/wanem_checks.sh"
-wanem_require_namespaces
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/pccl-wanem-fault-ops.XXXXXX")
-trap 'rm -rf "$dir"' EXIT
+wanem_scenario_start wanem-fault-ops "$@"
 # Each line waits for the start of the next timed operation (pccl-bench's marks), then 100 ms.
 printf '%s\n' "at phase+100ms down 2 for 3s" "at phase+100ms burst 0 -> 1 loss=30 for 2s" \
   "at phase+100ms path 0 1 delay=40" > "$dir/faults"

@@ -18,19 +18,8 @@ usage: $0 PATH/TO/BUILD_DIR
   ctest (tests/CMakeLists.txt).
 EOF
 }
-case "${1:-}" in
-  -h | --help) usage; exit 0 ;;
-  -*) echo "wanem_optimize: unknown option $1" >&2; usage >&2; exit 2 ;;
-esac
-[ $# -eq 1 ] || { usage >&2; exit 2; }
-BUILD_DIR=$(cd "$1" && pwd)
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-
 . "$(dirname "$0")/wanem_checks.sh"
-wanem_require_namespaces
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/pccl-wanem-optimize.XXXXXX")
-trap 'rm -rf "$dir"' EXIT
+wanem_scenario_start wanem-optimize "$@"
 printf '%s\n' "rank 0 r0" "rank 1 r1" "rank 2 r2" "rank 3 r3" "path 1 -> 2 delay=5 rate=10" > "$dir/paths"
 
 status=0

@@ -16,19 +16,8 @@ usage: $0 PATH/TO/BUILD_DIR
   (tests/CMakeLists.txt).
 USAGE
 }
-case "${1:-}" in
-  -h | --help) usage; exit 0 ;;
-  -*) echo "wanem_regions: unknown option $1" >&2; usage >&2; exit 2 ;;
-esac
-[ $# -eq 1 ] || { usage >&2; exit 2; }
-BUILD_DIR=$(cd "$1" && pwd)
-ROOT=$(cd "$(dirname "$0")/.." && pwd)
-
 . "$(dirname "$0")/wanem_checks.sh"
-wanem_require_namespaces
-
-dir=$(mktemp -d "${TMPDIR:-/tmp}/pccl-wanem-regions.XXXXXX")
-trap 'rm -rf "$dir"' EXIT
+wanem_scenario_start wanem-regions "$@"
 printf '%s\n' "rank 0 eu" "rank 1 eu" "rank 2 eu" "rank 3 us" "rank 4 us" "rank 5 asia" \
   "link eu rate=200" "link us rate=200" "link asia rate=200" \
   "path eu eu delay=1" "path us us delay=1" \
