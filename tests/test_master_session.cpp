@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "net/tcp_rto.hpp"
 #include "peer/master_session.hpp"
 
 using namespace pccl;
@@ -179,7 +180,8 @@ TEST_CASE("master session: joined, away, taken back by the same master, then bac
   CHECK(f.session->state() == State::kJoined);
   CHECK(f.rec.ready);
   CHECK(f.rec.hb_interval == Millis(500));   // the smaller of ours and the master's
-  CHECK(f.rec.hb_timeout == Millis(10000));  // the larger of ours and twice the master's
+  // The larger of ours and twice the master's, then TCP's recovery allowance and one master interval.
+  CHECK(f.rec.hb_timeout == Millis(10000 + net::tcpRecoveryMs() + 500));
   f.session->lost(Status::masterUnreachable("connection lost"), false);
   CHECK(f.rec.away_calls == 1);
   CHECK(f.session->state() == State::kAway);
