@@ -387,8 +387,8 @@ void Collectives::failOp(Op& op, const Status& why_seen, FailSpread spread) {
   if (ring) ring->fail(why);
   if (close_ring && ring) {
     // Frames of ours may be on their way: closing the connections ends them before the buffer goes back.
-    PCCL_LOG_WARN(kLog, "{} epoch={}: all-reduce {} failed, closing the ring: {}", name_, epoch_,
-                  describeKey(op.key), why.toString());
+    PCCL_LOG_WARN(kLog, "{} epoch={}: {} {} failed, closing the ring: {}", name_, epoch_,
+                  wire::collectiveName(op.req.kind), describeKey(op.key), why.toString());
     if (ring_broken_.isOk()) ring_broken_ = why;
     reset_ring_(why);
   }
