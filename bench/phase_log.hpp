@@ -36,6 +36,7 @@ class PhaseLog {
 
   // "begin INDEX:BACKEND:BYTES:ITERATION BEGIN_NS" when a timed operation starts (every rank writes one):
   // what pccl-wanem's `at phase+D` faults wait for (docs/wanem.md, "Faults"); readers of phases skip it.
+  // Written just before the operation's clock starts, so that the write is not part of its time.
   void begin(size_t index, const std::string& backend, size_t bytes, int iteration,
              std::chrono::steady_clock::time_point t) {
     if (fd_ < 0) return;

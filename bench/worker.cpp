@@ -261,7 +261,6 @@ bool Worker::runPccl(size_t bytes, Row* row) {
     }
     if (!lineUp()) return false;
     std::vector<ReduceHandle> handles;
-    // Before t0: the mark's write is not part of the timed operation.
     if (it >= o_.warmup) phases_.begin(row->index, row->backend, row->bytes, it, Clock::now());
     const auto t0 = Clock::now();
     for (int j = 0; j < o_.concurrent; ++j) {
@@ -321,7 +320,6 @@ bool Worker::runSync(size_t bytes, Row* row) {
     s.compress = o_.compress;
     s.tensors = {SharedTensor{"model", dtype_, count, state.data()}};
     if (!lineUp()) return false;
-    // Before t0: the mark's write is not part of the timed operation.
     if (it >= o_.warmup) phases_.begin(row->index, row->backend, row->bytes, it, Clock::now());
     const auto t0 = Clock::now();
     auto r = comm_->syncSharedState(s);
@@ -383,7 +381,6 @@ bool Worker::runGloo(const std::string& algorithm, size_t bytes, Row* row) {
       std::memcpy(recv, send_[0].data(), l.send_count * elem_);
     }
     if (!lineUp()) return false;
-    // Before t0: the mark's write is not part of the timed operation.
     if (it >= o_.warmup) phases_.begin(row->index, row->backend, row->bytes, it, Clock::now());
     const auto t0 = Clock::now();
     bool ok = false;
