@@ -19,15 +19,14 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
-#include <atomic>
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
-#include <mutex>
 #include <cstdio>
-#include <algorithm>
 #include <cstring>
 #include <fstream>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -141,8 +140,8 @@ int probeAll(Network& net, const Topology& topo, const Args& a) {
 // changes before it.
 class FaultRunner {
  public:
-  FaultRunner(Router* router, TopologyDefaults def, std::vector<std::string> paths_lines, std::string paths_name)
-      : router_(router), def_(def), base_(std::move(paths_lines)), name_(std::move(paths_name)) {}
+  FaultRunner(TopologyDefaults def, std::vector<std::string> paths_lines, std::string paths_name)
+      : def_(def), base_(std::move(paths_lines)), name_(std::move(paths_name)) {}
   ~FaultRunner() { stop(); }
 
   // The topology with `line` added to the paths file and the route changes applied so far.
@@ -156,7 +155,9 @@ class FaultRunner {
 
   // The schedule runs in file order; a time already past applies at once. `phases`: the file whose
   // "begin ..." marks `at phase+D` waits for.
-  void start(std::vector<Fault> schedule, const std::string& control, const Topology& topo, const std::string& phases) {
+  void start(Router* router, std::vector<Fault> schedule, const std::string& control, const Topology& topo,
+             const std::string& phases) {
+    router_ = router;
     t0_ = std::chrono::steady_clock::now();
     phases_ = phases;
     if (!schedule.empty()) threads_.emplace_back([this, schedule] { runSchedule(schedule); });
@@ -278,7 +279,7 @@ class FaultRunner {
     close(fd);
   }
 
-  Router* router_;
+  Router* router_ = nullptr;
   TopologyDefaults def_;
   std::vector<std::string> base_, applied_;
   std::string name_;
@@ -357,14 +358,14 @@ int main(int argc, char** argv) {
     for (std::string line; std::getline(again, line);) paths_lines.push_back(line);
   }
   std::vector<Fault> schedule;
-  FaultRunner parse_check(nullptr, def, paths_lines, a.paths);  // checks route changes; applies nothing
+  FaultRunner runner(def, paths_lines, a.paths);  // checks the route changes now, applies faults from start()
   if (!a.faults.empty()) {
     std::ifstream ff(a.faults);
     if (!ff) {
       std::fprintf(stderr, "pccl-wanem: cannot read %s\n", a.faults.c_str());
       return 2;
     }
-    if (!parseFaultsFile(ff, a.faults, topo, parse_check.checker(), &schedule, &error)) {
+    if (!parseFaultsFile(ff, a.faults, topo, runner.checker(), &schedule, &error)) {
       std::fprintf(stderr, "pccl-wanem: %s\n", error.c_str());
       return 2;
     }
@@ -407,7 +408,6 @@ int main(int argc, char** argv) {
   for (int r = 0; r < a.ranks; ++r) addrs.push_back(net.rankAddrValue(r));
   Router router(net.tunFds(), addrs, topo, static_cast<uint64_t>(getpid()));
   router.start([&net] { return net.kernelDrops(); });
-  FaultRunner runner(&router, def, paths_lines, a.paths);
   bool made_fifo = false;
   if (!a.control.empty()) {
     struct stat st {};
@@ -426,7 +426,7 @@ int main(int argc, char** argv) {
   if (a.probe || a.probe_rate_s > 0) status = probeAll(net, topo, a);
   if (!a.command.empty() && g_signal == 0) {
     std::vector<pid_t> pids;
-    runner.start(schedule, a.control, topo, a.phases);
+    runner.start(&router, schedule, a.control, topo, a.phases);
     for (int r = 0; r < a.ranks; ++r) pids.push_back(runRank(net, r, a));
     status = std::max(status, waitAll(pids));
   }

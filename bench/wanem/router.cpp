@@ -424,12 +424,14 @@ bool Router::resetTakes(const Buf& buf, int src, int dst, int64_t now, std::vect
   const bool lower = me < peer;
   const auto key = lower ? std::make_pair(me, peer) : std::make_pair(peer, me);
   const uint32_t gen = reset_gen_[s][d];
-  auto it = flows_.find(key);
   const bool syn = (t.flags & kTcpFlagSyn) != 0 && (t.flags & kTcpFlagAck) == 0;
-  if (syn || it == flows_.end()) {
+  if (syn) {  // every connection is recorded as it opens, with its pair's generation then
     flows_[key] = FlowState{gen, 0};
     return false;
   }
+  if (gen == 0) return false;  // this pair was never reset: no lookup per packet
+  auto it = flows_.find(key);
+  if (it == flows_.end()) return false;
   FlowState& f = it->second;
   if (f.gen == gen || (t.flags & kTcpFlagRst) != 0) return false;
   if ((t.flags & kTcpFlagAck) != 0) {

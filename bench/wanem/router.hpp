@@ -134,7 +134,6 @@ class Router {
   bool blackedOut(int src, int dst, int64_t now, uint32_t segments);
   bool resetTakes(const Buf& buf, int src, int dst, int64_t now, std::vector<Event>* rst);
 
-
   std::vector<uint32_t> addrs_;
   Topology topo_;
   int64_t origin_ns_;
