@@ -7,21 +7,14 @@ namespace pccl::wanem {
 
 namespace {
 
-bool number(const std::string& s, double* out) {
-  if (s.empty()) return false;
-  char* end = nullptr;
-  const double v = std::strtod(s.c_str(), &end);
-  if (end != s.c_str() + s.size() || !(v >= 0) || v > 1e9) return false;
-  *out = v;
-  return true;
-}
-
 // The ranks a token names: a rank number or a region.
 bool ranksOf(const Topology& topo, const std::string& tok, std::vector<int>* out, std::string* error) {
   out->clear();
   if (!tok.empty() && tok.find_first_not_of("0123456789") == std::string::npos) {
     const long r = std::strtol(tok.c_str(), nullptr, 10);
-    if (r >= topo.ranks) return *error = "rank " + tok + " does not exist (" + std::to_string(topo.ranks) + " ranks)", false;
+    if (r >= topo.ranks) {
+      return *error = "rank " + tok + " does not exist (" + std::to_string(topo.ranks) + " ranks)", false;
+    }
     out->push_back(static_cast<int>(r));
     return true;
   }
@@ -80,7 +73,7 @@ bool tail(const std::string& rest, bool want_for, bool want_loss, Fault* f, std:
       have_for = true;
     } else if (w.rfind("loss=", 0) == 0 && want_loss && !have_loss) {
       double pct = 0;
-      if (!number(w.substr(5), &pct) || pct > 100) return *error = "expected loss=PERCENT (0..100)", false;
+      if (!parseNumber(w.substr(5), &pct) || pct > 100) return *error = "expected loss=PERCENT (0..100)", false;
       f->loss = pct / 100;
       have_loss = true;
     } else {
@@ -106,9 +99,13 @@ const char* kindName(Fault::Kind k) {
 
 bool parseDuration(const std::string& text, double* seconds) {
   auto ends = [&](const char* s, size_t n) { return text.size() > n && text.compare(text.size() - n, n, s) == 0; };
+  // At most a year: a time point that far is a typo, and further ones overflow the clock's arithmetic.
+  constexpr double kMaxS = 365 * 86400.0;
   double v = 0;
-  if (ends("ms", 2) && number(text.substr(0, text.size() - 2), &v)) return *seconds = v / 1000, true;
-  if (ends("s", 1) && number(text.substr(0, text.size() - 1), &v)) return *seconds = v, true;
+  if (ends("ms", 2) && parseNumber(text.substr(0, text.size() - 2), &v) && v / 1000 <= kMaxS) {
+    return *seconds = v / 1000, true;
+  }
+  if (ends("s", 1) && parseNumber(text.substr(0, text.size() - 1), &v) && v <= kMaxS) return *seconds = v, true;
   return false;
 }
 

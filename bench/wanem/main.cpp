@@ -206,7 +206,8 @@ class FaultRunner {
       auto base = f.base == Fault::Base::kPrevious ? previous : t0_;
       if (f.base == Fault::Base::kPhase && !nextPhaseMark(&base)) return;
       std::unique_lock<std::mutex> lk(mu_);
-      const auto due = base + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(f.at_s));
+      const auto due =
+          base + std::chrono::duration_cast<std::chrono::steady_clock::duration>(std::chrono::duration<double>(f.at_s));
       if (cv_.wait_until(lk, due, [this] { return stop_; })) return;
       lk.unlock();
       apply(f);

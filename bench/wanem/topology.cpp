@@ -11,12 +11,6 @@ namespace pccl::wanem {
 namespace {
 constexpr double kMinBdpQueueBytes = 64 * 1024;  // a BDP-sized queue holds at least one GSO super-packet
 
-bool parseNumber(const std::string& s, double* v) {
-  char* end = nullptr;
-  *v = std::strtod(s.c_str(), &end);
-  return !s.empty() && end != nullptr && *end == '\0' && *v >= 0;
-}
-
 bool allDigits(const std::string& s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return std::isdigit(static_cast<unsigned char>(c)); });
 }
@@ -165,6 +159,12 @@ LinkParams resolve(const LinkDraft& l, double rtt_ms) {
   return p;
 }
 }  // namespace
+
+bool parseNumber(const std::string& s, double* v) {
+  char* end = nullptr;
+  *v = std::strtod(s.c_str(), &end);
+  return !s.empty() && end != nullptr && *end == '\0' && *v >= 0;
+}
 
 bool parseQueueSpec(const std::string& text, QueueSpec* out) {
   auto ends = [&](const std::string& suffix) {

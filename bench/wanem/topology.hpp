@@ -20,6 +20,8 @@ struct QueueSpec {
   double value = 1;
 };
 bool parseQueueSpec(const std::string& text, QueueSpec* out);
+// A non-negative decimal number, the whole of `s` (the paths file's and the faults' values).
+bool parseNumber(const std::string& s, double* v);
 std::string toString(const QueueSpec& q);
 
 struct PathModel {
