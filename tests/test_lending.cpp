@@ -285,9 +285,9 @@ TEST_CASE("lending: a lent frame names the payload in the lender's memory, and i
     CHECK(s.isOk());
     inline_done = true;
   });
-  tx->retireLending(5, 3);
-  tx->retireLending(5, 3);  // once only
-  tx->retireLending(6, 0);  // announced nothing: nothing to retire
+  tx->operationEnded(5, 3);
+  tx->operationEnded(5, 3);  // once only
+  tx->operationEnded(6, 0);  // announced nothing: nothing to retire
   REQUIRE(runUntil(sp.io, [&] { return inline_done && tx->idle(); }));
   auto not_lent = readFrame(raw);
   CHECK(not_lent.first.flags == 0);

@@ -21,16 +21,16 @@ TEST_CASE("wire: header byte layout is 20 little-endian bytes starting with PCCL
   h.epoch = 0x0102030405060708ull;
   h.length = 0x0A0B0C0Du;
   const HeaderBytes b = encodeHeader(h);
-  const HeaderBytes expected = {'P',  'C',  'C',  'L',  0x10, 0x00, 0x34, 0x12, 0x08, 0x07,
+  const HeaderBytes expected = {'P',  'C',  'C',  'L',  0x11, 0x00, 0x34, 0x12, 0x08, 0x07,
                                 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x0D, 0x0C, 0x0B, 0x0A};
   CHECK(b == expected);
   CHECK(kHeaderSize == 20);
-  CHECK(kProtocolVersion == 16);
+  CHECK(kProtocolVersion == 17);
 
   auto d = decodeHeader(b.data(), b.size(), 0xFFFFFFFFu);
   REQUIRE(d.isOk());
   CHECK(d->magic == kMagic);
-  CHECK(d->version == 16);
+  CHECK(d->version == 17);
   CHECK(d->type == 0x1234);
   CHECK(d->epoch == 0x0102030405060708ull);
   CHECK(d->length == 0x0A0B0C0Du);
@@ -41,17 +41,21 @@ TEST_CASE("wire: P2PHello frame byte layout") {
   for (size_t i = 0; i < m.sender_id.size(); ++i) m.sender_id[i] = static_cast<uint8_t>(0x10 + i);
   m.epoch = 0x1122334455667788ull;
   m.index = 0xA1B2C3D4u;
+  m.flags = kHelloResumable | kHelloResume;
+  m.received = 0x0102030405060708ull;
   for (size_t i = 0; i < m.signature.size(); ++i) m.signature[i] = static_cast<uint8_t>(0x80 + i);
   const std::vector<uint8_t> frame = encodeFrame(m, 0x0000000000000105ull);
   std::vector<uint8_t> expected = {
       // header
-      'P', 'C', 'C', 'L', 0x10, 0x00, 0x30, 0x00,              // magic, version 16, type 48
+      'P', 'C', 'C', 'L', 0x11, 0x00, 0x30, 0x00,              // magic, version 17, type 48
       0x05, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,          // epoch 0x105
-      0x5C, 0x00, 0x00, 0x00,                                  // length 92
+      0x65, 0x00, 0x00, 0x00,                                  // length 101
       // payload: sender_id
       0x10, 0x11, 0x12, 0x13, 0x14, 0x15, 0x16, 0x17, 0x18, 0x19, 0x1A, 0x1B, 0x1C, 0x1D, 0x1E, 0x1F,
       0x88, 0x77, 0x66, 0x55, 0x44, 0x33, 0x22, 0x11,          // epoch
       0xD4, 0xC3, 0xB2, 0xA1,                                  // index
+      0x03,                                                    // flags: resumable, resume
+      0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01,          // received
   };
   for (size_t i = 0; i < 64; ++i) expected.push_back(static_cast<uint8_t>(0x80 + i));  // signature
   REQUIRE(frame.size() == expected.size());
@@ -317,6 +321,7 @@ TEST_CASE("wire: round trip of control-plane messages") {
     CHECK(decodeHeader(encodeFrame(WithdrawVote{}, 0).data(), kHeaderSize, 0)->type == 20);
     CHECK(decodeHeader(encodeFrame(Leave{}, 0).data(), kHeaderSize, 0)->type == 27);
     CHECK(decodeHeader(encodeFrame(P2PAccept{}, 0).data(), kHeaderSize, 0)->type == 49);
+    CHECK(encodeFrame(P2PAccept{}, 0).size() == kHeaderSize + 9);  // flags, received (protocol 17)
   }
   SECTION("P2PReady and TopologyReady") {
     P2PReady a;

@@ -185,7 +185,15 @@ inline P2PHello sample(Tag<P2PHello>) {
   m.sender_id = pattern<16>(7);
   m.epoch = 0x00000001FFFFFFFFull;
   m.index = 3;
+  m.flags = kHelloResumable | kHelloResume;
+  m.received = 0x0102030405060708ull;
   m.signature = pattern<64>(44);
+  return m;
+}
+inline P2PAccept sample(Tag<P2PAccept>) {
+  P2PAccept m;
+  m.flags = kHelloResumable;
+  m.received = 0x1112131415161718ull;
   return m;
 }
 
@@ -332,7 +340,7 @@ template <typename M>
 constexpr bool isEmptyMessage() {
   return std::is_same_v<M, Heartbeat> || std::is_same_v<M, VoteUpdate> || std::is_same_v<M, VoteOptimize> ||
          std::is_same_v<M, WithdrawVote> ||
-         std::is_same_v<M, Leave> || std::is_same_v<M, P2PAccept>;
+         std::is_same_v<M, Leave>;
 }
 
 // Encodes msg as a frame, checks the header, decodes the payload and checks that the decoded

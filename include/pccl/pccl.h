@@ -280,10 +280,15 @@ typedef struct {
   uint64_t master_losses;         /* times this peer lost its master and looked for one (master_reconnect_ms) */
   uint64_t master_returns;        /* times a master took it back and the run went on */
   uint64_t master_away_ms;        /* total time without a master, over those returns */
+  /* Appended with protocol 17 (a struct from an older header is filled up to what it has): */
+  uint64_t ring_reconnects;       /* ring connections that broke while both ends lived (a reset, a stall)
+                                     and were resumed on a new connection, costing no operation */
+  uint64_t ring_resent_bytes;     /* bytes written again after those resumes (what the remote lacked) */
+  uint64_t ring_stalled_ms;       /* total time those connections were down before a new one took over */
 } pcclCommStats_t;
 
 #define PCCL_COMM_STATS_INIT \
-  { (uint32_t) sizeof(pcclCommStats_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0.0, 0.0, 0u, 0u, 0u, 0u }
+  { (uint32_t) sizeof(pcclCommStats_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0.0, 0.0, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
 
 /* A snapshot of a master's run (pcclMasterGetStats). Initialise with PCCL_MASTER_STATS_INIT. */
 typedef struct {

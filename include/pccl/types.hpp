@@ -86,6 +86,11 @@ struct CommStats {
   uint64_t master_losses = 0;      // times this peer lost its master and looked for one (master_reconnect_ms)
   uint64_t master_returns = 0;     // times a master took it back and the run went on
   uint64_t master_away_ms = 0;     // total time without a master, over the returns
+  // Ring connections that broke while both ends lived and were resumed on a new connection, without
+  // failing an operation (docs/algorithms.md §6, "Network faults").
+  uint64_t ring_reconnects = 0;
+  uint64_t ring_resent_bytes = 0;  // bytes written again after those resumes (what the remote lacked)
+  uint64_t ring_stalled_ms = 0;    // total time those connections were down before a new one took over
 };
 
 }  // namespace pccl

@@ -261,6 +261,9 @@ class CommStats(ctypes.Structure):
         ("master_losses", u64),
         ("master_returns", u64),
         ("master_away_ms", u64),
+        ("ring_reconnects", u64),
+        ("ring_resent_bytes", u64),
+        ("ring_stalled_ms", u64),
     ]
 
 
@@ -340,7 +343,7 @@ def master_config_init():
 
 def comm_stats_init():
     """PCCL_COMM_STATS_INIT."""
-    return CommStats(ctypes.sizeof(CommStats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0, 0)
+    return CommStats(ctypes.sizeof(CommStats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0, 0, 0, 0, 0)
 
 
 def master_stats_init():

@@ -50,6 +50,9 @@ class CommStats:
     master_losses: int = 0
     master_returns: int = 0
     master_away_ms: int = 0
+    ring_reconnects: int = 0
+    ring_resent_bytes: int = 0
+    ring_stalled_ms: int = 0
 
     def as_dict(self):
         """The counters as a plain dict."""

@@ -90,6 +90,13 @@ void StatsRecorder::masterBack(uint64_t away_ms) {
   s_.master_away_ms += away_ms;
 }
 
+void StatsRecorder::ringResumed(uint64_t resent_bytes, uint64_t stalled_ms) {
+  std::lock_guard<std::mutex> lk(mu_);
+  ++s_.ring_reconnects;
+  s_.ring_resent_bytes += resent_bytes;
+  s_.ring_stalled_ms += stalled_ms;
+}
+
 CommStats StatsRecorder::stats() const {
   std::lock_guard<std::mutex> lk(mu_);
   return s_;

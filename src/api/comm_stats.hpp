@@ -28,6 +28,8 @@ class StatsRecorder {
   void sameHostRead(uint64_t bytes);
   void masterLost();
   void masterBack(uint64_t away_ms);
+  // A ring connection was resumed on a new one (net/data_channel.hpp).
+  void ringResumed(uint64_t resent_bytes, uint64_t stalled_ms);
   CommStats stats() const;
 
  private:

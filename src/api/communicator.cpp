@@ -3,6 +3,8 @@
 #include "pccl/communicator.hpp"
 
 #include "api/comm_impl.hpp"
+#include "net/resume_config.hpp"
+#include "net/tcp_rto.hpp"
 #include "util/log.hpp"
 #include "util/secret.hpp"
 
@@ -37,6 +39,16 @@ Communicator::Impl::Impl(CommConfig config, std::vector<net::HostPort> masters, 
   lc.max_pending_handshakes = kListenerHandshakes;  // raised with each ring plan (comm_membership.cpp)
   listener_ = std::make_shared<net::Listener>(io_, lc);
   colls_->setReadHook([this](uint64_t bytes) { stats_.sameHostRead(bytes); });
+  // A broken ring connection waits for a new one as long as the master waits for a silent peer
+  // (docs/algorithms.md §6, "Network faults"): a peer really gone is removed by then anyway.
+  peer::RingPool::Resume resume;
+  resume.on = net::ringResumeEnabled();
+  resume.wait = Millis(uint64_t{config_.peer_timeout_ms} + net::tcpRecoveryMs() + config_.heartbeat_interval_ms);
+  resume.stall = Millis(net::ringStallMs());
+  resume.resumed = [this](uint64_t resent, Millis stalled) {
+    stats_.ringResumed(resent, static_cast<uint64_t>(stalled.count()));
+  };
+  ring_pool_->setResume(std::move(resume));
   colls_->setReconnects(config_.master_reconnect_ms > 0);
 }
 

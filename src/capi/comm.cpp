@@ -169,8 +169,9 @@ pcclResult_t pcclGetStats(pcclComm_t comm, pcclCommStats_t* stats) {
     // The struct before same_host_read_bytes was appended is accepted too (and filled up to it).
     const size_t before_reads = offsetof(pcclCommStats_t, same_host_read_bytes);
     const size_t before_master = offsetof(pcclCommStats_t, master_losses);
+    const size_t before_ring = offsetof(pcclCommStats_t, ring_reconnects);
     if (stats->struct_size != sizeof(pcclCommStats_t) && stats->struct_size != before_reads &&
-        stats->struct_size != before_master) {
+        stats->struct_size != before_master && stats->struct_size != before_ring) {
       return fail(pcclInvalidArgument, "pcclCommStats_t was not initialised with PCCL_COMM_STATS_INIT (struct_size " +
                                            std::to_string(stats->struct_size) + ")");
     }
@@ -187,10 +188,15 @@ pcclResult_t pcclGetStats(pcclComm_t comm, pcclCommStats_t* stats) {
     stats->last_allreduce_time_s = s.last_allreduce_seconds;
     stats->last_allreduce_bytes_per_s = s.last_allreduce_bytes_per_second;
     if (stats->struct_size >= before_master) stats->same_host_read_bytes = s.same_host_read_bytes;
-    if (stats->struct_size >= sizeof(pcclCommStats_t)) {
+    if (stats->struct_size >= before_ring) {
       stats->master_losses = s.master_losses;
       stats->master_returns = s.master_returns;
       stats->master_away_ms = s.master_away_ms;
+    }
+    if (stats->struct_size >= sizeof(pcclCommStats_t)) {
+      stats->ring_reconnects = s.ring_reconnects;
+      stats->ring_resent_bytes = s.ring_resent_bytes;
+      stats->ring_stalled_ms = s.ring_stalled_ms;
     }
     return pcclSuccess;
   });

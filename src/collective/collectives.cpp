@@ -427,8 +427,8 @@ void Collectives::finishOp(Op& op, const Status& s) {
   if (op.ring) {
     out.tx_bytes = op.ring->bytesSent();
     out.rx_bytes = op.ring->bytesReceived();
-    op.ring->retireLending();
   }
+  operationEnded(op.key);
   out.seconds = std::chrono::duration<double>(Clock::now() - op.req.submitted).count();
   op.timer.cancel();
   Completion done = std::move(op.done);

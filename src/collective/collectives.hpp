@@ -153,6 +153,7 @@ class Collectives : public net::DataSink {
   Result<net::Placement> place(net::DataChannel& ch, const wire::DataHeader& h, uint32_t bytes) override;
   Status deliver(net::DataChannel& ch, const wire::DataHeader& h, const uint8_t* data, uint32_t bytes) override;
   void channelClosed(net::DataChannel& ch, const Status& why) override;
+  void abandoned(net::DataChannel& ch, const wire::DataHeader& h) override;
 
  private:
   enum class State { kRunning, kPrepared, kInDoubt, kFailing };
@@ -241,6 +242,9 @@ class Collectives : public net::DataSink {
   Result<uint8_t*> placeData(Op& op, const std::string& from, uint32_t from_rank, const wire::DataHeader& h,
                              uint32_t bytes);
   bool ours(const net::DataChannel& ch, const Channels& list) const;
+  // The call has ended here (committed, or quiet after a failure), before its buffers go back: every
+  // connection of the ring forgets what it kept of them (lent regions, frames kept for resending).
+  void operationEnded(const OpKey& key);
   // Connections we send striped frames on: TCP_NOTSENT_LOWAT and pacing (docs/algorithms.md §1).
   static void tuneForStriping(const Channels& channels);
   // Sends a control frame on the least loaded of `list`.

@@ -203,6 +203,14 @@ Result<uint8_t*> CompositeOp::placementFrom(uint32_t from, const wire::DataHeade
   return op->placement(local(h), bytes);
 }
 
+void CompositeOp::withdraw(uint32_t from, const wire::DataHeader& h) {
+  if (over()) return;
+  Part* p = find(h.phase >> kPartShift);
+  if (p == nullptr || !p->op) return;
+  auto op = p->op;
+  op->withdraw(from, local(h));
+}
+
 Status CompositeOp::delivered(const wire::DataHeader& h, uint32_t bytes) {
   if (over()) return Status::ok();
   Part* p = find(h.phase >> kPartShift);

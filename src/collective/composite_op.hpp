@@ -40,6 +40,7 @@ class CompositeOp : public RingOp {
   void readyFrom(uint32_t rank) override;
   Result<uint8_t*> placement(const wire::DataHeader& h, uint32_t bytes) override;
   Result<uint8_t*> placementFrom(uint32_t from, const wire::DataHeader& h, uint32_t bytes) override;
+  void withdraw(uint32_t from, const wire::DataHeader& h) override;
   Status delivered(const wire::DataHeader& h, uint32_t bytes) override;
   void whenQuiet(std::function<void()> quiet) override;
   size_t sendsInFlight() const override;  // every part's

@@ -135,6 +135,12 @@ Result<uint8_t*> GatherAllReduce::placement(const wire::DataHeader& h, uint32_t 
   return slot(h.phase, s);
 }
 
+void GatherAllReduce::withdraw(uint32_t, const wire::DataHeader& h) {
+  if (over() || h.phase >= spec_.world || h.phase == spec_.rank) return;
+  if (h.offset >= spec_.count || h.offset % spec_.segment_elems != 0) return;
+  received_[index(h.phase, h.offset / spec_.segment_elems)] = 0;
+}
+
 Status GatherAllReduce::delivered(const wire::DataHeader& h, uint32_t bytes) {
   if (over()) return Status::ok();
   const uint32_t origin = h.phase;

@@ -50,6 +50,7 @@ class GatherAllReduce : public RingOp {
 
   void start() override;
   Result<uint8_t*> placement(const wire::DataHeader& h, uint32_t bytes) override;
+  void withdraw(uint32_t from, const wire::DataHeader& h) override;
   Status delivered(const wire::DataHeader& h, uint32_t bytes) override;
 
  protected:

@@ -2,6 +2,8 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
+
 
 namespace pccl::collective {
 
@@ -38,7 +40,7 @@ Result<uint8_t*> EarlyFrames::add(const OpKey& k, const wire::DataHeader& h, uin
   from += bytes;
   slot.eager += bytes;
   total_ += bytes;
-  slot.frames.push_back(Frame{h, std::vector<uint8_t>(bytes), channel, false, false});
+  slot.frames.push_back(Frame{h, std::vector<uint8_t>(bytes), channel, false, false, sender});
   auto f = std::prev(slot.frames.end());
   reading_[channel] = {k, f};
   return f->payload.data();
@@ -72,6 +74,20 @@ void EarlyFrames::channelClosed(const void* channel) {
   release(it, r->second.second);
   reading_.erase(r);
   if (it->second.frames.empty() && it->second.eager == 0) slots_.erase(it);
+}
+
+void EarlyFrames::abandoned(const void* channel) {
+  auto r = reading_.find(channel);
+  if (r == reading_.end()) return;
+  auto it = slots_.find(r->second.first);
+  const auto& f = *r->second.second;
+  if (!f.orphan) {
+    const uint64_t bytes = f.payload.size();
+    uint64_t& from = it->second.by_sender[f.sender];
+    from -= std::min<uint64_t>(from, bytes);
+    it->second.eager -= std::min<uint64_t>(it->second.eager, bytes);
+  }
+  channelClosed(channel);
 }
 
 std::vector<EarlyFrames::Frame> EarlyFrames::takeComplete(const OpKey& k) {

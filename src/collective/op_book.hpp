@@ -58,6 +58,7 @@ class EarlyFrames {
     const void* channel = nullptr;
     bool complete = false;
     bool orphan = false;  // its call ended before it arrived: freed once read
+    uint32_t sender = 0;
   };
   // Space for the payload of a data frame arriving on `channel` from group rank `sender`; an error past
   // the eager limit (per sender: a two-level call has several, docs/algorithms.md §12).
@@ -66,6 +67,9 @@ class EarlyFrames {
   // `channel` finished reading the payload it was given space for (if it was given any): its key.
   std::optional<OpKey> delivered(const void* channel);
   void channelClosed(const void* channel);
+  // `channel` will not finish the payload it is reading (its connection broke and resumes): the space
+  // goes, and its bytes no longer count against the eager limit (the frame comes again).
+  void abandoned(const void* channel);
   // The hello of group rank `from` (the successor, or a two-level sender's).
   void hello(const OpKey& k, const wire::OpDesc& desc, uint32_t from) { hellos_[k].emplace_back(from, desc); }
   // Hands over (and forgets) the frames of k read completely so far.

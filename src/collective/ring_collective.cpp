@@ -282,6 +282,13 @@ Result<uint8_t*> RingCollective::placement(const wire::DataHeader& h, uint32_t b
   return outputAt(ci, s.offset);
 }
 
+void RingCollective::withdraw(uint32_t, const wire::DataHeader& h) {
+  if (over() || !inWindow(h.phase)) return;
+  const Span c = chunk(recvChunk(spec_.rank, spec_.world, h.phase));
+  if (h.offset >= c.count || h.offset % spec_.segment_elems != 0) return;
+  received_[first_slot_[h.phase - first_phase_] + h.offset / spec_.segment_elems] = 0;
+}
+
 Status RingCollective::delivered(const wire::DataHeader& h, uint32_t bytes) {
   if (over()) return Status::ok();
   if (spec_.coded()) {

@@ -114,6 +114,7 @@ class RingCollective : public RingOp {
   Result<uint8_t*> placement(const wire::DataHeader& h, uint32_t bytes) override;
   // Reduce and forward. An error (a corrupted coded payload) fails the operation.
   Status delivered(const wire::DataHeader& h, uint32_t bytes) override;
+  void withdraw(uint32_t from, const wire::DataHeader& h) override;
 
  protected:
   bool complete() const override;

@@ -212,6 +212,29 @@ void Collectives::onRingAbort(const OpKey& key, const wire::RingCtl& c, bool fro
   endFailed(*op, why);
 }
 
+void Collectives::operationEnded(const OpKey& key) {
+  if (key.epoch != epoch_) return;  // an old ring's: its connections are closed
+  auto end = [&](const Channels& list) {
+    for (const auto& ch : list) ch->operationEnded(key.tag, key.seq);
+  };
+  end(successor_);
+  end(predecessor_);
+  for (const Link& l : links_) end(l.peer.channels);
+}
+
+// A resumable connection broke while a frame's payload was being read into the place we gave it: the
+// frame comes again after the resume, and is placed again then.
+void Collectives::abandoned(net::DataChannel& ch, const wire::DataHeader& h) {
+  before_call_.abandoned(&ch);
+  const int64_t from = rankOf(ch);
+  Op* op = find(keyOf(h));
+  if (from < 0 || op == nullptr || op->state != State::kRunning || !op->ring || (h.flags & wire::kDataControl) != 0) {
+    return;
+  }
+  auto ring = op->ring;
+  ring->withdraw(static_cast<uint32_t>(from), h);
+}
+
 void Collectives::channelClosed(net::DataChannel& ch, const Status& why) {
   before_call_.channelClosed(&ch);
   if (rankOf(ch) < 0) return;  // an old ring's connection

@@ -17,10 +17,6 @@ void RingOp::lendFrom(const std::vector<wire::LendRegion>& regions) {
   lendable_.insert(lendable_.begin(), regions.begin(), regions.end());  // send() takes the first that holds it
 }
 
-void RingOp::retireLending() {
-  for (auto& s : stripers_) s->retireLending(op_id_, seq_);
-}
-
 void RingOp::send(Striper& to, const wire::DataHeader& h, const uint8_t* payload, uint32_t bytes) {
   std::weak_ptr<RingOp> weak = weak_from_this();
   ++sends_issued_;

@@ -39,9 +39,6 @@ class RingOp : public std::enable_shared_from_this<RingOp> {
   // frame of ours is being written any more (at once if none is): then nothing reads the buffers.
   virtual void whenQuiet(std::function<void()> quiet);
   virtual size_t sendsInFlight() const { return ownSendsInFlight(); }
-  // The call has ended here (successfully, or quiet after a failure): the same-host successors forget
-  // the buffers it lent from.
-  void retireLending();
   virtual uint64_t bytesSent() const { return bytes_sent_; }
   virtual uint64_t bytesReceived() const { return bytes_received_; }
   // Two-level (two_level_allreduce.hpp): the call's hello from group rank `rank` arrived (it made the
@@ -52,6 +49,9 @@ class RingOp : public std::enable_shared_from_this<RingOp> {
     (void)from;
     return placement(h, bytes);
   }
+  // A frame from `from` that was placed will not be delivered: its resumable connection broke while
+  // the payload was read (net/data_channel.hpp). It comes again and may then be placed again.
+  virtual void withdraw(uint32_t from, const wire::DataHeader& h) = 0;
   // Two-level: the group ranks besides the flat predecessor that send us more than the eager limit
   // before our hello, sorted (Collectives sends them our hello when we make the call).
   virtual std::vector<uint32_t> helloTo() const { return {}; }

@@ -84,10 +84,6 @@ size_t Striper::cancel(uint64_t op_id, uint32_t seq, const Status& why) {
   return n;
 }
 
-void Striper::retireLending(uint64_t op_id, uint32_t seq) {
-  for (auto& ch : channels_) ch->retireLending(op_id, seq);
-}
-
 void Striper::failAll(const Status& why) {
   std::deque<Frame> taken = std::move(queue_);
   queue_.clear();

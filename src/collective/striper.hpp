@@ -36,8 +36,6 @@ class Striper : public std::enable_shared_from_this<Striper> {
   // buffer holding the payload, where a same-host connection may lend it from (DataChannel::send).
   void send(const wire::DataHeader& h, const uint8_t* payload, uint32_t bytes, net::DataChannel::SendDone done,
             const wire::LendRegion& region = {});
-  // The operation (op_id, seq) has ended here: the connections' remotes forget its lent regions.
-  void retireLending(uint64_t op_id, uint32_t seq);
   // Takes back the frames of (op_id, seq) still waiting here or queued on a connection and not being
   // written: their `done` runs with `why`. Returns how many.
   size_t cancel(uint64_t op_id, uint32_t seq, const Status& why);

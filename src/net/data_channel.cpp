@@ -25,18 +25,26 @@ DataChannel::DataChannel(Link link, uint64_t epoch, std::string name)
       session_(link.session) {
   // Kernel buffer sizes are left to TCP autotuning (net.ipv4.tcp_rmem/tcp_wmem): setting SO_SNDBUF or
   // SO_RCVBUF would switch autotuning off and cap them at net.core.*mem_max, too small for long fat pipes.
+  applySocketOptions();
+}
+
+void DataChannel::applySocketOptions() {
   tuneSocket(socket_);
   capRetransmitBackoff(socket_.native_handle());
+  setNotSentLowat(notsent_lowat_);
+  setMaxPacingRate(pacing_rate_);
 }
 
 void DataChannel::setNotSentLowat(uint32_t bytes) {
   if (bytes == 0) return;
+  notsent_lowat_ = bytes;
   const int v = static_cast<int>(std::min<uint32_t>(bytes, 1u << 30));
   (void)setsockopt(socket_.native_handle(), IPPROTO_TCP, TCP_NOTSENT_LOWAT, &v, sizeof(v));
 }
 
 void DataChannel::setMaxPacingRate(uint64_t bytes_per_second) {
   if (bytes_per_second == 0) return;
+  pacing_rate_ = bytes_per_second;
   const unsigned long long v = bytes_per_second;
   (void)setsockopt(socket_.native_handle(), SOL_SOCKET, SO_MAX_PACING_RATE, &v, sizeof(v));
 }
@@ -49,7 +57,7 @@ uint64_t DataChannel::minRttUs() const {
 int64_t DataChannel::sendRoom() const {
   const int fd = const_cast<Tcp::socket&>(socket_).native_handle();
   TcpWindow w;
-  if (closed_ || !readTcpWindow(fd, &w)) return kUnknownRoom;
+  if (closed_ || broken_ || !readTcpWindow(fd, &w)) return kUnknownRoom;
   if (restarts_ < 0) restarts_ = restartsAfterIdle(fd) ? 1 : 0;
   return net::sendRoom(w, restarts_ == 1);
 }
@@ -67,15 +75,17 @@ void DataChannel::start(DataSink* sink) {
     sendLinkFrame(wire::kDataLendOffer, std::vector<uint8_t>(offer.begin(), offer.end()));
   }
   readHead();
+  armStallCheck();
 }
 
 void DataChannel::readHead() {
   auto self = shared_from_this();
-  asio::async_read(socket_, asio::buffer(head_.data(), headBytes()), [this, self](const asio::error_code& ec, size_t) {
-    if (closed_) return;
+  asio::async_read(socket_, asio::buffer(head_.data(), headBytes()),
+                   [this, self, gen = gen_](const asio::error_code& ec, size_t) {
+    if (stale(gen)) return;
     if (ec) {
-      return close(Status::peerLost(ec == asio::error::eof ? name_ + " closed the connection"
-                                                           : name_ + ": " + ec.message()));
+      return lost(Status::peerLost(ec == asio::error::eof ? name_ + " closed the connection"
+                                                          : name_ + ": " + ec.message()));
     }
     const uint32_t tags = 2 * sealOverhead(crypto_);
     auto h = wire::decodeHeader(head_.data(), wire::kHeaderSize, wire::kDataHeaderSize + wire::kMaxDataPayload + tags);
@@ -107,7 +117,7 @@ Status DataChannel::openHead() {
 }
 
 void DataChannel::resume() {
-  if (!paused_ || closed_) return;
+  if (!paused_ || closed_ || broken_) return;
   paused_ = false;
   placeAndRead();
 }
@@ -126,21 +136,24 @@ void DataChannel::placeAndRead() {
     if (staging_.size() < current_bytes_) staging_.resize(current_bytes_);
     dst = staging_.data();
   }
+  placed_ = true;
   auto self = shared_from_this();
   std::array<asio::mutable_buffer, 2> bufs{asio::buffer(dst, current_bytes_),
                                            asio::buffer(payload_tag_.data(), sealOverhead(crypto_))};
-  asio::async_read(socket_, bufs, [this, self, dst](const asio::error_code& ec, size_t) {
-    if (closed_) return;
-    if (ec) return close(Status::peerLost(name_ + ": " + ec.message()));
+  asio::async_read(socket_, bufs, [this, self, dst, gen = gen_](const asio::error_code& ec, size_t) {
+    if (stale(gen)) return;
+    if (ec) return lost(Status::peerLost(name_ + ": " + ec.message()));
     if (crypto_.on()) {
       // Authenticated before anyone sees it.
       Status opened = crypto_.recv->open(head_.data(), wire::kHeaderSize, dst, current_bytes_, payload_tag_);
       if (!opened.isOk()) return close(opened.withContext(name_));
     }
     bytes_received_ += current_bytes_;
+    placed_ = false;
     Status s = sink_->deliver(*this, current_, dst, current_bytes_);
     if (!s.isOk()) return close(s);
-    if (!closed_) readHead();
+    frameTaken();
+    if (!closed_ && !broken_) readHead();
   });
 }
 
@@ -153,15 +166,17 @@ void DataChannel::discardRest(uint32_t left) {
     bytes_received_ += current_bytes_;
     Status s = sink_->discarded(*this, current_, current_bytes_);
     if (!s.isOk()) return close(s);
-    if (!closed_) readHead();
+    frameTaken();
+    if (!closed_ && !broken_) readHead();
     return;
   }
   discard_.resize(kDiscardChunk);
   const uint32_t n = std::min<uint32_t>(left, kDiscardChunk);
   auto self = shared_from_this();
-  asio::async_read(socket_, asio::buffer(discard_.data(), n), [this, self, left, n](const asio::error_code& ec, size_t) {
-    if (closed_) return;
-    if (ec) return close(Status::peerLost(name_ + ": " + ec.message()));
+  asio::async_read(socket_, asio::buffer(discard_.data(), n),
+                   [this, self, left, n, gen = gen_](const asio::error_code& ec, size_t) {
+    if (stale(gen)) return;
+    if (ec) return lost(Status::peerLost(name_ + ": " + ec.message()));
     discardRest(left - n);
   });
 }
@@ -196,7 +211,8 @@ void DataChannel::send(const wire::DataHeader& h, const uint8_t* payload, uint32
   enqueue(Pending{wire::encodeDataFrameHead(h, epoch_, bytes), payload, bytes, std::move(done), h.op_id, h.seq, nullptr});
 }
 
-void DataChannel::retireLending(uint64_t op_id, uint32_t seq) {
+void DataChannel::operationEnded(uint64_t op_id, uint32_t seq) {
+  if (resumable_) log_.retire(op_id, seq);
   auto it = regions_out_.find({op_id, seq});
   if (it == regions_out_.end()) return;
   regions_out_.erase(it);
@@ -235,11 +251,24 @@ size_t DataChannel::cancelQueued(uint64_t op_id, uint32_t seq, const Status& why
 }
 
 void DataChannel::writeNext() {
-  if (out_.empty() || closed_) {
+  if (out_.empty() || closed_ || broken_) {
     writing_ = false;
     return;
   }
   writing_ = true;
+  if (resumable_ && !out_.front().link) {
+    Pending& f = out_.front();
+    if (f.number == 0) f.number = log_.assign();
+    if (f.number != wire_next_) {
+      // A gap (frames of operations that ended here were dropped after a resume): say where we are.
+      wire_next_ = f.number;
+      std::vector<uint8_t> v;
+      wire::ByteWriter(&v).u64(f.number);
+      out_.push_front(linkFrame(wire::kDataNextSeq, std::move(v)));
+    } else {
+      ++wire_next_;
+    }
+  }
   Pending& p = out_.front();
   // Copied out of the queue: cancelQueued() may erase from its middle (moving the front) meanwhile.
   const uint8_t* payload = p.payload;
@@ -253,7 +282,9 @@ void DataChannel::writeNext() {
   if (crypto_.on()) return writeSealed(payload, bytes);
   std::array<asio::const_buffer, 2> bufs{asio::buffer(sealed_head_.data(), p.head.size()), asio::buffer(payload, bytes)};
   auto self = shared_from_this();
-  asio::async_write(socket_, bufs, [this, self](const asio::error_code& ec, size_t) { written(ec); });
+  asio::async_write(socket_, bufs, [this, self, gen = gen_](const asio::error_code& ec, size_t) {
+    if (!stale(gen)) written(ec);
+  });
 }
 
 void DataChannel::writeSealed(const uint8_t* payload, uint32_t bytes) {
@@ -269,32 +300,45 @@ void DataChannel::writeSealed(const uint8_t* payload, uint32_t bytes) {
   std::copy(tag.begin(), tag.end(), sealed_.data() + bytes);
   std::array<asio::const_buffer, 2> bufs{asio::buffer(sealed_head_), asio::buffer(sealed_.data(), bytes + kAeadTagBytes)};
   auto self = shared_from_this();
-  asio::async_write(socket_, bufs, [this, self](const asio::error_code& ec, size_t) { written(ec); });
+  asio::async_write(socket_, bufs, [this, self, gen = gen_](const asio::error_code& ec, size_t) {
+    if (!stale(gen)) written(ec);
+  });
 }
 
 void DataChannel::written(const asio::error_code& ec) {
-  if (closed_) return;
-  if (ec) return close(Status::peerLost(name_ + ": " + ec.message()));
+  if (ec) return lost(Status::peerLost(name_ + ": " + ec.message()));
   Pending done = std::move(out_.front());
   out_.pop_front();
   queued_bytes_ -= done.bytes;
-  if (!done.link) bytes_sent_ += done.bytes;
+  if (done.resend) {
+    resent_bytes_ += done.bytes;
+  } else if (!done.link) {
+    bytes_sent_ += done.bytes;
+  }
+  if (done.number != 0) {
+    log_.written(ResendLog::Entry{done.number, done.head, done.payload, done.bytes, done.op_id, done.seq, done.owned});
+  }
   done.done(Status::ok());
   writeNext();
-  if (!writing_ && !closed_ && on_idle_) on_idle_();
+  if (!writing_ && !closed_ && !broken_ && on_idle_) on_idle_();
 }
 
 // ---- lending (net/lending.hpp) --------------------------------------------------------------------
 
-void DataChannel::sendLinkFrame(uint32_t flag, std::vector<uint8_t> payload, uint64_t op_id, uint32_t seq) {
-  if (closed_) return;
+DataChannel::Pending DataChannel::linkFrame(uint32_t flag, std::vector<uint8_t> payload, uint64_t op_id,
+                                            uint32_t seq) const {
   auto owned = std::make_shared<std::vector<uint8_t>>(std::move(payload));
   const auto bytes = static_cast<uint32_t>(owned->size());
   wire::DataHeader h = wire::dataHeader(op_id, 0, flag, 0);
   h.seq = seq;
   Pending p{wire::encodeDataFrameHead(h, epoch_, bytes), owned->data(), bytes, [](const Status&) {}, op_id, seq, owned};
   p.link = true;
-  enqueue(std::move(p));
+  return p;
+}
+
+void DataChannel::sendLinkFrame(uint32_t flag, std::vector<uint8_t> payload, uint64_t op_id, uint32_t seq) {
+  if (closed_) return;
+  enqueue(linkFrame(flag, std::move(payload), op_id, seq));
 }
 
 // A frame the channel consumes itself: its small payload, then what it says.
@@ -305,6 +349,8 @@ void DataChannel::readLinkFrame() {
     case wire::kDataLendAccept: want = 0; break;
     case wire::kDataLendRegion: want = wire::kLendRegionSize; break;
     case wire::kDataLendRetire: want = 0; break;
+    case wire::kDataAck:
+    case wire::kDataNextSeq: want = wire::kResumeValueSize; break;
     default: want = wire::kLendRecordSize; break;
   }
   if (current_bytes_ != want) {
@@ -313,9 +359,9 @@ void DataChannel::readLinkFrame() {
   }
   auto self = shared_from_this();
   asio::async_read(socket_, asio::buffer(link_in_.data(), want + sealOverhead(crypto_)),
-                   [this, self, want](const asio::error_code& ec, size_t) {
-                     if (closed_) return;
-                     if (ec) return close(Status::peerLost(name_ + ": " + ec.message()));
+                   [this, self, want, gen = gen_](const asio::error_code& ec, size_t) {
+                     if (stale(gen)) return;
+                     if (ec) return lost(Status::peerLost(name_ + ": " + ec.message()));
                      if (crypto_.on()) {
                        AeadTag tag{};
                        std::copy_n(link_in_.data() + want, kAeadTagBytes, tag.data());
@@ -363,6 +409,9 @@ Status DataChannel::onLinkFrame(const uint8_t* payload, uint32_t bytes) {
       ++regions_in_count_;
       return Status::ok();
     }
+    case wire::kDataAck:
+    case wire::kDataNextSeq:
+      return onResumeFrame(payload, bytes);
     case wire::kDataLendRetire: {
       auto it = regions_in_.find({current_.op_id, current_.seq});
       if (it == regions_in_.end()) return Status::protocol("a lend retire for an operation that announced no region");
@@ -417,10 +466,12 @@ void DataChannel::copyLent(const Placement& p) {
   Status s = dst != nullptr ? sink_->deliver(*this, current_, dst, current_bytes_) : Status::ok();
   reading_lent_ = false;
   if (!s.isOk()) return close(s);
-  if (!closed_) readHead();
+  frameTaken();
+  if (!closed_ && !broken_) readHead();
 }
 
 uint64_t DataChannel::backlog() const {
+  if (broken_) return UINT64_MAX / 2;  // anything else first
   int unsent = 0;
   if (closed_ || ioctl(const_cast<Tcp::socket&>(socket_).native_handle(), SIOCOUTQ, &unsent) != 0) unsent = 0;
   return queued_bytes_ + static_cast<uint64_t>(unsent > 0 ? unsent : 0);
@@ -429,6 +480,10 @@ uint64_t DataChannel::backlog() const {
 void DataChannel::close(const Status& why) {
   if (closed_) return;
   closed_ = true;
+  broken_ = false;
+  for (auto* t : {resume_timer_.get(), ack_timer_.get(), stall_timer_.get()}) {
+    if (t != nullptr) t->cancel();
+  }
   asio::error_code ec;
   socket_.shutdown(Tcp::socket::shutdown_both, ec);
   socket_.close(ec);

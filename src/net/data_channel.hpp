@@ -14,6 +14,12 @@
 // Same-host lending (net/lending.hpp), when enabled: large payloads are lent rather than written (the
 // remote copies them out of our memory when it reads the frame), so a payload must stay unchanged
 // longer than `done`: until the remote can no longer read it (see enableLending()).
+// Resumable connections (enableResume(), data_channel_resume.cpp, docs/protocol.md §5.4.2): frames
+// are numbered and acknowledged now and then; when the socket breaks (a reset, an error, no TCP
+// acknowledgement for the stall time) the channel stays open, broken, until the owner hands it a new
+// authenticated socket to the same peer (resumeOn()), and then writes again what the remote did not
+// take in. The sink never sees the break, except for a frame being read at that moment: it is
+// abandoned (DataSink::abandoned) and comes again. Not replaced within the wait, the channel closes.
 // Thread: the owning io_context's thread.
 #ifndef PCCL_NET_DATA_CHANNEL_HPP_
 #define PCCL_NET_DATA_CHANNEL_HPP_
@@ -30,7 +36,9 @@
 #include "net/asio.hpp"
 #include "net/lending.hpp"
 #include "net/link.hpp"
+#include "net/resend_log.hpp"
 #include "pccl/status.hpp"
+#include "util/clock.hpp"
 #include "wire/data.hpp"
 
 namespace pccl::net {
@@ -56,7 +64,20 @@ class DataSink {
   virtual Status deliver(DataChannel& ch, const wire::DataHeader& h, const uint8_t* data, uint32_t bytes) = 0;
   // A payload placed kDiscard has been read (and dropped) to its end.
   virtual Status discarded(DataChannel&, const wire::DataHeader&, uint32_t) { return Status::ok(); }
+  // A resumable channel broke while reading the payload of `h`, placed direct or staged and not yet
+  // delivered: forget the placement (the frame comes again, and is placed again, after the resume).
+  virtual void abandoned(DataChannel&, const wire::DataHeader&) {}
   virtual void channelClosed(DataChannel& ch, const Status& why) = 0;
+};
+
+// How a resumable channel waits and what it tells its owner (enableResume()).
+struct ResumeOptions {
+  Millis wait{10000};  // a broken connection not replaced within this closes the channel (PeerLost)
+  Millis stall{0};     // data in flight and no TCP acknowledgement for this long: broken (0: never)
+  // The connection broke: the end that dialled it dials again (with the channel's framesReceived()).
+  std::function<void(DataChannel&, const Status& why)> broken;
+  // A new connection took over: `resent` bytes written again, after `stalled` without a connection.
+  std::function<void(DataChannel&, uint64_t resent, Millis stalled)> resumed;
 };
 
 class DataChannel : public std::enable_shared_from_this<DataChannel> {
@@ -85,6 +106,21 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
     role_ = role;
   }
   void start(DataSink* sink);
+  // Before start(), when both ends agreed (the P2PHello / P2PAccept flags): the connection resumes.
+  void enableResume(ResumeOptions options);
+  bool resumable() const { return resumable_; }
+  bool broken() const { return broken_; }
+  // Frames taken in (delivered or discarded) so far, over every connection this channel had.
+  uint64_t framesReceived() const { return recv_count_; }
+  // The connection is given up (a new one from the remote is taking over, or the owner saw it fail):
+  // the channel is broken, as if its socket had failed with `why`. Resumable channels only.
+  void detach(const Status& why) { breakOff(why); }
+  // A new authenticated connection to the same peer replaces the broken one; the remote has taken in
+  // `remote_received` frames. Writes again what it lacks and goes on. An error (a count this end
+  // could not have produced) closes the channel.
+  Status resumeOn(Link link, uint64_t remote_received);
+  uint64_t reconnects() const { return reconnects_; }
+  uint64_t resentBytes() const { return resent_bytes_; }
   // TCP_NOTSENT_LOWAT: the kernel keeps at most about `bytes` not yet sent (0: the kernel's default,
   // unlimited), so what waits to be sent waits in pccl, where it can still go to another connection.
   void setNotSentLowat(uint32_t bytes);
@@ -103,8 +139,9 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   // operation and region) and bounds its reads by.
   void send(const wire::DataHeader& h, const uint8_t* payload, uint32_t bytes, SendDone done,
             const wire::LendRegion& region = {});
-  // The operation (op_id, seq) sends nothing more: the remote forgets the regions we announced for it.
-  void retireLending(uint64_t op_id, uint32_t seq);
+  // The operation (op_id, seq) has ended here: the remote forgets the regions we announced for it, and
+  // the resend log the frames it kept by pointer (their buffers go back to their owner).
+  void operationEnded(uint64_t op_id, uint32_t seq);
   // A frame whose payload the channel keeps (control frames): nothing to keep alive, nothing to hear back.
   void sendOwned(const wire::DataHeader& h, std::vector<uint8_t> payload);
   // Takes back the frames of (op_id, seq) queued and not yet being written: their `done` runs with
@@ -112,9 +149,9 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   size_t cancelQueued(uint64_t op_id, uint32_t seq, const Status& why);
   void close(const Status& why);  // idempotent; fails pending sends; tells the sink once
 
-  bool isOpen() const { return !closed_; }
-  // Nothing of ours being written or queued (the kernel may still hold bytes to send).
-  bool idle() const { return !writing_ && out_.empty(); }
+  bool isOpen() const { return !closed_; }  // also while broken, waiting for a new connection
+  // Nothing of ours being written or queued (the kernel may still hold bytes to send); never while broken.
+  bool idle() const { return !writing_ && out_.empty() && !broken_; }
   // Called each time the channel becomes idle after a write (not when it closes).
   void setOnIdle(std::function<void()> fn) { on_idle_ = std::move(fn); }
   // Bytes accepted for sending but not yet acknowledged by the remote: our queue plus the kernel's
@@ -140,8 +177,10 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
     uint32_t seq = 0;
     std::shared_ptr<std::vector<uint8_t>> owned;  // sendOwned: the payload
     bool lent = false;                             // the frame carries `rec` instead of the payload
-    bool link = false;                             // an offer or accept: not counted in bytesSent()
+    bool link = false;                             // a frame of lending or resuming: not counted in bytesSent()
     std::array<uint8_t, wire::kLendRecordSize> rec{};
+    uint64_t number = 0;   // resumable: the frame's number, from its first write on (0: not written yet)
+    bool resend = false;   // written again after a resume (counted in resentBytes(), not bytesSent())
   };
   static constexpr size_t kMaxHead = wire::kHeaderSize + wire::kDataHeaderSize + kAeadTagBytes;
   size_t headBytes() const { return wire::kHeaderSize + wire::kDataHeaderSize + sealOverhead(crypto_); }
@@ -153,11 +192,22 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   void writeNext();
   void writeSealed(const uint8_t* payload, uint32_t bytes);
   void written(const asio::error_code& ec);
+  Pending linkFrame(uint32_t flag, std::vector<uint8_t> payload, uint64_t op_id = 0, uint32_t seq = 0) const;
   void sendLinkFrame(uint32_t flag, std::vector<uint8_t> payload, uint64_t op_id = 0, uint32_t seq = 0);
   Status onLentRecord(const uint8_t* payload, uint32_t bytes);
   void readLinkFrame();
   Status onLinkFrame(const uint8_t* payload, uint32_t bytes);
   void copyLent(const Placement& p);
+  // data_channel_resume.cpp
+  void lost(const Status& why);  // the socket failed: broken when resumable, else closed
+  void breakOff(const Status& why);
+  bool stale(uint64_t gen) const { return closed_ || gen != gen_; }  // a handler of a replaced socket
+  void frameTaken();  // a numbered frame was delivered or discarded
+  void sendAck();
+  Status onResumeFrame(const uint8_t* payload, uint32_t bytes);
+  void armStallCheck();
+  void checkStall();
+  void applySocketOptions();
 
   Tcp::socket socket_;
   SessionCrypto crypto_;
@@ -197,6 +247,23 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   std::array<uint8_t, wire::kLendOfferSize + kAeadTagBytes> link_in_{};  // an offer's or lent record's payload
   bool reading_lent_ = false;           // current_ is a lent frame: its elements are at lent_addr_
   uint64_t lent_addr_ = 0;
+  uint32_t notsent_lowat_ = 0;          // applied again to a new socket
+  uint64_t pacing_rate_ = 0;
+  // Resuming (data_channel_resume.cpp).
+  bool resumable_ = false;
+  ResumeOptions resume_;
+  bool broken_ = false;
+  uint64_t gen_ = 0;                    // which socket: handlers of a replaced one do nothing
+  TimePoint broken_at_{};
+  bool placed_ = false;                 // current_ was placed direct or staged and not delivered yet
+  ResendLog log_;                       // what we wrote and the remote has not acknowledged
+  uint64_t wire_next_ = 1;              // the number the remote expects next on this socket
+  uint64_t recv_count_ = 0;             // frames taken in
+  uint64_t ack_sent_ = 0;               // the count we last acknowledged
+  bool ack_armed_ = false;
+  std::unique_ptr<asio::steady_timer> resume_timer_, ack_timer_, stall_timer_;
+  uint64_t reconnects_ = 0;
+  uint64_t resent_bytes_ = 0;
 };
 
 }  // namespace pccl::net

@@ -12,8 +12,8 @@ namespace {
 
 // struct tcp_info of <linux/tcp.h> is an append-only kernel ABI; glibc's copy stops early, so the
 // fields are read at their offsets.
-constexpr size_t kRto = 8, kSndMss = 16, kUnacked = 24, kLastDataSent = 44, kSndCwnd = 80, kNotsent = 144,
-                 kMinRtt = 148;
+constexpr size_t kRto = 8, kSndMss = 16, kUnacked = 24, kLastDataSent = 44, kLastAckRecv = 56, kSndCwnd = 80,
+                 kNotsent = 144, kMinRtt = 148;
 
 uint32_t field(const uint8_t* info, socklen_t len, size_t at) {
   uint32_t v = 0;
@@ -40,6 +40,7 @@ bool readTcpWindow(int fd, TcpWindow* w) {
   w->mss = field(info, len, kSndMss);
   w->unacked = field(info, len, kUnacked);
   w->idle_ms = field(info, len, kLastDataSent);
+  w->last_ack_ms = field(info, len, kLastAckRecv);
   w->cwnd = field(info, len, kSndCwnd);
   w->notsent_bytes = field(info, len, kNotsent);  // 0 before Linux 4.6: the room is then overstated
   const uint32_t min_rtt = field(info, len, kMinRtt);

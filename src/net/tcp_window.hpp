@@ -17,6 +17,7 @@ struct TcpWindow {
   uint32_t mss = 0;             // bytes per segment
   uint32_t unacked = 0;         // segments in flight
   uint32_t idle_ms = 0;         // since the last data sent
+  uint32_t last_ack_ms = 0;     // since the last acknowledgement received
   uint32_t cwnd = 0;            // segments
   uint32_t notsent_bytes = 0;   // written, not yet sent
   uint32_t min_rtt_us = 0;      // the smallest round trip seen (Linux 4.10+); 0 when unknown

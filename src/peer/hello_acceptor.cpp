@@ -64,6 +64,7 @@ void HelloAcceptor::park(const std::shared_ptr<net::FrameIo>& io, const wire::P2
 }
 
 void HelloAcceptor::onHello(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello) {
+  if ((hello.flags & wire::kHelloResume) != 0) return onResume(io, hello);
   // From a round we have not heard of yet: it waits for its plan (the FrameIo deadline bounds it).
   if (idle_ || hello.epoch > round_.id) return park(io, hello);
   Result<uint32_t> checked = check(*io, hello);
@@ -74,18 +75,57 @@ void HelloAcceptor::onHello(const std::shared_ptr<net::FrameIo>& io, const wire:
   claimed_[index] = true;
   std::string who = std::string(index < round_.connections ? rules_.who : "linked peer") + " " +
                     wire::shortId(hello.sender_id);
-  io->write(wire::encodeFrame(wire::P2PAccept{}, id), [this, io, index, id, who, alive = alive_] {
+  wire::P2PAccept accept;
+  const bool resumable =
+      (hello.flags & wire::kHelloResumable) != 0 && rules_.resumable && rules_.resumable(hello.sender_id);
+  if (resumable) accept.flags = wire::kHelloResumable;
+  io->write(wire::encodeFrame(accept, id), [this, io, index, id, who, resumable, alive = alive_] {
     // The round may have ended or moved on while the accept was written.
     if (!*alive || idle_ || !round_.accepts || round_.id != id || index >= slots_.size() || slots_[index] != nullptr) {
       return io->fail(Status::ok());
     }
     slots_[index] = std::make_shared<net::DataChannel>(io->release(), id, who);
-    if (accepted_) accepted_(index);
+    if (accepted_) accepted_(index, resumable);
+  });
+}
+
+void HelloAcceptor::onResume(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello) {
+  if (idle_ || hello.epoch != round_.id) {
+    return io->rejectWith(Status::invalidUsage(
+        fmt::format("no {} connection of epoch {} to resume here (this peer is at {})", rules_.kind, hello.epoch,
+                    round_.id)));
+  }
+  Result<uint32_t> slot = slotOf(*io, hello);
+  if (!slot.isOk()) return io->rejectWith(slot.status());
+  std::shared_ptr<net::DataChannel> ch = *slot < slots_.size() ? slots_[*slot] : nullptr;
+  if (!ch || !ch->isOpen() || !ch->resumable()) {
+    return io->rejectWith(Status::invalidUsage(
+        fmt::format("{} connection {} of epoch {} cannot be resumed: it {}", rules_.kind, hello.index, hello.epoch,
+                    !ch ? "never came up" : !ch->isOpen() ? "was given up" : "was not made resumable")));
+  }
+  // From here on nothing more is read from the old connection: the count we answer with is final.
+  ch->detach(Status::peerLost("the remote opened a new connection to take over"));
+  wire::P2PAccept accept;
+  accept.flags = wire::kHelloResumable;
+  accept.received = ch->framesReceived();
+  std::weak_ptr<net::DataChannel> weak = ch;
+  io->write(wire::encodeFrame(accept, round_.id), [io, weak, received = hello.received, alive = alive_] {
+    auto c = weak.lock();
+    if (!*alive || !c || !c->isOpen()) return io->fail(Status::ok());
+    (void)c->resumeOn(io->release(), received);  // a bad count closes the channel, with the reason
   });
 }
 
 Result<uint32_t> HelloAcceptor::check(const net::FrameIo& io, const wire::P2PHello& hello) const {
   if (!round_.accepts || hello.epoch != round_.id) return rules_.refuse(hello, round_.id);
+  PCCL_ASSIGN_OR_RETURN(uint32_t slot, slotOf(io, hello));
+  if (claimed_[slot]) {
+    return Status::invalidUsage(fmt::format("bad or duplicate {} connection index {}", rules_.kind, hello.index));
+  }
+  return slot;
+}
+
+Result<uint32_t> HelloAcceptor::slotOf(const net::FrameIo& io, const wire::P2PHello& hello) const {
   // Which sender: the first, or one of the others (their slots follow).
   const wire::SignKey* key = nullptr;
   uint32_t base = 0, connections = 0;
@@ -105,7 +145,7 @@ Result<uint32_t> HelloAcceptor::check(const net::FrameIo& io, const wire::P2PHel
   }
   if (key == nullptr) return rules_.refuse(hello, round_.id);
   PCCL_RETURN_IF_ERROR(verifyHello(io, hello, *key, rules_.kind, rules_.listed_for(round_.id)));
-  if (hello.index >= connections || claimed_[base + hello.index]) {
+  if (hello.index >= connections) {
     return Status::invalidUsage(fmt::format("bad or duplicate {} connection index {}", rules_.kind, hello.index));
   }
   return base + hello.index;

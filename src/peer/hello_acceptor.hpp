@@ -10,6 +10,11 @@
 //   another connection cannot say it meanwhile), P2PAccept goes out, and the connection becomes a
 //   DataChannel in that index's slot;
 //   anything else is refused with an Error (Rules::refuse, or a bad index) and closed.
+// Resumable connections (docs/protocol.md §5.4.2): the P2PAccept agrees to resume when the hello asks and
+// Rules::resumable says yes for the sender. A hello with kHelloResume, for the current round, from the
+// sender of a slot whose channel resumes and is still open (even after stop()), hands the channel the
+// new connection: the channel lets go of its old one, the P2PAccept tells the sender how many frames
+// arrived, and the channel goes on on the new connection.
 // Thread: the communicator's io thread.
 #ifndef PCCL_PEER_HELLO_ACCEPTOR_HPP_
 #define PCCL_PEER_HELLO_ACCEPTOR_HPP_
@@ -40,6 +45,8 @@ class HelloAcceptor {
     std::function<Status(const wire::P2PHello& hello, uint64_t current)> refuse;
     // Appended to the signature check's Error ("" or " in epoch E").
     std::function<std::string(uint64_t current)> listed_for;
+    // Whether connections from `sender` may resume (null: never).
+    std::function<bool(const wire::Uuid& sender)> resumable;
   };
   // The round that opens: the connections it accepts.
   struct Sender {
@@ -56,8 +63,9 @@ class HelloAcceptor {
     // Further senders (a ring's two-level links): their slots follow the first sender's, in this order.
     std::vector<Sender> more;
   };
-  // A connection was accepted into slot `index` (channels()[index]).
-  using Accepted = std::function<void(uint32_t index)>;
+  // A connection was accepted into slot `index` (channels()[index]); `resumable`: both ends agreed it
+  // resumes (the owner calls enableResume() before start()).
+  using Accepted = std::function<void(uint32_t index, bool resumable)>;
 
   HelloAcceptor(Millis handshake_timeout, Rules rules);
   ~HelloAcceptor();
@@ -83,6 +91,10 @@ class HelloAcceptor {
     wire::P2PHello hello;
   };
   void onHello(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello);
+  void onResume(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello);
+  // The slot of a hello for the current round: the sender is one the round lists, the signature
+  // verifies and the index is in range; an Error (the refusal) otherwise.
+  Result<uint32_t> slotOf(const net::FrameIo& io, const wire::P2PHello& hello) const;
   void park(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello);
   // The slot a hello is for; an Error (the refusal) when the round does not accept it.
   Result<uint32_t> check(const net::FrameIo& io, const wire::P2PHello& hello) const;

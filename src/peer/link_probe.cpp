@@ -18,7 +18,7 @@ HelloAcceptor::Rules probeRules() {
                                             wire::shortId(hello.sender_id), hello.epoch));
   };
   return {"probe", "probe source", kMaxParked, "too many probe connections waiting", refuse,
-          [](uint64_t) { return std::string(); }};
+          [](uint64_t) { return std::string(); }, nullptr};
 }
 
 uint64_t micros(std::chrono::steady_clock::duration d) {
@@ -120,7 +120,7 @@ void LinkProber::start(const wire::Uuid& self, const wire::ProbePlan& plan, Repo
   round.sender_key = plan.source.ring_key;
   round.connections = plan.has_source ? plan.source_connections : 0;
   // Replays what came before the plan.
-  acceptor_.open(round, [this](uint32_t index) { acceptor_.channels()[index]->start(this); });
+  acceptor_.open(round, [this](uint32_t index, bool) { acceptor_.channels()[index]->start(this); });
   maybeReport();
 }
 
@@ -136,7 +136,7 @@ void LinkProber::dial(uint32_t index) {
   auto alive = alive_;
   auto stale = [this, alive, id] { return !*alive || !running_ || plan_.probe_id != id || tx_over_; };
   dialWithHello(d, stale, [this](const Status& s) { txFinish(s.toString()); },
-                [this, index, id, who = d.who](net::Link link) {
+                [this, index, id, who = d.who](net::Link link, const wire::P2PAccept&) {
                   out_[index].ch = std::make_shared<net::DataChannel>(std::move(link), id, who);
                   // As the ring's striped connections: little unsent in the kernel, so that what was written
                   // was sent, and the round ends soon after its budget.

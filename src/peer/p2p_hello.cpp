@@ -9,15 +9,17 @@
 namespace pccl::peer {
 
 std::vector<uint8_t> ringHelloSigned(const net::SessionId& session, const wire::P2PHello& hello) {
-  static constexpr char kLabel[] = "pccl ring hello v3";
+  static constexpr char kLabel[] = "pccl ring hello v4";
   std::vector<uint8_t> out;
-  out.reserve(sizeof kLabel - 1 + session.size() + 28);
+  out.reserve(sizeof kLabel - 1 + session.size() + 37);
   wire::ByteWriter w(&out);
   w.bytes(kLabel, sizeof kLabel - 1);
   w.fixed(session);
   w.fixed(hello.sender_id);
   w.u64(hello.epoch);
   w.u32(hello.index);
+  w.u8(hello.flags);
+  w.u64(hello.received);
   return out;
 }
 
@@ -36,7 +38,7 @@ HelloDial HelloDial::toMember(asio::io_context& io, const wire::MemberInfo& to, 
 }
 
 void dialWithHello(const HelloDial& d, std::function<bool()> stale, std::function<void(const Status&)> failed,
-                   std::function<void(net::Link)> accepted) {
+                   std::function<void(net::Link, const wire::P2PAccept&)> accepted) {
   auto fail = [stale, failed, who = d.who](const Status& s) {
     if (!stale()) failed(s.withContext(who));
   };
@@ -50,14 +52,16 @@ void dialWithHello(const HelloDial& d, std::function<bool()> stale, std::functio
     hello.sender_id = d.self;
     hello.epoch = d.epoch;
     hello.index = d.index;
+    hello.flags = d.flags;
+    hello.received = d.received;
     const std::vector<uint8_t> signed_bytes = ringHelloSigned(io->session(), hello);
     hello.signature = d.identity->sign(signed_bytes.data(), signed_bytes.size());
     io->write(wire::encodeFrame(hello, d.epoch), [io, who = d.who, stale, accepted] {
       io->readFrame([io, who, stale, accepted](Status s, const wire::FrameHeader& h, const std::vector<uint8_t>& p) {
         if (stale()) return io->fail(Status::ok());
-        if (s.isOk()) s = net::expectFrame<wire::P2PAccept>(h, p, who).status();
-        if (!s.isOk()) return io->fail(s);
-        accepted(io->release());
+        auto accept = s.isOk() ? net::expectFrame<wire::P2PAccept>(h, p, who) : Result<wire::P2PAccept>(s);
+        if (!accept.isOk()) return io->fail(accept.status());
+        accepted(io->release(), *accept);
       });
     });
   });

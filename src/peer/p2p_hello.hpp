@@ -34,6 +34,8 @@ struct HelloDial {
   wire::Uuid self{};
   uint64_t epoch = 0;  // the hello's epoch field (a probe's: its probe id)
   uint32_t index = 0;
+  uint8_t flags = 0;      // wire::kHello*: resumable, or a resume of connection `index`
+  uint64_t received = 0;  // a resume: the frames we took in on the broken connection
 
   // To `to`'s p2p listener; `what` names the connection in messages ("ring successor", "probe target").
   static HelloDial toMember(asio::io_context& io, const wire::MemberInfo& to, wire::Role role,
@@ -42,9 +44,10 @@ struct HelloDial {
 };
 
 // Dials, authenticates, says hello and waits for the accept. `stale()` is asked before each step (true:
-// drop silently); `failed` gets any failure, with `who` as context; `accepted` gets the link.
+// drop silently); `failed` gets any failure, with `who` as context; `accepted` gets the link and the
+// acceptor's answer.
 void dialWithHello(const HelloDial& d, std::function<bool()> stale, std::function<void(const Status&)> failed,
-                   std::function<void(net::Link)> accepted);
+                   std::function<void(net::Link, const wire::P2PAccept&)> accepted);
 
 // Reads an adopted connection's P2PHello (within `timeout`); `on_hello` gets it while `*alive`.
 using HelloHandler = std::function<void(const std::shared_ptr<net::FrameIo>&, const wire::P2PHello&)>;

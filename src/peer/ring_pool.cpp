@@ -6,13 +6,16 @@
 #include <utility>
 
 #include "net/endpoint.hpp"
+#include "util/log.hpp"
 
 namespace pccl::peer {
 
 namespace {
+constexpr const char* kLog = "ring";
 constexpr size_t kMaxParked = 256;  // inbound connections waiting for their epoch
+constexpr Millis kFirstRedial{100}, kMaxRedial{1000};  // between re-dials of a broken connection
 
-HelloAcceptor::Rules ringRules() {
+HelloAcceptor::Rules ringRules(std::function<bool(const wire::Uuid&)> resumable) {
   auto refuse = [](const wire::P2PHello& hello, uint64_t epoch) {
     if (hello.epoch < epoch) {
       return Status::invalidUsage(fmt::format("stale epoch {}: this peer is at epoch {}", hello.epoch, epoch));
@@ -21,7 +24,7 @@ HelloAcceptor::Rules ringRules() {
         fmt::format("peer {} is not our ring predecessor in epoch {}", wire::shortId(hello.sender_id), epoch));
   };
   return {"ring", "ring predecessor", kMaxParked, "too many ring connections waiting for their epoch", refuse,
-          [](uint64_t epoch) { return fmt::format(" in epoch {}", epoch); }};
+          [](uint64_t epoch) { return fmt::format(" in epoch {}", epoch); }, std::move(resumable)};
 }
 }  // namespace
 
@@ -67,7 +70,7 @@ RingPool::RingPool(asio::io_context& io, std::shared_ptr<const net::AuthKey> key
       timeout_(handshake_timeout),
       build_timeout_(build_timeout),
       lend_(lend),
-      acceptor_(handshake_timeout, ringRules()),
+      acceptor_(handshake_timeout, ringRules([this](const wire::Uuid& sender) { return resumableFrom(sender); })),
       deadline_(io) {}
 
 RingPool::~RingPool() {
@@ -138,7 +141,8 @@ void RingPool::build(const RingPlan& plan, Done done) {
   for (const auto& x : plan.extra) {
     if (!x.dial) round.more.push_back(HelloAcceptor::Sender{x.peer.id, x.peer.ring_key, x.connections});
   }
-  acceptor_.open(round, [this](uint32_t index) { onAccepted(index); });  // replays what came before the plan
+  // Replays what came before the plan.
+  acceptor_.open(round, [this](uint32_t index, bool resumable) { onAccepted(index, resumable); });
 }
 
 void RingPool::connectOne(const wire::MemberInfo& to, int extra, uint32_t index, uint64_t epoch) {
@@ -147,11 +151,16 @@ void RingPool::connectOne(const wire::MemberInfo& to, int extra, uint32_t index,
   d.self = plan_.self;
   d.epoch = epoch;
   d.index = index;
+  const bool ask = resumableTo(extra);
+  if (ask) d.flags = wire::kHelloResumable;
   auto alive = alive_;
   auto stale = [this, alive, epoch] { return !*alive || !building_ || plan_.epoch != epoch; };
   dialWithHello(d, stale, [this](const Status& s) { finish(s); },
-                [this, extra, index, epoch, who = d.who](net::Link link) {
+                [this, to, ask, extra, index, epoch, who = d.who](net::Link link, const wire::P2PAccept& accept) {
                   auto ch = std::make_shared<net::DataChannel>(std::move(link), epoch, who);
+                  if (ask && (accept.flags & wire::kHelloResumable) != 0) {
+                    ch->enableResume(resumeOptions(&to, extra, index, epoch));
+                  }
                   if (extra >= 0) {
                     extra_out_[static_cast<size_t>(extra)][index] = std::move(ch);
                     return maybeDone();
@@ -164,11 +173,72 @@ void RingPool::connectOne(const wire::MemberInfo& to, int extra, uint32_t index,
 
 void RingPool::adopt(net::Link link) { acceptor_.adopt(std::move(link)); }
 
-void RingPool::onAccepted(uint32_t index) {
-  if (index < plan_.predecessor_connections && plan_.predecessor_same_host && lend_) {
+void RingPool::onAccepted(uint32_t index, bool resumable) {
+  if (resumable) {
+    acceptor_.channels()[index]->enableResume(resumeOptions(nullptr, -1, index, plan_.epoch));
+  } else if (index < plan_.predecessor_connections && plan_.predecessor_same_host && lend_) {
     acceptor_.channels()[index]->enableLending(net::LendRole::kAcceptor);
   }
   maybeDone();
+}
+
+// A link that lends payloads (a ring neighbour on this host, net/lending.hpp) does not resume: a lent
+// frame names memory rather than carrying bytes. Two-level links never lend.
+bool RingPool::resumableTo(int extra) const {
+  return resume_.on && (extra >= 0 || !(plan_.successor_same_host && lend_));
+}
+
+bool RingPool::resumableFrom(const wire::Uuid& sender) const {
+  if (!resume_.on) return false;
+  if (sender == plan_.predecessor) return !(plan_.predecessor_same_host && lend_);
+  return std::any_of(plan_.extra.begin(), plan_.extra.end(), [&](const auto& x) { return x.peer.id == sender; });
+}
+
+net::ResumeOptions RingPool::resumeOptions(const wire::MemberInfo* to, int extra, uint32_t index, uint64_t epoch) {
+  net::ResumeOptions o;
+  o.wait = resume_.wait;
+  o.stall = resume_.stall;
+  o.resumed = [fn = resume_.resumed](net::DataChannel&, uint64_t resent, Millis stalled) {
+    if (fn) fn(resent, stalled);
+  };
+  if (to == nullptr) return o;  // the remote dials again
+  o.broken = [this, alive = alive_, to = *to, extra, index, epoch](net::DataChannel& ch, const Status&) {
+    if (*alive && plan_.epoch == epoch) redial(ch.weak_from_this(), to, extra, index, epoch, kFirstRedial);
+  };
+  return o;
+}
+
+void RingPool::redial(std::weak_ptr<net::DataChannel> weak, const wire::MemberInfo& to, int extra, uint32_t index,
+                      uint64_t epoch, Millis backoff) {
+  auto ch = weak.lock();
+  if (!ch || !ch->isOpen() || !ch->broken() || plan_.epoch != epoch) return;
+  HelloDial d = HelloDial::toMember(io_, to, wire::Role::kPeerToPeer, key_, identity_, timeout_,
+                                    extra < 0 ? "ring successor" : "linked peer");
+  d.self = plan_.self;
+  d.epoch = epoch;
+  d.index = index;
+  d.flags = wire::kHelloResumable | wire::kHelloResume;
+  d.received = ch->framesReceived();
+  auto alive = alive_;
+  auto stale = [this, alive, weak, epoch] {
+    auto c = weak.lock();
+    return !*alive || plan_.epoch != epoch || !c || !c->isOpen() || !c->broken();
+  };
+  auto again = [this, alive, weak, to, extra, index, epoch, backoff](const Status& s) {
+    PCCL_LOG_DEBUG(kLog, "re-dial of connection {} failed ({}); again in {} ms", index, s.toString(), backoff.count());
+    auto t = std::make_shared<asio::steady_timer>(io_, backoff);
+    t->async_wait([this, alive, t, weak, to, extra, index, epoch, backoff](const asio::error_code& ec) {
+      if (!ec && *alive) redial(weak, to, extra, index, epoch, std::min(backoff * 2, kMaxRedial));
+    });
+  };
+  dialWithHello(d, stale, again, [weak, who = d.who](net::Link link, const wire::P2PAccept& accept) {
+    auto c = weak.lock();
+    if (!c || !c->isOpen()) return;
+    if ((accept.flags & wire::kHelloResumable) == 0) {
+      return c->close(Status::protocol(who + " accepted a resume without resuming"));
+    }
+    (void)c->resumeOn(std::move(link), accept.received);  // a bad count closes the channel, with the reason
+  });
 }
 
 RingPool::Channels RingPool::inbound() const {

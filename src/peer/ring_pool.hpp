@@ -6,6 +6,10 @@
 // verifies with the key the master listed for our predecessor, and each of its K indices only once.
 // Inbound connections that arrive before we have learnt their epoch wait (bounded by the handshake
 // deadline) until we do.
+// Resumable connections (setResume(), docs/protocol.md §5.4.2): a connection resumes when both ends have
+// it on and neither lends payloads on it (a same-host neighbour, net/lending.hpp). When one breaks, the end that dialled it dials again (every
+// 100 ms at first, then every second) with a resume hello, until a new connection takes over or the
+// channel's wait ends (it then closes, and the ring fails as for a lost peer).
 // Thread: the communicator's io thread.
 #ifndef PCCL_PEER_RING_POOL_HPP_
 #define PCCL_PEER_RING_POOL_HPP_
@@ -67,6 +71,14 @@ class RingPool {
            bool lend = true);
   ~RingPool();
 
+  struct Resume {
+    bool on = false;
+    Millis wait{10000};  // how long a broken connection waits for a new one
+    Millis stall{0};     // no TCP acknowledgement for this long with data in flight: broken (0: never)
+    std::function<void(uint64_t resent, Millis stalled)> resumed;  // each resume (for the stats)
+  };
+  void setResume(Resume r) { resume_ = std::move(r); }
+
   void build(const RingPlan& plan, Done done);  // replaces the previous pool
   void reset(const Status& why);               // closes every ring connection
   // An authenticated peer-to-peer socket from our listener; reads its P2PHello.
@@ -82,7 +94,14 @@ class RingPool {
  private:
   // Opens connection `index` to `to`: the successor's (extra < 0) or the plan's extra link `extra`.
   void connectOne(const wire::MemberInfo& to, int extra, uint32_t index, uint64_t epoch);
-  void onAccepted(uint32_t index);
+  // Whether the connections we open (to the successor when extra < 0) or `sender` opens resume.
+  bool resumableTo(int extra) const;
+  bool resumableFrom(const wire::Uuid& sender) const;
+  // What a resumable channel does when it breaks: we dialled it (`to`): dial again; else wait.
+  net::ResumeOptions resumeOptions(const wire::MemberInfo* to, int extra, uint32_t index, uint64_t epoch);
+  void redial(std::weak_ptr<net::DataChannel> ch, const wire::MemberInfo& to, int extra, uint32_t index,
+              uint64_t epoch, Millis backoff);
+  void onAccepted(uint32_t index, bool resumable);
   void closeAll(const Status& why);
   void finish(const Status& s);
   void maybeDone();
@@ -94,6 +113,7 @@ class RingPool {
   Millis timeout_;
   Millis build_timeout_;
   bool lend_;
+  Resume resume_;
   RingPlan plan_;
   bool building_ = false;
   Done done_;

@@ -43,15 +43,20 @@ inline constexpr uint32_t kDataCompressed = 1;  // flags: the payload is one zst
 inline constexpr uint32_t kDataRequest = 2;
 inline constexpr uint32_t kDataControl = 4;  // flags: the payload is a RingCtl (ring connections only)
 // Same-host lending (docs/protocol.md §5.4.1): frames a DataChannel consumes itself, never shown to the
-// ring. At most one of these is set; kDataLent may come with kDataCompressed.
+// ring. At most one of these (or of the resume flags below) is set; kDataLent may come with kDataCompressed.
 inline constexpr uint32_t kDataLendOffer = 8;    // payload: LendOffer ("read my memory, prove it on the token")
 inline constexpr uint32_t kDataLendAccept = 16;  // no payload: "I read your token: lend me payloads"
 inline constexpr uint32_t kDataLent = 32;        // payload: LendRecord (where the elements are) instead of them
 // payload: LendRegion: lent records of the frame's (op_id, seq) may name bytes inside it (protocol 10)
 inline constexpr uint32_t kDataLendRegion = 64;
 inline constexpr uint32_t kDataLendRetire = 128;  // no payload: the frame's (op_id, seq) lends nothing more
+// Resumable connections (docs/protocol.md §5.4.2, protocol 17): frames a DataChannel consumes itself,
+// not numbered. Payload: a u64.
+inline constexpr uint32_t kDataAck = 256;      // "I have taken in every frame up to number N"
+inline constexpr uint32_t kDataNextSeq = 512;  // "the next frame I send is number N" (after a gap)
+inline constexpr size_t kResumeValueSize = 8;
 inline constexpr uint32_t kDataLinkFlags =
-    kDataLendOffer | kDataLendAccept | kDataLent | kDataLendRegion | kDataLendRetire;
+    kDataLendOffer | kDataLendAccept | kDataLent | kDataLendRegion | kDataLendRetire | kDataAck | kDataNextSeq;
 inline constexpr uint32_t kDataKnownFlags = kDataCompressed | kDataRequest | kDataControl | kDataLinkFlags;
 
 // Which collective a call is (part of the descriptor since protocol 8). Every kind runs on the ring's

@@ -9,16 +9,29 @@
 
 namespace pccl::wire {
 
-using P2PAccept = Empty<MsgType::kP2PAccept>;
+// P2PHello / P2PAccept flags (protocol 17, docs/protocol.md §5.4.2).
+inline constexpr uint8_t kHelloResumable = 1;  // this end can resume the connection if it breaks
+inline constexpr uint8_t kHelloResume = 2;     // hello only: this connection replaces a broken one (same index)
+inline constexpr uint8_t kHelloKnownFlags = kHelloResumable | kHelloResume;
 
 struct P2PHello {
   static constexpr MsgType kType = MsgType::kP2PHello;
   Uuid sender_id{};
   uint64_t epoch = 0;
   uint32_t index = 0;  // which of the sender's K connections this is
+  uint8_t flags = 0;   // kHello*
+  uint64_t received = 0;  // kHelloResume: the frames the sender has taken in on the broken connection
   Signature signature{};  // by the sender's ring key, over the connection's session id and the fields above
   void encode(ByteWriter& w) const;
   static Result<P2PHello> decode(ByteReader& r);
+};
+
+struct P2PAccept {
+  static constexpr MsgType kType = MsgType::kP2PAccept;
+  uint8_t flags = 0;      // kHelloResumable: the connection resumes (both ends said so)
+  uint64_t received = 0;  // a resume: the frames the acceptor has taken in on the broken connection
+  void encode(ByteWriter& w) const;
+  static Result<P2PAccept> decode(ByteReader& r);
 };
 
 }  // namespace pccl::wire
