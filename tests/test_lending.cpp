@@ -70,19 +70,20 @@ TEST_CASE("lending: the wire layouts of the offer, the record and the region (pr
   CHECK_FALSE(r.contains(1000, ~0ull));
   CHECK_FALSE(LendRegion{}.contains(0, 0));
 
-  // Flags: one lending flag at a time; only kDataLent may come with kDataCompressed.
+  // Flags: one lending (or resume, protocol 17) flag at a time; only kDataLent may come with kDataCompressed.
   const auto flagsOk = [](uint32_t flags) {
     const auto head = encodeDataFrameHead(dataHeader(1, 0, flags, 0), 1, 0);
     return decodeDataHeader(head.data() + kHeaderSize, kDataHeaderSize).isOk();
   };
   for (uint32_t f : {kDataLendOffer, kDataLendAccept, kDataLent, kDataLent | kDataCompressed, kDataLendRegion,
-                     kDataLendRetire}) {
+                     kDataLendRetire, kDataAck, kDataNextSeq}) {
     INFO("flags " << f);
     CHECK(flagsOk(f));
   }
   for (uint32_t f : {kDataLent | kDataLendAccept, kDataLendOffer | kDataLendAccept, kDataLendOffer | kDataCompressed,
                      kDataLent | kDataControl, kDataLendAccept | kDataRequest, kDataLendRegion | kDataCompressed,
-                     kDataLendRetire | kDataLent, 256u, 512u}) {
+                     kDataLendRetire | kDataLent, kDataAck | kDataNextSeq, kDataAck | kDataCompressed,
+                     kDataNextSeq | kDataControl, 1024u, 2048u}) {
     INFO("flags " << f);
     CHECK_FALSE(flagsOk(f));
   }

@@ -320,7 +320,7 @@ TEST_CASE("wire: round trip of control-plane messages") {
     CHECK(decodeHeader(encodeFrame(VoteUpdate{}, 0).data(), kHeaderSize, 0)->type == 19);
     CHECK(decodeHeader(encodeFrame(WithdrawVote{}, 0).data(), kHeaderSize, 0)->type == 20);
     CHECK(decodeHeader(encodeFrame(Leave{}, 0).data(), kHeaderSize, 0)->type == 27);
-    CHECK(decodeHeader(encodeFrame(P2PAccept{}, 0).data(), kHeaderSize, 0)->type == 49);
+    CHECK(decodeHeader(encodeFrame(P2PAccept{}, 0).data(), kHeaderSize, kMaxControlPayload)->type == 49);
     CHECK(encodeFrame(P2PAccept{}, 0).size() == kHeaderSize + 9);  // flags, received (protocol 17)
   }
   SECTION("P2PReady and TopologyReady") {

@@ -92,6 +92,14 @@ class Communicator::Impl : private peer::MasterSession::Io, private peer::Master
     });
     set.get_future().wait();
   }
+  // Gives up every resumable ring connection of this peer, as a reset on the path would (the dialling
+  // ends dial again). On the io thread (from a ring-control hook); returns how many. Tests only.
+  size_t breakRingOnIoForTest(const Status& why);
+  size_t breakRingForTest(const Status& why) {
+    std::promise<size_t> n;
+    asio::post(io_, [this, &n, &why] { n.set_value(breakRingOnIoForTest(why)); });
+    return n.get_future().get();
+  }
   // Runs on the destroying thread once the io thread has been told to stop, before it is joined.
   void setStopHookForTest(std::function<void()> fn) { test_on_stop_ = std::move(fn); }
 

@@ -96,6 +96,19 @@ Status Communicator::Impl::init() {
   return Status::ok();
 }
 
+size_t Communicator::Impl::breakRingOnIoForTest(const Status& why) {
+  std::vector<std::shared_ptr<net::DataChannel>> all = ring_pool_->outbound();
+  for (const auto& ch : ring_pool_->inbound()) all.push_back(ch);
+  for (const auto& link : ring_pool_->extraLinks()) all.insert(all.end(), link.begin(), link.end());
+  size_t n = 0;
+  for (const auto& ch : all) {
+    if (!ch || !ch->resumable() || !ch->isOpen() || ch->broken()) continue;
+    ch->detach(why);
+    ++n;
+  }
+  return n;
+}
+
 Topology Communicator::Impl::topology() const {
   std::lock_guard<std::mutex> lk(mu_);
   return topology_;

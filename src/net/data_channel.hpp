@@ -14,7 +14,7 @@
 // Same-host lending (net/lending.hpp), when enabled: large payloads are lent rather than written (the
 // remote copies them out of our memory when it reads the frame), so a payload must stay unchanged
 // longer than `done`: until the remote can no longer read it (see enableLending()).
-// Resumable connections (enableResume(), data_channel_resume.cpp, docs/protocol.md §5.4.2): frames
+// Resumable connections (enableResume(), data_channel_resume.cpp, docs/protocol.md §5.4.3): frames
 // are numbered and acknowledged now and then; when the socket breaks (a reset, an error, no TCP
 // acknowledgement for the stall time) the channel stays open, broken, until the owner hands it a new
 // authenticated socket to the same peer (resumeOn()), and then writes again what the remote did not

@@ -1,4 +1,4 @@
-// DataChannel, resuming (docs/protocol.md §5.4.2): numbering and acknowledgements, the break, and the
+// DataChannel, resuming (docs/protocol.md §5.4.3): numbering and acknowledgements, the break, and the
 // new connection that takes over.
 #include <fmt/format.h>
 

@@ -1,4 +1,4 @@
-// The sending side of a resumable ring connection (docs/protocol.md §5.4.2): the frames written and not
+// The sending side of a resumable ring connection (docs/protocol.md §5.4.3): the frames written and not
 // yet acknowledged, so that when the connection breaks and a new one replaces it, exactly the frames the
 // receiver did not take in are written again.
 //

@@ -10,7 +10,7 @@
 //   another connection cannot say it meanwhile), P2PAccept goes out, and the connection becomes a
 //   DataChannel in that index's slot;
 //   anything else is refused with an Error (Rules::refuse, or a bad index) and closed.
-// Resumable connections (docs/protocol.md §5.4.2): the P2PAccept agrees to resume when the hello asks and
+// Resumable connections (docs/protocol.md §5.4.3): the P2PAccept agrees to resume when the hello asks and
 // Rules::resumable says yes for the sender. A hello with kHelloResume, for the current round, from the
 // sender of a slot whose channel resumes and is still open (even after stop()), hands the channel the
 // new connection: the channel lets go of its old one, the P2PAccept tells the sender how many frames

@@ -6,7 +6,7 @@
 // verifies with the key the master listed for our predecessor, and each of its K indices only once.
 // Inbound connections that arrive before we have learnt their epoch wait (bounded by the handshake
 // deadline) until we do.
-// Resumable connections (setResume(), docs/protocol.md §5.4.2): a connection resumes when both ends have
+// Resumable connections (setResume(), docs/protocol.md §5.4.3): a connection resumes when both ends have
 // it on and neither lends payloads on it (a same-host neighbour, net/lending.hpp). When one breaks, the end that dialled it dials again (every
 // 100 ms at first, then every second) with a resume hello, until a new connection takes over or the
 // channel's wait ends (it then closes, and the ring fails as for a lost peer).

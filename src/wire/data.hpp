@@ -50,7 +50,7 @@ inline constexpr uint32_t kDataLent = 32;        // payload: LendRecord (where t
 // payload: LendRegion: lent records of the frame's (op_id, seq) may name bytes inside it (protocol 10)
 inline constexpr uint32_t kDataLendRegion = 64;
 inline constexpr uint32_t kDataLendRetire = 128;  // no payload: the frame's (op_id, seq) lends nothing more
-// Resumable connections (docs/protocol.md §5.4.2, protocol 17): frames a DataChannel consumes itself,
+// Resumable connections (docs/protocol.md §5.4.3, protocol 17): frames a DataChannel consumes itself,
 // not numbered. Payload: a u64.
 inline constexpr uint32_t kDataAck = 256;      // "I have taken in every frame up to number N"
 inline constexpr uint32_t kDataNextSeq = 512;  // "the next frame I send is number N" (after a gap)

@@ -9,7 +9,7 @@
 
 namespace pccl::wire {
 
-// P2PHello / P2PAccept flags (protocol 17, docs/protocol.md §5.4.2).
+// P2PHello / P2PAccept flags (protocol 17, docs/protocol.md §5.4.3).
 inline constexpr uint8_t kHelloResumable = 1;  // this end can resume the connection if it breaks
 inline constexpr uint8_t kHelloResume = 2;     // hello only: this connection replaces a broken one (same index)
 inline constexpr uint8_t kHelloKnownFlags = kHelloResumable | kHelloResume;

@@ -63,6 +63,17 @@ int main(int argc, char** argv) {
   const auto rpayload = wire::encodeLendRegion({0x7f0000001000ull, 1u << 20});
   rframe.insert(rframe.end(), rpayload.begin(), rpayload.end());
   ok = write(dir + "/frames/data-lend-region", rframe) && ok;
+  // Protocol 17: a resumable connection's acknowledgement (data header + u64), and a resume hello.
+  const auto ahead = wire::encodeDataFrameHead(wire::dataHeader(0, 0, wire::kDataAck, 0), 1, wire::kResumeValueSize);
+  std::vector<uint8_t> aframe(ahead.begin(), ahead.end());
+  for (int i = 0; i < 8; ++i) aframe.push_back(static_cast<uint8_t>(i == 0 ? 64 : 0));
+  ok = write(dir + "/frames/data-ack", aframe) && ok;
+  wire::P2PHello again;
+  again.epoch = 5;
+  again.index = 1;
+  again.flags = wire::kHelloResumable | wire::kHelloResume;
+  again.received = 1234;
+  ok = write(dir + "/frames/p2p-resume", wire::encodeFrame(again, 5)) && ok;
   wire::JoinRequest resume;
   resume.connections = 4;
   resume.host_connections = 1;
