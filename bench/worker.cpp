@@ -432,8 +432,9 @@ bool Worker::checkIdentical(const uint8_t* got, size_t bytes, Row* row) {
 bool Worker::report(Row& row) {
   std::vector<double> times = row.times;  // after the all-reduce: the slowest rank's, per iteration in run order
   if (!control(times.data(), times.size(), DataType::kFloat64, RedOp::kMax)) return false;
-  uint64_t counts[2] = {row.wrong, row.hash_mismatches};
-  if (!control(counts, 2, DataType::kUint64, RedOp::kSum)) return false;
+  // The ring connections resumed so far (a reset under the run, docs/algorithms.md §6), over the ranks.
+  uint64_t counts[3] = {row.wrong, row.hash_mismatches, comm_->stats().ring_reconnects};
+  if (!control(counts, 3, DataType::kUint64, RedOp::kSum)) return false;
   double max_err = row.max_err;
   if (!control(&max_err, 1, DataType::kFloat64, RedOp::kMax)) return false;
   if (rank_ == 0 && counts[1] != 0) {
@@ -470,7 +471,8 @@ bool Worker::report(Row& row) {
         << ", \"time_max_s\": " << t_max << ", \"times_s\": [" << times_json.str() << "], \"algbw_gbps\": " << algbw
         << ", \"busbw_gbps\": " << busbw << ", \"wrong\": " << wrong << ", \"peak_rss_bytes\": " << rss;
   if (row.backend == "pccl") {
-    json_ << ", \"compress\": " << o_.compress << ", \"encrypt\": " << (o_.encrypt ? "true" : "false");
+    json_ << ", \"compress\": " << o_.compress << ", \"encrypt\": " << (o_.encrypt ? "true" : "false")
+          << ", \"ring_reconnects\": " << counts[2];
     if (o_.encrypt) json_ << ", \"cipher\": \"" << comm_->cipher() << "\"";
   }
   if (o_.sync) {
