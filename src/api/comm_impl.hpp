@@ -100,6 +100,10 @@ class Communicator::Impl : private peer::MasterSession::Io, private peer::Master
     asio::post(io_, [this, &n, &why] { n.set_value(breakRingOnIoForTest(why)); });
     return n.get_future().get();
   }
+  // Resets this peer's control connection, as a middlebox would (tests only; on the io thread).
+  void resetMasterLinkOnIoForTest() {
+    if (link_) link_->resetForTest();
+  }
   // Runs on the destroying thread once the io thread has been told to stop, before it is joined.
   void setStopHookForTest(std::function<void()> fn) { test_on_stop_ = std::move(fn); }
 

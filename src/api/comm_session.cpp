@@ -80,6 +80,9 @@ void Communicator::Impl::sendJoin(MasterSession::Join kind, const wire::Uuid& ru
       if (topology_.rank < topology_.ring.size()) join.ring_region = topology_.ring[topology_.rank].region;
       if (last_build_.isOk() && colls_->ringUsable()) join.resume_flags |= wire::JoinRequest::kRingUp;
     }
+  }
+  if (config_.master_reconnect_ms > 0) join.resume_flags |= wire::JoinRequest::kReconnects;
+  if (join.resuming()) {
     // Only the holder of our ring key can take our place (docs/security.md).
     const std::vector<uint8_t> proof = net::resumeProof(link_->session(), join);
     join.resume_sig = identity_->sign(proof.data(), proof.size());

@@ -273,6 +273,7 @@ Status MasterServer::onJoin(Session& s, const wire::JoinRequest& m) {
                                                           shortId(m.peer_id))));
     }
   }
+  s.reconnects = (m.resume_flags & wire::JoinRequest::kReconnects) != 0;
   const RunRecovery::Decision d = recovery_->decide(m, membership_.size());
   if (d.verdict == RunRecovery::Verdict::kResume || d.verdict == RunRecovery::Verdict::kSupersede) {
     if (Status proved = recovery_->proveMember(m); !proved.isOk()) return refuseJoin(s, proved);
@@ -314,6 +315,7 @@ Status MasterServer::onJoin(Session& s, const wire::JoinRequest& m) {
   }
   wire::MemberInfo info = memberInfo(s, m);
   info.id = net::randomUuid();
+  s.p2p = net::HostPort{info.host, info.port};
   s.joined = true;
   s.id = info.id;
   serial_by_id_[info.id] = s.serial;
@@ -393,10 +395,12 @@ void MasterServer::forget(const Session* s, const Status& reason) {
   if (why == wire::LeaveReason::kProtocolError) {
     PCCL_LOG_WARN(kLog, "dropping peer {} at {}: {}", shortId(s->id), s->conn->peerName(), reason.toString());
   }
+  if (why == wire::LeaveReason::kConnectionLost && holdPeer(*s, reason)) return;
   removePeer(s->id, why, reason.message());
 }
 
 void MasterServer::removePeer(const wire::Uuid& id, wire::LeaveReason why, const std::string& detail) {
+  held_.erase(id);
   apply(ops_.peerGone(id, detail.empty() ? "left" : detail));
   bool failed = false;
   apply(resolver_.peerGone(id, &failed));
@@ -533,6 +537,7 @@ void MasterServer::tick() {
   if (Effects fx = ops_.tick(now); !fx.empty()) apply(fx);  // tags that diverged for announce_window_ms
   if (Effects fx = membership_.tick(); !fx.empty()) apply(fx);  // a link survey round overdue
   if (recovery_->due(now)) finishRecovery();                       // the rebuild window closed
+  expireHolds(now);                                                // held members that did not come back
   for (auto& [conn, why] : to_close) {
     PCCL_LOG_INFO(kLog, "kicking {}: {}", conn->peerName(), why.message());
     // The Error tells a frozen peer why when it wakes; the linger bounds how long we wait to close.

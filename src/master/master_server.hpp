@@ -41,6 +41,8 @@ class MasterServer {
     wire::Dispatcher dispatcher;
     bool joined = false;
     bool awaiting_resume = false;  // taken back while recovering: RunResumed when the run goes on
+    bool reconnects = false;       // JoinRequest::kReconnects: it comes back when its connection breaks
+    net::HostPort p2p;             // its ring listener (the liveness check of a held member)
     wire::Uuid id{};
     TimePoint connected_at = Clock::now();
     TimePoint last_tx = Clock::now();
@@ -66,7 +68,14 @@ class MasterServer {
   void onDeposed(const Status& why);
   void publishRecord();
   void onClosed(uint64_t serial, const Status& reason);
-  void forget(const Session* s, const Status& reason);  // removes a closed session's peer
+  void forget(const Session* s, const Status& reason);  // removes a closed session's peer (or holds it)
+  // master_hold.cpp: a member whose connection broke (not a timeout, not a protocol error) and that
+  // said it comes back keeps its place for the silence limit, unless its ring port refuses connections
+  // (the process is gone). False: not held (remove it).
+  bool holdPeer(const Session& s, const Status& reason);
+  void checkHeldAlive(const wire::Uuid& id, uint64_t gen, const net::HostPort& at);
+  void backFromHold(const wire::Uuid& id);  // it came back on a new connection
+  void expireHolds(TimePoint now);          // from tick(): those past their deadline are removed
   void releaseLater(std::unique_ptr<Session> s);
   void apply(const Effects& fx);
   void tick();
@@ -99,6 +108,13 @@ class MasterServer {
   uint64_t step_downs_ = 0;
   std::map<uint64_t, std::unique_ptr<Session>> sessions_;  // by serial
   std::map<wire::Uuid, uint64_t> serial_by_id_;
+  struct Held {
+    TimePoint since{}, until{};
+    std::string why;   // how its connection ended
+    uint64_t gen = 0;  // which hold (a liveness answer for an older one is ignored)
+  };
+  std::map<wire::Uuid, Held> held_;
+  uint64_t hold_gen_ = 0;
   uint64_t next_serial_ = 1;
   bool stopping_ = false;
   StatsSink on_stats_;

@@ -42,6 +42,8 @@ Status MasterServer::resumePeer(Session& s, const wire::JoinRequest& m) {
   }
   wire::MemberInfo info = memberInfo(s, m);
   info.id = m.peer_id;
+  s.p2p = net::HostPort{info.host, info.port};
+  backFromHold(m.peer_id);
   s.joined = true;
   s.id = m.peer_id;
   serial_by_id_[m.peer_id] = s.serial;

@@ -128,6 +128,19 @@ void Connection::close(const Status& reason) {
   if (handler) handler(reason);
 }
 
+void Connection::reset(const Status& reason) {
+  if (closed_) return;
+  asio::error_code ec;
+  socket_.set_option(Tcp::socket::linger(true, 0), ec);  // the close below sends an RST
+  closed_ = true;
+  linger_.cancel();
+  socket_.close(ec);
+  out_.clear();
+  CloseHandler handler = std::move(on_close_);
+  on_close_ = nullptr;
+  if (handler) handler(reason);
+}
+
 bool Connection::remoteClosed() const {
   if (closed_) return true;
   // POLLRDHUP: the other end's FIN arrived, even with frames before it still unread (a peek would see

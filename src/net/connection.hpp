@@ -40,6 +40,8 @@ class Connection : public std::enable_shared_from_this<Connection> {
   void closeAfterFlush(const Status& reason);
   // Closes at once; the close handler runs once, with `reason`. Idempotent.
   void close(const Status& reason);
+  // Closes at once with a reset (the remote reads ECONNRESET, as after a middlebox's RST).
+  void reset(const Status& reason);
 
   bool isOpen() const { return !closed_; }
   // True when the remote has closed (its EOF or a reset waits in the socket, unread) or we did. Looks

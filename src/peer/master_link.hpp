@@ -46,6 +46,10 @@ class MasterLink {
   // Sends Leave and closes; `done` runs once the link is closed.
   void leave(uint64_t epoch, std::function<void()> done);
   void close();
+  // The connection is reset under us (tests: a middlebox's RST): both ends see it broken.
+  void resetForTest() {
+    if (conn_) conn_->reset(Status::peerLost("the connection to the master was reset"));
+  }
   // The master closed the connection (or it broke) and we have not read that yet (net::Connection).
   bool remoteClosed() const { return !conn_ || conn_->remoteClosed(); }
 

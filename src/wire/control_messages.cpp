@@ -81,7 +81,8 @@ Result<JoinRequest> JoinRequest::decode(ByteReader& r) {
   PCCL_RETURN_IF_ERROR(r.fixed(&m.ring_key));
   PCCL_RETURN_IF_ERROR(r.str(&m.client_version, 64));
   PCCL_RETURN_IF_ERROR(r.u8(&m.resume_flags));
-  if ((m.resume_flags & ~(JoinRequest::kResuming | JoinRequest::kRingUp | JoinRequest::kAnyMaster)) != 0) {
+  if ((m.resume_flags & ~(JoinRequest::kResuming | JoinRequest::kRingUp | JoinRequest::kAnyMaster |
+                          JoinRequest::kReconnects)) != 0) {
     return Status::protocol(fmt::format("JoinRequest resume_flags {} has unknown bits", m.resume_flags));
   }
   PCCL_RETURN_IF_ERROR(r.fixed(&m.run_id));

@@ -26,6 +26,9 @@ struct JoinRequest {
   static constexpr uint8_t kRingUp = 2;    // its ring of `epoch` is installed and usable
   // A newcomer that every master it knows refused as a standby: a standby takes it and starts the run.
   static constexpr uint8_t kAnyMaster = 4;
+  // This peer looks for a master again when it loses its connection (master_reconnect_ms > 0): a master
+  // whose connection to it breaks holds its place for a while (protocol 17, docs/protocol.md §8.4).
+  static constexpr uint8_t kReconnects = 8;
   uint8_t resume_flags = 0;
   Uuid run_id{};
   uint64_t term = 0;

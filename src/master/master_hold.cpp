@@ -1,0 +1,103 @@
+// MasterServer, a member whose control connection broke (docs/protocol.md §8.4, "A broken connection"):
+// a middlebox reset, or an error on the way, is not the peer leaving. A member that said it comes back
+// (JoinRequest::kReconnects) keeps its place for the silence limit (what a silent peer gets) while it
+// dials the master again and resumes its session; its ring goes on meanwhile. A process that is gone
+// refuses connections on its ring port: the master dials it once, and removes it at once on a refusal.
+#include <fmt/format.h>
+
+#include <memory>
+
+#include "master/master_server.hpp"
+#include "net/handshake.hpp"
+#include "net/tcp_rto.hpp"
+#include "util/log.hpp"
+
+namespace pccl::master {
+
+using wire::shortId;
+
+namespace {
+constexpr const char* kLog = "master";
+}  // namespace
+
+bool MasterServer::holdPeer(const Session& s, const Status& reason) {
+  if (!s.reconnects || !membership_.contains(s.id) || recovery_->role() != MasterRole::kLeader) return false;
+  const Millis grace(config_.peer_timeout_ms + net::tcpRecoveryMs() + config_.heartbeat_interval_ms);
+  const TimePoint now = Clock::now();
+  Held& h = held_[s.id];
+  h.since = now;
+  h.until = now + grace;
+  h.why = reason.message();
+  h.gen = ++hold_gen_;
+  PCCL_LOG_INFO(kLog, "peer={}: its connection from {} broke ({}); holding its place for {} ms for it to come back",
+                shortId(s.id), s.conn->peerName(), h.why, grace.count());
+  checkHeldAlive(s.id, h.gen, s.p2p);
+  publishStats();  // one connection fewer
+  return true;
+}
+
+// One dial of the member's ring port, authenticated like a ring connection and dropped at once (the
+// peer takes it for a ring connection that said no hello). Refused: the process is gone. Anything else
+// (accepted, no answer on a dark path) leaves the hold to its deadline.
+void MasterServer::checkHeldAlive(const wire::Uuid& id, uint64_t gen, const net::HostPort& at) {
+  auto resolver = std::make_shared<net::Tcp::resolver>(io_);
+  auto socket = std::make_shared<net::Tcp::socket>(io_);
+  auto timer = std::make_shared<asio::steady_timer>(io_, Millis(config_.handshake_timeout_ms));
+  timer->async_wait([socket, resolver](const asio::error_code& ec) {
+    if (ec) return;
+    resolver->cancel();
+    asio::error_code ignored;
+    socket->close(ignored);
+  });
+  net::ClientHandshake hs{wire::Role::kPeerToPeer, key_, Millis(config_.handshake_timeout_ms),
+                          "held peer " + shortId(id)};
+  auto resolved = [this, id, gen, resolver, socket, timer, hs](const asio::error_code& ec,
+                                                              net::Tcp::resolver::results_type results) {
+    if (ec || stopping_) {
+      timer->cancel();
+      return;
+    }
+    auto connected = [this, id, gen, socket, timer, hs](const asio::error_code& ec2, const net::Tcp::endpoint&) {
+      timer->cancel();
+      if (stopping_) return;
+      if (ec2 != asio::error::connection_refused) {
+        if (!ec2) net::asyncClientHandshake(std::move(*socket), hs, [](Result<net::Link>) {});
+        return;
+      }
+      auto it = held_.find(id);
+      if (it == held_.end() || it->second.gen != gen) return;
+      const std::string detail = fmt::format("{}; its ring port refuses connections: the peer is gone", it->second.why);
+      held_.erase(it);
+      removePeer(id, wire::LeaveReason::kConnectionLost, detail);
+      publishStats();
+    };
+    asio::async_connect(*socket, results, connected);
+  };
+  resolver->async_resolve(at.host, std::to_string(at.port), resolved);
+}
+
+void MasterServer::backFromHold(const wire::Uuid& id) {
+  auto it = held_.find(id);
+  if (it == held_.end()) return;
+  PCCL_LOG_INFO(kLog, "peer={}: came back {} ms after its connection broke; the run goes on with it", shortId(id),
+                std::chrono::duration_cast<Millis>(Clock::now() - it->second.since).count());
+  held_.erase(it);
+}
+
+void MasterServer::expireHolds(TimePoint now) {
+  std::vector<std::pair<wire::Uuid, std::string>> gone;
+  for (auto it = held_.begin(); it != held_.end();) {
+    if (now < it->second.until) {
+      ++it;
+      continue;
+    }
+    gone.emplace_back(it->first, fmt::format("its connection broke ({}) and it did not come back within {} ms",
+                                             it->second.why,
+                                             std::chrono::duration_cast<Millis>(it->second.until - it->second.since).count()));
+    it = held_.erase(it);
+  }
+  for (const auto& [id, detail] : gone) removePeer(id, wire::LeaveReason::kTimeout, detail);
+  if (!gone.empty()) publishStats();
+}
+
+}  // namespace pccl::master
