@@ -8,7 +8,7 @@
 // (a function of E and k), so the correct result is world × value, bit for bit, and every peer of
 // (E, k) must hold the same bytes. One line per event goes to the log file (appended, flushed):
 //   ok epoch=E seq=K world=W wrong=N hash=H ms=T
-//   err what=CALL code=NAME ms=T
+//   err what=CALL code=NAME ms=T t=MS
 //   overrun what=CALL start=MS end=MS limit=MS     (a call took longer than its deadline + 1 s;
 //                                                   MS = CLOCK_REALTIME milliseconds, to compare with
 //                                                   the driver's SIGSTOP intervals)
@@ -19,7 +19,7 @@
 //
 //   chaos_peer --master HOST:PORT --log FILE [--count N] [--quiet-file QUIET] [--listen HOST:PORT]
 // (--listen: the ring listener, 127.0.0.1:0 by default; another address where the peers are in network
-// namespaces, tests/wanem_blackout.sh)
+// namespaces, tests/wanem_chaos.sh)
 #include <signal.h>
 #include <unistd.h>
 #include <time.h>
@@ -143,7 +143,7 @@ int main(int argc, char** argv) {
     std::unique_ptr<pccl::Communicator> comm = std::move(created).value();
     pccl::Status joined = timed(log, "connect", kConnectTimeoutMs, [&] { return comm->connect(); });
     if (!joined.isOk()) {
-      log.line("err what=connect code=%s ms=0", pccl::codeName(joined.code()));
+      log.line("err what=connect code=%s ms=0 t=%lld", pccl::codeName(joined.code()), static_cast<long long>(realMs()));
       std::this_thread::sleep_for(std::chrono::milliseconds(200));  // the master may be busy: try again
       continue;
     }
@@ -187,14 +187,17 @@ int main(int argc, char** argv) {
           continue;
         }
         st = r.status();
-        log.line("err what=allreduce code=%s ms=%.1f", pccl::codeName(st.code()), ms);
+        log.line("err what=allreduce code=%s ms=%.1f t=%lld", pccl::codeName(st.code()), ms,
+                 static_cast<long long>(realMs()));
       } else {
-        log.line("err what=membership code=%s ms=0", pccl::codeName(st.code()));
+        log.line("err what=membership code=%s ms=0 t=%lld", pccl::codeName(st.code()), static_cast<long long>(realMs()));
       }
       if (recoverable(st.code())) {
         // Re-form the ring; every survivor does the same. A failed vote is retried by the next pass.
         pccl::Status u = timed(log, "update", kConnectTimeoutMs, [&] { return comm->updateTopology(); });
-        if (!u.isOk()) log.line("err what=update code=%s ms=0", pccl::codeName(u.code()));
+        if (!u.isOk()) {
+          log.line("err what=update code=%s ms=0 t=%lld", pccl::codeName(u.code()), static_cast<long long>(realMs()));
+        }
         if (!u.isOk() && !recoverable(u.code())) rejoin = true;  // dropped, master gone, or unexpected
         continue;
       }
