@@ -6,7 +6,8 @@
 #            heartbeat), fed to pccl-wanem's --control FIFO: blackouts of a rank or a path (0.3..1.2 s),
 #            loss bursts (10..25 % for 1..2 s), resets of every connection between two ranks (ring and
 #            control connections alike) and route changes (5..40 ms one way)
-#   phase 2  a peer SIGKILLed (its rank starts a new one) and another frozen for longer than the timeout
+#   phase 2  a peer SIGKILLed (its rank starts a new one), another frozen for longer than the timeout, and
+#            a third rank blacked out for 5 s (longer than the timeout: removed, it joins again after)
 #   quiet    until every peer runs in one ring of 4 again
 # Asserts: no wrong element and no split (every peer of an operation holds the same bytes) over the whole
 # run; no operation, vote or join failed in phase 1 (every fault there healed within the timeout); and
@@ -69,8 +70,10 @@ for _ in range(14):
     else:
         line = "path %d %d delay=%d" % (a, b, r.randint(5, 40))
     print("%s|%.1f" % (line, r.uniform(1.0, 2.5)))
-print("kill %d|0" % r.randrange(1, n))
-print("freeze %d|0" % r.randrange(1, n))
+kill, freeze, dark = r.sample(range(1, n), 3)
+print("kill %d|0" % kill)
+print("freeze %d|0" % freeze)
+print("dark %d|0" % dark)
 PY
 
 now_ms() { date +%s%3N; }
@@ -119,7 +122,7 @@ wait_for 'every_peer "^ok .* world=4 "' 120 || fail "the 4 peers never ran in on
 # Phase 1: network faults only.
 t1=$(now_ms)
 while IFS='|' read -r fault pause; do
-  case $fault in kill* | freeze*) continue ;; esac
+  case $fault in kill* | freeze* | dark*) continue ;; esac
   echo "$fault" >&7
   sleep "$pause"
 done < "$dir/schedule"
@@ -131,11 +134,13 @@ wait_for all_progressed 60 ||
   fail "a peer made no progress after the network faults"
 t2=$(now_ms)
 
-# Phase 2: a kill and a freeze longer than the timeout.
+# Phase 2: a kill, a freeze and a blackout longer than the timeout.
 victim=$(grep '^kill' "$dir/schedule" | cut -d' ' -f2 | cut -d'|' -f1)
 frozen=$(grep '^freeze' "$dir/schedule" | cut -d' ' -f2 | cut -d'|' -f1)
+dark=$(grep '^dark' "$dir/schedule" | cut -d' ' -f2 | cut -d'|' -f1)
 kill -KILL "$(cat "$dir/peer$victim.pid")"
 kill -STOP "$(cat "$dir/peer$frozen.pid")"
+echo "down $dark for 5s" >&7
 sleep 4
 kill -CONT "$(cat "$dir/peer$frozen.pid")"
 
@@ -172,6 +177,6 @@ for e in phase1_errors:
     print("phase 1:", e)
 assert wrong == 0 and split == 0, (wrong, split)
 assert not phase1_errors, "an operation failed under faults that healed within the timeout"
-assert sum(faults[k] for k in ("down", "burst", "reset", "path")) == 14, faults
+assert sum(faults[k] for k in ("down", "burst", "reset", "path")) == 15, faults
 print("ok")
 PY
