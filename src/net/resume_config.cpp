@@ -3,6 +3,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "util/env.hpp"
 #include "util/log.hpp"
 
 namespace pccl::net {
@@ -24,17 +25,7 @@ bool ringResumeEnabled() {
 }
 
 uint32_t ringStallMs() {
-  static const uint32_t value = [] {
-    const char* env = std::getenv("PCCL_RING_STALL_MS");
-    if (env == nullptr || *env == '\0') return kDefaultStallMs;
-    char* end = nullptr;
-    const unsigned long v = std::strtoul(env, &end, 10);
-    if (*env == '-' || *end != '\0' || (v != 0 && (v < kMinStallMs || v > kMaxStallMs))) {
-      PCCL_LOG_WARN(kLog, "ignoring PCCL_RING_STALL_MS '{}': 0 or {}..{} ms expected", env, kMinStallMs, kMaxStallMs);
-      return kDefaultStallMs;
-    }
-    return static_cast<uint32_t>(v);
-  }();
+  static const uint32_t value = envMillis("PCCL_RING_STALL_MS", kDefaultStallMs, kMinStallMs, kMaxStallMs);
   return value;
 }
 
