@@ -7,7 +7,9 @@
 # from 10 to 40 ms one way, and a reset of every connection between ranks 1 and 2 (their ring
 # connection, whichever way the ring runs: it resumes on a new connection, protocol 17), then of every
 # connection between ranks 0 and 1 (rank 0 runs the master: rank 1's control connection too, which the
-# master holds while rank 1 dials again). Asserts that every operation succeeded exact, that each fault
+# master holds while rank 1 dials again), then a silent drop of the connections between ranks 1 and 2
+# (forget: a NAT that lost its state; the ring connection stalls and is replaced after
+# PCCL_RING_STALL_MS, 2 s here). Asserts that every operation succeeded exact, that each fault
 # was applied and that the resets were resumed, never a speed. Skipped (exit 77) where namespaces or TUN devices are not available.
 #   tests/wanem_fault_ops.sh PATH/TO/BUILD_DIR
 set -euo pipefail
@@ -24,12 +26,13 @@ wanem_scenario_start wanem-fault-ops "$@"
 # Each line waits for the start of the next timed operation (pccl-bench's marks), then 100 ms.
 printf '%s\n' "at phase+100ms down 2 for 3s" "at phase+100ms burst 0 -> 1 loss=30 for 2s" \
   "at phase+100ms path 0 1 delay=40" "at phase+100ms reset 1 -> 2" \
-  "at phase+100ms reset 0 -> 1" > "$dir/faults"
+  "at phase+100ms reset 0 -> 1" "at phase+100ms forget 1 -> 2" > "$dir/faults"
 
 status=0
-PCCL_BUILD_DIR=$BUILD_DIR timeout 240 "$BUILD_DIR/bench/pccl-wanem" --ranks 3 --delay-ms 10 --rate-mbit 100 \
+# PCCL_RING_STALL_MS: the forgotten connections count as broken after 2 s without an acknowledgement.
+PCCL_RING_STALL_MS=2000 PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-error} PCCL_BUILD_DIR=$BUILD_DIR timeout 240 "$BUILD_DIR/bench/pccl-wanem" --ranks 3 --delay-ms 10 --rate-mbit 100 \
   --faults "$dir/faults" --stats "$dir/stats.json" -- \
-  "$ROOT/bench/wanem_rank.sh" --backend pccl -b 1M -e 1M -n 6 -w 1 --connections 2 --timeout 200 \
+  "$ROOT/bench/wanem_rank.sh" --backend pccl -b 1M -e 1M -n 7 -w 1 --connections 2 --timeout 200 \
   --json "$dir/out.json" > "$dir/out.txt" 2> "$dir/err.txt" || status=$?
 cat "$dir/out.txt"
 grep "fault at" "$dir/err.txt" || true
@@ -42,10 +45,10 @@ rows = json.load(open(sys.argv[1]))["results"]
 assert len(rows) == 1, rows
 row = rows[0]
 print("1 MiB: %d timed operations, times %s s, wrong %d" % (len(row["times_s"]), row["times_s"], row["wrong"]))
-assert row["wrong"] == 0 and len(row["times_s"]) == 6 and row["ranks"] == 3, row
+assert row["wrong"] == 0 and len(row["times_s"]) == 7 and row["ranks"] == 3, row
 faults = json.load(open(sys.argv[2]))["faults"]
 print("faults:", faults)
-assert faults["down"] == 1 and faults["burst"] == 1 and faults["path"] == 1 and faults["reset"] == 2, faults
+assert faults["down"] == 1 and faults["burst"] == 1 and faults["path"] == 1 and faults["reset"] == 2 and faults["forget"] == 1, faults
 assert faults["down_segments"] > 0 and faults["resets_sent"] > 0, faults
 print("ring connections resumed (all ranks):", row["ring_reconnects"])
 assert row["ring_reconnects"] > 0, row

@@ -53,6 +53,10 @@ TEST_CASE("wanem faults: every kind parses, with ranks, regions, arrows and dura
   CHECK(f.text == "burst eu -> us loss=30 for 2s");
   REQUIRE(parseFaultLine("reset 0 -> 1", false, t, check, &f, &error));
   CHECK(f.kind == Fault::Kind::kReset);
+  REQUIRE(parseFaultLine("at 3s forget 1 -> 2", true, t, check, &f, &error));
+  CHECK(f.kind == Fault::Kind::kForget);
+  CHECK(f.pairs == std::vector<std::pair<int, int>>{{1, 2}});
+  CHECK(std::string(kindName(f.kind)) == "forget");
   REQUIRE(parseFaultLine("at 20s path eu us delay=60", true, t, check, &f, &error));
   CHECK(f.kind == Fault::Kind::kPath);
   CHECK(f.path_line == "path eu us delay=60");

@@ -92,6 +92,7 @@ const char* kindName(Fault::Kind k) {
     case Fault::Kind::kDown: return "down";
     case Fault::Kind::kBurst: return "burst";
     case Fault::Kind::kReset: return "reset";
+    case Fault::Kind::kForget: return "forget";
     case Fault::Kind::kPath: return "path";
   }
   return "?";
@@ -145,8 +146,8 @@ bool parseFaultLine(const std::string& raw, bool scheduled, const Topology& topo
   } else if (word == "burst") {
     f.kind = Fault::Kind::kBurst;
     if (!pairsOf(topo, in, false, &f.pairs, &rest, error) || !tail(rest, true, true, &f, error)) return false;
-  } else if (word == "reset") {
-    f.kind = Fault::Kind::kReset;
+  } else if (word == "reset" || word == "forget") {
+    f.kind = word == "reset" ? Fault::Kind::kReset : Fault::Kind::kForget;
     if (!pairsOf(topo, in, false, &f.pairs, &rest, error) || !tail(rest, false, false, &f, error)) return false;
   } else if (word == "path") {
     f.kind = Fault::Kind::kPath;
@@ -155,7 +156,7 @@ bool parseFaultLine(const std::string& raw, bool scheduled, const Topology& topo
     Topology scratch;
     if (!check(f.path_line, &scratch, error)) return false;
   } else {
-    return *error = "unknown fault '" + word + "' (down, burst, reset, path)", false;
+    return *error = "unknown fault '" + word + "' (down, burst, reset, forget, path)", false;
   }
   *out = std::move(f);
   return true;

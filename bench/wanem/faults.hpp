@@ -7,6 +7,7 @@
 //   at 5s down 0 -> 1 for 3s              only the path 0 -> 1
 //   at 8s burst 1 -> 2 loss=30 for 2s     30 % of the segments on 1 -> 2 lost at random for 2 s
 //   at 10s reset 0 -> 1                   every TCP connection between 0 and 1 is reset, both ends
+//   at 10s forget 0 -> 1                  ... dropped silently instead (a NAT that lost its state: no RST)
 //   at 20s path eu us delay=60            a route change: a paths-file 'path' line, from then on
 //   at phase+1s down 0 -> 1 for 2s        1 s after the next timed operation starts (pccl-bench's mark)
 //   at +2s reset 0 -> 1                   2 s after the fault before it was applied
@@ -26,7 +27,7 @@
 namespace pccl::wanem {
 
 struct Fault {
-  enum class Kind { kDown, kBurst, kReset, kPath };
+  enum class Kind { kDown, kBurst, kReset, kForget, kPath };
   Kind kind = Kind::kDown;
   enum class Base { kStart, kPhase, kPrevious };
   Base base = Base::kStart;               // at_s counts from: the commands' start (`at 5s`), the next timed

@@ -66,12 +66,13 @@ void printReport(const RunReport& r, std::FILE* out) {
                static_cast<unsigned long long>(s.downlinks.dropped), s.downlinks.max_queue_delay_ns / 1e6,
                static_cast<unsigned long long>(s.paths.dropped), s.paths.max_queue_delay_ns / 1e6);
   const FaultCounts& f = s.faults;
-  if (f.down + f.burst + f.reset + f.path > 0) {
+  if (f.down + f.burst + f.reset + f.forget + f.path > 0) {
     std::fprintf(out,
-                 "pccl-wanem: faults applied: %llu down, %llu burst, %llu reset, %llu path; segments lost to blackouts "
-                 "%llu, to bursts %llu; RSTs sent %llu\n",
+                 "pccl-wanem: faults applied: %llu down, %llu burst, %llu reset, %llu forget, %llu path; segments lost "
+                 "to blackouts %llu, to bursts %llu; RSTs sent %llu\n",
                  static_cast<unsigned long long>(f.down), static_cast<unsigned long long>(f.burst),
-                 static_cast<unsigned long long>(f.reset), static_cast<unsigned long long>(f.path),
+                 static_cast<unsigned long long>(f.reset), static_cast<unsigned long long>(f.forget),
+                 static_cast<unsigned long long>(f.path),
                  static_cast<unsigned long long>(f.down_segments), static_cast<unsigned long long>(f.burst_segments),
                  static_cast<unsigned long long>(f.resets_sent));
   }
@@ -94,7 +95,7 @@ void writeJson(const RunReport& r, std::ostream& out) {
   linkJson("path", r.stats.paths, out);
   const FaultCounts& f = r.stats.faults;
   out << "}, \"faults\": {\"down\": " << f.down << ", \"burst\": " << f.burst << ", \"reset\": " << f.reset
-      << ", \"path\": " << f.path << ", \"down_segments\": " << f.down_segments
+      << ", \"forget\": " << f.forget << ", \"path\": " << f.path << ", \"down_segments\": " << f.down_segments
       << ", \"burst_segments\": " << f.burst_segments << ", \"resets_sent\": " << f.resets_sent;
   out << "}, \"paths\": [";
   bool first = true;

@@ -64,6 +64,7 @@ Router::Router(std::vector<std::vector<int>> tun_fds, std::vector<uint32_t> rank
   burst_until_ = down_until_;
   burst_loss_.assign(n, std::vector<double>(n, 0));
   reset_gen_.assign(n, std::vector<uint32_t>(n, 0));
+  reset_silent_.assign(n, std::vector<uint8_t>(n, 0));
   for (auto& fds : tun_fds) {
     auto lane = std::make_unique<Lane>();
     lane->fds = std::move(fds);
@@ -434,6 +435,7 @@ bool Router::resetTakes(const Buf& buf, int src, int dst, int64_t now, std::vect
   if (it == flows_.end()) return false;
   FlowState& f = it->second;
   if (f.gen == gen || (t.flags & kTcpFlagRst) != 0) return false;
+  if (reset_silent_[s][d] != 0) return true;  // forgotten: dropped, and nobody is told
   if ((t.flags & kTcpFlagAck) != 0) {
     std::vector<uint8_t> bytes = makeRst(addrs_[d], addrs_[s], t.dport, t.sport, t.ack);
     Buf b;
@@ -467,8 +469,11 @@ void Router::applyFault(const Fault& f, const Topology* changed) {
         burst_loss_[static_cast<size_t>(a)][static_cast<size_t>(b)] = f.loss;
       }
       break;
-    case Fault::Kind::kReset: {
-      fault_counts_.reset += 1;
+    case Fault::Kind::kReset:
+    case Fault::Kind::kForget: {
+      const bool silent = f.kind == Fault::Kind::kForget;
+      fault_counts_.reset += silent ? 0 : 1;
+      fault_counts_.forget += silent ? 1 : 0;
       std::vector<std::vector<bool>> done(addrs_.size(), std::vector<bool>(addrs_.size(), false));
       for (const auto& [a, b] : f.pairs) {
         const auto lo = static_cast<size_t>(std::min(a, b)), hi = static_cast<size_t>(std::max(a, b));
@@ -476,6 +481,7 @@ void Router::applyFault(const Fault& f, const Topology* changed) {
         done[lo][hi] = true;
         reset_gen_[lo][hi] += 1;
         reset_gen_[hi][lo] = reset_gen_[lo][hi];
+        reset_silent_[lo][hi] = reset_silent_[hi][lo] = silent ? 1 : 0;
       }
       break;
     }

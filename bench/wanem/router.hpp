@@ -47,7 +47,7 @@ struct PathCount {
 
 // What the faults did (docs/wanem.md, "Faults").
 struct FaultCounts {
-  uint64_t down = 0, burst = 0, reset = 0, path = 0;  // faults applied, by kind
+  uint64_t down = 0, burst = 0, reset = 0, forget = 0, path = 0;  // faults applied, by kind
   uint64_t down_segments = 0;   // segments lost to blackouts
   uint64_t burst_segments = 0;  // segments lost to loss bursts
   uint64_t resets_sent = 0;     // RSTs the emulator sent (one per end of a reset connection that spoke)
@@ -129,7 +129,8 @@ class Router {
   Buf takeBuffer(Lane& lane, bool big);  // lane.mu held
   void recycle(Lane& lane, Buf buf);     // lane.mu held
   int rankOf(uint32_t addr) const;
-  // Faults, under links_mu_: true when the packet is lost to a blackout, or taken by a reset (then an RST
+  // Faults, under links_mu_: true when the packet is lost to a blackout, or taken by a reset (then an RST,
+  // unless the reset was a forget: the connection's packets are then dropped for good)
   // is queued for its sender into *rst).
   bool blackedOut(int src, int dst, int64_t now, uint32_t segments);
   bool resetTakes(const Buf& buf, int src, int dst, int64_t now, std::vector<Event>* rst);
@@ -149,6 +150,7 @@ class Router {
   std::vector<std::vector<int64_t>> down_until_, burst_until_;
   std::vector<std::vector<double>> burst_loss_;
   std::vector<std::vector<uint32_t>> reset_gen_;
+  std::vector<std::vector<uint8_t>> reset_silent_;  // the pair's last reset was a forget: no RST
   struct FlowState {
     uint32_t gen = 0;
     uint8_t ends_reset = 0;  // bit 0: the lower end, bit 1: the higher end
