@@ -10,7 +10,8 @@
 # master holds while rank 1 dials again), then a silent drop of the connections between ranks 1 and 2
 # (forget: a NAT that lost its state; the ring connection stalls and is replaced after
 # PCCL_RING_STALL_MS, 2 s here). Asserts that every operation succeeded exact, that each fault
-# was applied and that the resets were resumed, never a speed. Skipped (exit 77) where namespaces or TUN devices are not available.
+# was applied and that the resets were resumed, never a speed. Skipped (exit 77) where namespaces or
+# TUN devices are not available.
 #   tests/wanem_fault_ops.sh PATH/TO/BUILD_DIR
 set -euo pipefail
 
@@ -30,7 +31,8 @@ printf '%s\n' "at phase+100ms down 2 for 3s" "at phase+100ms burst 0 -> 1 loss=3
 
 status=0
 # PCCL_RING_STALL_MS: the forgotten connections count as broken after 2 s without an acknowledgement.
-PCCL_RING_STALL_MS=2000 PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-error} PCCL_BUILD_DIR=$BUILD_DIR timeout 240 "$BUILD_DIR/bench/pccl-wanem" --ranks 3 --delay-ms 10 --rate-mbit 100 \
+export PCCL_RING_STALL_MS=2000 PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-error}
+PCCL_BUILD_DIR=$BUILD_DIR timeout 240 "$BUILD_DIR/bench/pccl-wanem" --ranks 3 --delay-ms 10 --rate-mbit 100 \
   --faults "$dir/faults" --stats "$dir/stats.json" -- \
   "$ROOT/bench/wanem_rank.sh" --backend pccl -b 1M -e 1M -n 7 -w 1 --connections 2 --timeout 200 \
   --json "$dir/out.json" > "$dir/out.txt" 2> "$dir/err.txt" || status=$?
