@@ -89,11 +89,12 @@ net::SessionId sessionOf(uint8_t v) {
 }
 
 std::vector<uint8_t> helloFrame(const net::SigningKey& key, const net::SessionId& signed_session,
-                                const wire::Uuid& sender, uint32_t index, uint64_t epoch = kEpoch) {
+                                const wire::Uuid& sender, uint32_t index, uint64_t epoch = kEpoch, uint8_t flags = 0) {
   wire::P2PHello h;
   h.sender_id = sender;
   h.epoch = epoch;
   h.index = index;
+  h.flags = flags;
   const std::vector<uint8_t> bytes = peer::ringHelloSigned(signed_session, h);
   h.signature = key.sign(bytes.data(), bytes.size());
   return wire::encodeFrame(h, epoch);
@@ -187,6 +188,80 @@ TEST_CASE("ring pool: an index is given out once, even while its first P2PAccept
     open_channels.set_value(n);
   });
   CHECK(open_channels.get_future().get() == 2);
+}
+
+// A resume hello (protocol 17) hands a broken connection a new one only for a connection of the
+// current epoch that came up resumable, from its listed sender, signed for the new connection.
+TEST_CASE("ring pool: a resume hello is refused for a connection that does not resume, and when not signed",
+          "[ring][resume]") {
+  REQUIRE(net::initCrypto().isOk());
+  const net::SigningKey predecessor, other_member;
+  Acceptor a(predecessor, 1);  // the pool's resuming is off: its connection comes up not resumable
+  auto [link, theirs] = a.connection(sessionOf(20));
+  REQUIRE(theirs.sendBytes(helloFrame(predecessor, sessionOf(20), idOf(1), 0, kEpoch, wire::kHelloResumable)));
+  std::vector<net::Link> links;
+  links.push_back(std::move(link));
+  a.adoptThenBuild(std::move(links));
+  REQUIRE(answer(theirs).isOk());
+  auto built = a.built.get_future();
+  REQUIRE(built.wait_for(std::chrono::seconds(3)) == std::future_status::ready);
+  REQUIRE(built.get().isOk());
+  const uint8_t resume = wire::kHelloResumable | wire::kHelloResume;
+  struct Case {
+    const char* name;
+    const net::SigningKey* signer;
+    uint32_t index;
+    uint64_t epoch;
+    Code code;
+    const char* says;
+  };
+  const Case cases[] = {
+      {"the connection was not made resumable", &predecessor, 0, kEpoch, Code::kInvalidUsage, "not made resumable"},
+      {"no such connection", &predecessor, 3, kEpoch, Code::kInvalidUsage, "bad or duplicate"},
+      {"another epoch", &predecessor, 0, kEpoch + 1, Code::kInvalidUsage, "to resume here"},
+      {"not signed by the listed sender", &other_member, 0, kEpoch, Code::kAuthFailed, "not signed"},
+  };
+  for (const Case& k : cases) {
+    INFO(k.name);
+    auto [l, s] = a.connection(sessionOf(21));
+    REQUIRE(s.sendBytes(helloFrame(*k.signer, sessionOf(21), idOf(1), k.index, k.epoch, resume)));
+    asio::post(a.io, [&a, l = std::make_shared<net::Link>(std::move(l))]() mutable { a.pool->adopt(std::move(*l)); });
+    const Status got = answer(s);
+    CHECK(got.code() == k.code);
+    CHECK_THAT(got.message(), Catch::Contains(k.says));
+  }
+  // The connection that came up is untouched.
+  std::promise<bool> open;
+  asio::post(a.io, [&] { open.set_value(a.pool->inbound().at(0)->isOpen()); });
+  CHECK(open.get_future().get());
+}
+
+// The dialling side of a build: a connection reset before its hello (a fault on the path) is dialled
+// again, up to three times in all, and then the build fails with the reason.
+TEST_CASE("ring pool: a build dials a connection reset before its hello again, three times in all", "[ring]") {
+  REQUIRE(net::initCrypto().isOk());
+  const net::SigningKey predecessor;
+  Acceptor a(predecessor, 0);
+  RawListener successor;
+  a.plan.successor.id = idOf(3);
+  a.plan.successor.host = "127.0.0.1";
+  a.plan.successor.port = successor.port();
+  a.plan.successor_connections = 1;
+  a.adoptThenBuild({});
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    INFO("attempt " << attempt);
+    RawSocket s = successor.accept(5000);
+    REQUIRE(s.ok());
+    const linger reset{1, 0};
+    REQUIRE(::setsockopt(s.fd(), SOL_SOCKET, SO_LINGER, &reset, sizeof reset) == 0);  // its close sends an RST
+  }
+  auto built = a.built.get_future();
+  REQUIRE(built.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  const Status st = built.get();
+  INFO(st.toString());
+  CHECK_FALSE(st.isOk());
+  CHECK_THAT(st.message(), Catch::Contains("ring successor"));
+  CHECK_FALSE(successor.accept(500).ok());  // no fourth dial
 }
 
 namespace {

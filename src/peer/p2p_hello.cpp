@@ -45,7 +45,11 @@ void dialWithHello(const HelloDial& d, std::function<bool()> stale, std::functio
   net::ClientHandshake hs{d.role, d.key, d.timeout, d.who};
   net::asyncDial(*d.io, d.to, hs, [d, stale, fail, accepted](Result<net::Link> r) {
     if (stale()) return;
-    if (!r.isOk()) return fail(r.status());
+    if (!r.isOk()) {
+      if (!d.before_hello) return fail(r.status());
+      if (!stale()) d.before_hello(r.status().withContext(d.who));
+      return;
+    }
     auto io = std::make_shared<net::FrameIo>(std::move(r).value(), d.timeout, fail);
     io->armDeadline();
     wire::P2PHello hello;

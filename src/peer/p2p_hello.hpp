@@ -36,6 +36,10 @@ struct HelloDial {
   uint32_t index = 0;
   uint8_t flags = 0;      // wire::kHello*: resumable, or a resume of connection `index`
   uint64_t received = 0;  // a resume: the frames we took in on the broken connection
+  // Set: a failure before the hello was sent (connect, authentication) comes here instead of to
+  // dialWithHello's `failed` (nothing of this connection reached the acceptor's books: the caller may
+  // dial again with the same index).
+  std::function<void(const Status&)> before_hello;
 
   // To `to`'s p2p listener; `what` names the connection in messages ("ring successor", "probe target").
   static HelloDial toMember(asio::io_context& io, const wire::MemberInfo& to, wire::Role role,

@@ -14,6 +14,8 @@ namespace {
 constexpr const char* kLog = "ring";
 constexpr size_t kMaxParked = 256;  // inbound connections waiting for their epoch
 constexpr Millis kFirstRedial{100}, kMaxRedial{1000};  // between re-dials of a broken connection
+constexpr int kBuildDialAttempts = 3;                   // a ring build's dial of one connection
+constexpr Millis kBuildRedial{200};
 
 HelloAcceptor::Rules ringRules(std::function<bool(const wire::Uuid&)> resumable) {
   auto refuse = [](const wire::P2PHello& hello, uint64_t epoch) {
@@ -145,7 +147,7 @@ void RingPool::build(const RingPlan& plan, Done done) {
   acceptor_.open(round, [this](uint32_t index, bool resumable) { onAccepted(index, resumable); });
 }
 
-void RingPool::connectOne(const wire::MemberInfo& to, int extra, uint32_t index, uint64_t epoch) {
+void RingPool::connectOne(const wire::MemberInfo& to, int extra, uint32_t index, uint64_t epoch, int attempt) {
   HelloDial d = HelloDial::toMember(io_, to, wire::Role::kPeerToPeer, key_, identity_, timeout_,
                                     extra < 0 ? "ring successor" : "linked peer");
   d.self = plan_.self;
@@ -155,6 +157,19 @@ void RingPool::connectOne(const wire::MemberInfo& to, int extra, uint32_t index,
   if (ask) d.flags = wire::kHelloResumable;
   auto alive = alive_;
   auto stale = [this, alive, epoch] { return !*alive || !building_ || plan_.epoch != epoch; };
+  // A connection reset or lost before its hello (a fault on the path) is dialled again, a few times;
+  // a refusal to authenticate is not (docs/algorithms.md §6, "Network faults").
+  d.before_hello = [this, alive, to, extra, index, epoch, attempt](const Status& s) {
+    if (attempt + 1 >= kBuildDialAttempts || s.code() == Code::kAuthFailed || s.code() == Code::kVersionMismatch) {
+      return finish(s);
+    }
+    PCCL_LOG_DEBUG(kLog, "dial of connection {} failed before its hello ({}); again in {} ms", index, s.toString(),
+                   kBuildRedial.count());
+    auto t = std::make_shared<asio::steady_timer>(io_, kBuildRedial);
+    t->async_wait([this, alive, t, to, extra, index, epoch, attempt](const asio::error_code& ec) {
+      if (!ec && *alive && building_ && plan_.epoch == epoch) connectOne(to, extra, index, epoch, attempt + 1);
+    });
+  };
   dialWithHello(d, stale, [this](const Status& s) { finish(s); },
                 [this, to, ask, extra, index, epoch, who = d.who](net::Link link, const wire::P2PAccept& accept) {
                   auto ch = std::make_shared<net::DataChannel>(std::move(link), epoch, who);
