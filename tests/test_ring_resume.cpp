@@ -116,7 +116,7 @@ TEST_CASE("ring resume: the ring's connections reset as a peer sends its prepare
     return true;
   });
   std::vector<Status> st(kWorld);
-  std::vector<bool> exact(kWorld, false);
+  std::vector<uint8_t> exact(kWorld, 0);  // not vector<bool>: each thread writes its own element
   c.onEach([&](size_t rank) {
     const std::vector<float> in = inputOf(rank, kCount);
     std::vector<float> out(kCount, -1.0f);
