@@ -5,8 +5,6 @@
 // refuses connections on its ring port: the master dials it once, and removes it at once on a refusal.
 #include <fmt/format.h>
 
-#include <memory>
-
 #include "master/master_server.hpp"
 #include "net/handshake.hpp"
 #include "net/tcp_rto.hpp"
@@ -40,40 +38,21 @@ bool MasterServer::holdPeer(const Session& s, const Status& reason) {
 // peer takes it for a ring connection that said no hello). Refused: the process is gone. Anything else
 // (accepted, no answer on a dark path) leaves the hold to its deadline.
 void MasterServer::checkHeldAlive(const wire::Uuid& id, uint64_t gen, const net::HostPort& at) {
-  auto resolver = std::make_shared<net::Tcp::resolver>(io_);
-  auto socket = std::make_shared<net::Tcp::socket>(io_);
-  auto timer = std::make_shared<asio::steady_timer>(io_, Millis(config_.handshake_timeout_ms));
-  timer->async_wait([socket, resolver](const asio::error_code& ec) {
-    if (ec) return;
-    resolver->cancel();
-    asio::error_code ignored;
-    socket->close(ignored);
-  });
-  net::ClientHandshake hs{wire::Role::kPeerToPeer, key_, Millis(config_.handshake_timeout_ms),
-                          "held peer " + shortId(id)};
-  auto resolved = [this, id, gen, resolver, socket, timer, hs](const asio::error_code& ec,
-                                                              net::Tcp::resolver::results_type results) {
-    if (ec || stopping_) {
-      timer->cancel();
+  const Millis timeout(config_.handshake_timeout_ms);
+  net::ClientHandshake hs{wire::Role::kPeerToPeer, key_, timeout, "held peer " + shortId(id)};
+  net::asyncConnect(io_, at, timeout, [this, id, gen, hs](net::Connected c) {
+    if (stopping_) return;
+    if (c.ec != asio::error::connection_refused) {
+      if (!c.ec) net::asyncClientHandshake(std::move(c.socket), hs, [](Result<net::Link>) {});
       return;
     }
-    auto connected = [this, id, gen, socket, timer, hs](const asio::error_code& ec2, const net::Tcp::endpoint&) {
-      timer->cancel();
-      if (stopping_) return;
-      if (ec2 != asio::error::connection_refused) {
-        if (!ec2) net::asyncClientHandshake(std::move(*socket), hs, [](Result<net::Link>) {});
-        return;
-      }
-      auto it = held_.find(id);
-      if (it == held_.end() || it->second.gen != gen) return;
-      const std::string detail = fmt::format("{}; its ring port refuses connections: the peer is gone", it->second.why);
-      held_.erase(it);
-      removePeer(id, wire::LeaveReason::kConnectionLost, detail);
-      publishStats();
-    };
-    asio::async_connect(*socket, results, connected);
-  };
-  resolver->async_resolve(at.host, std::to_string(at.port), resolved);
+    auto it = held_.find(id);
+    if (it == held_.end() || it->second.gen != gen) return;
+    const std::string detail = fmt::format("{}; its ring port refuses connections: the peer is gone", it->second.why);
+    held_.erase(it);
+    removePeer(id, wire::LeaveReason::kConnectionLost, detail);
+    publishStats();
+  });
 }
 
 void MasterServer::backFromHold(const wire::Uuid& id) {

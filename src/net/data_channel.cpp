@@ -262,9 +262,7 @@ void DataChannel::writeNext() {
     if (f.number != wire_next_) {
       // A gap (frames of operations that ended here were dropped after a resume): say where we are.
       wire_next_ = f.number;
-      std::vector<uint8_t> v;
-      wire::ByteWriter(&v).u64(f.number);
-      out_.push_front(linkFrame(wire::kDataNextSeq, std::move(v)));
+      out_.push_front(nextSeqFrame(f.number));
     } else {
       ++wire_next_;
     }

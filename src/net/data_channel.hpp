@@ -204,6 +204,7 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   bool stale(uint64_t gen) const { return closed_ || gen != gen_; }  // a handler of a replaced socket
   void frameTaken();  // a numbered frame was delivered or discarded
   void sendAck();
+  Pending nextSeqFrame(uint64_t number) const;  // kDataNextSeq: "the next frame I write is `number`"
   Status onResumeFrame(const uint8_t* payload, uint32_t bytes);
   void armStallCheck();
   void checkStall();

@@ -156,6 +156,10 @@ void DataChannel::sendAck() {
   sendLinkFrame(wire::kDataAck, u64Payload(recv_count_));
 }
 
+DataChannel::Pending DataChannel::nextSeqFrame(uint64_t number) const {
+  return linkFrame(wire::kDataNextSeq, u64Payload(number));
+}
+
 Status DataChannel::onResumeFrame(const uint8_t* payload, uint32_t bytes) {
   if (!resumable_) return Status::protocol("a resume frame on a connection that does not resume");
   wire::ByteReader r(payload, bytes);

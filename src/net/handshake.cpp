@@ -244,13 +244,12 @@ void asyncClientHandshake(Tcp::socket socket, ClientHandshake params, ClientDone
   std::make_shared<ClientRun>(std::move(socket), std::move(params), std::move(done))->start();
 }
 
-void asyncDial(asio::io_context& io, const HostPort& to, ClientHandshake params, ClientDone done) {
+void asyncConnect(asio::io_context& io, const HostPort& to, Millis timeout, std::function<void(Connected)> done) {
   auto resolver = std::make_shared<Tcp::resolver>(io);
   auto socket = std::make_shared<Tcp::socket>(io);
   auto timer = std::make_shared<asio::steady_timer>(io);
-  auto shared_done = std::make_shared<ClientDone>(std::move(done));
   auto timed_out = std::make_shared<bool>(false);
-  timer->expires_after(params.timeout);
+  timer->expires_after(timeout);
   timer->async_wait([socket, resolver, timed_out](const asio::error_code& ec) {
     if (ec) return;
     *timed_out = true;
@@ -258,26 +257,25 @@ void asyncDial(asio::io_context& io, const HostPort& to, ClientHandshake params,
     asio::error_code ignored;
     socket->close(ignored);
   });
-  auto p = std::make_shared<ClientHandshake>(std::move(params));
-  const std::string where = to.toString();
-  auto failed = [p, timed_out, where](const char* what, const asio::error_code& ec) {
-    if (*timed_out) {
-      return Status::timeout(fmt::format("no connection to {} within {} ms", where, p->timeout.count()));
-    }
-    return Status::peerLost(fmt::format("{} {} failed: {}", what, where, ec.message()));
+  auto finish = [socket, timer, timed_out, done = std::move(done)](const asio::error_code& ec, const char* what) {
+    timer->cancel();
+    done(Connected{std::move(*socket), ec, ec && *timed_out, what});
   };
-  resolver->async_resolve(to.host, std::to_string(to.port), [resolver, socket, timer, shared_done, p, failed](
+  resolver->async_resolve(to.host, std::to_string(to.port), [resolver, socket, finish](
                                                                  const asio::error_code& ec, Tcp::resolver::results_type res) {
-    if (ec) {
-      timer->cancel();
-      return (*shared_done)(failed("resolving", ec));
-    }
-    asio::async_connect(*socket, res, [socket, timer, shared_done, p, failed](const asio::error_code& ec2,
-                                                                               const Tcp::endpoint&) {
-      timer->cancel();
-      if (ec2) return (*shared_done)(failed("connecting to", ec2));
-      asyncClientHandshake(std::move(*socket), *p, [shared_done](Result<Link> r) { (*shared_done)(std::move(r)); });
+    if (ec) return finish(ec, "resolving");
+    asio::async_connect(*socket, res, [finish](const asio::error_code& ec2, const Tcp::endpoint&) {
+      finish(ec2, "connecting to");
     });
+  });
+}
+
+void asyncDial(asio::io_context& io, const HostPort& to, ClientHandshake params, ClientDone done) {
+  const Millis timeout = params.timeout;
+  asyncConnect(io, to, timeout, [p = std::move(params), done = std::move(done), where = to.toString()](Connected c) {
+    if (c.timed_out) return done(Status::timeout(fmt::format("no connection to {} within {} ms", where, p.timeout.count())));
+    if (c.ec) return done(Status::peerLost(fmt::format("{} {} failed: {}", c.what, where, c.ec.message())));
+    asyncClientHandshake(std::move(c.socket), p, done);
   });
 }
 

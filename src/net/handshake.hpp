@@ -32,6 +32,16 @@ struct ClientHandshake {
 };
 using ClientDone = std::function<void(Result<Link>)>;
 void asyncClientHandshake(Tcp::socket socket, ClientHandshake params, ClientDone done);
+// Resolves `to` and connects, within `timeout`. `done` runs once, on `io`'s thread, with the socket, or
+// the error: `ec` (asio's: refused, unreachable...), `timed_out` when the deadline cut it, and `what`
+// failed ("resolving", "connecting to").
+struct Connected {
+  Tcp::socket socket;
+  asio::error_code ec;
+  bool timed_out = false;
+  const char* what = "";
+};
+void asyncConnect(asio::io_context& io, const HostPort& to, Millis timeout, std::function<void(Connected)> done);
 // Resolves `to`, connects and runs the client handshake; `params.timeout` bounds the connect as well
 // as the handshake (each). `done` runs once, on `io`'s thread.
 void asyncDial(asio::io_context& io, const HostPort& to, ClientHandshake params, ClientDone done);
