@@ -98,8 +98,12 @@ int main(int argc, char** argv) {
   app.add_option("-f,--stepfactor", o.factor, "size multiplier between rows")->check(CLI::Range(1.0, 1024.0));
   app.add_option("-n,--iters", o.iters, "timed iterations per size")->check(CLI::Range(1, 100000));
   app.add_option("-w,--warmup", o.warmup, "untimed iterations per size")->check(CLI::Range(0, 100000));
-  app.add_option("--connections", o.connections, "pccl: K TCP connections to the ring successor")
-      ->check(CLI::Range(1, 1024));
+  app.add_option("--connections", o.connections,
+                 "pccl: K TCP connections to the ring successor; 0 (default): each link chooses how many carry data")
+      ->check(CLI::Range(0, 1024));
+  app.add_option("--max-connections", o.max_connections,
+                 "pccl, with --connections 0: connections each link opens (0: PCCL_MAX_CONNECTIONS, else 32)")
+      ->check(CLI::Range(0, 1024));
   app.add_option("--same-host-connections", o.same_host_connections,
                  "pccl: K to a successor on the same host (all of a --ranks run); 0 = --connections")
       ->check(CLI::Range(0, 1024));
@@ -180,7 +184,7 @@ int main(int argc, char** argv) {
   // The rank processes get the same flags; only ring rank 0 writes the table and the JSON.
   std::vector<std::string> pass = {"-b", o.min_size, "-e", o.max_size, "-f", std::to_string(o.factor), "-n",
                                    std::to_string(o.iters), "-w", std::to_string(o.warmup), "--connections",
-                                   std::to_string(o.connections), "--same-host-connections",
+                                   std::to_string(o.connections), "--max-connections", std::to_string(o.max_connections), "--same-host-connections",
                                    std::to_string(o.same_host_connections), "--concurrent", std::to_string(o.concurrent),
                                    "--backend", o.backend, "--collective", o.collective, "--dtype", o.dtype, "--quant", o.quant, "--compress", std::to_string(o.compress), "--segment-bytes",
                                    std::to_string(o.segment_bytes), "--timeout", std::to_string(o.timeout_s)};

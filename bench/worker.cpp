@@ -103,6 +103,7 @@ bool Worker::join() {
   c.master_address = o_.master;
   c.listen_address = "0.0.0.0:0";
   c.connections_per_peer = o_.connections;
+  c.max_connections_per_peer = o_.max_connections;
   c.same_host_connections = o_.same_host_connections;
   c.segment_bytes = o_.segment_bytes;
   c.encrypt = o_.encrypt;
@@ -433,8 +434,15 @@ bool Worker::report(Row& row) {
   std::vector<double> times = row.times;  // after the all-reduce: the slowest rank's, per iteration in run order
   if (!control(times.data(), times.size(), DataType::kFloat64, RedOp::kMax)) return false;
   // The ring connections resumed so far (a reset under the run, docs/algorithms.md §6), over the ranks.
-  uint64_t counts[3] = {row.wrong, row.hash_mismatches, comm_->stats().ring_reconnects};
-  if (!control(counts, 3, DataType::kUint64, RedOp::kSum)) return false;
+  // And the links' tuning (docs/algorithms.md §13): each rank's count of connections carrying data.
+  const CommStats st = comm_->stats();
+  std::vector<uint64_t> counts(4 + world_, 0);
+  counts[0] = row.wrong;
+  counts[1] = row.hash_mismatches;
+  counts[2] = st.ring_reconnects;
+  counts[3] = st.ring_connection_changes;
+  counts[4 + rank_] = st.ring_active_connections;
+  if (!control(counts.data(), counts.size(), DataType::kUint64, RedOp::kSum)) return false;
   double max_err = row.max_err;
   if (!control(&max_err, 1, DataType::kFloat64, RedOp::kMax)) return false;
   if (rank_ == 0 && counts[1] != 0) {
@@ -472,7 +480,10 @@ bool Worker::report(Row& row) {
         << ", \"busbw_gbps\": " << busbw << ", \"wrong\": " << wrong << ", \"peak_rss_bytes\": " << rss;
   if (row.backend == "pccl") {
     json_ << ", \"compress\": " << o_.compress << ", \"encrypt\": " << (o_.encrypt ? "true" : "false")
-          << ", \"ring_reconnects\": " << counts[2];
+          << ", \"ring_reconnects\": " << counts[2] << ", \"tuned\": " << (o_.connections == 0 ? "true" : "false")
+          << ", \"connection_changes\": " << counts[3] << ", \"active_connections\": [";
+    for (int r = 0; r < world_; ++r) json_ << (r ? ", " : "") << counts[4 + r];
+    json_ << "]";
     if (o_.encrypt) json_ << ", \"cipher\": \"" << comm_->cipher() << "\"";
   }
   if (o_.sync) {

@@ -26,7 +26,9 @@ struct CommConfig {
   std::string listen_address = "0.0.0.0:0";  // where ring neighbours connect to us; port 0 = any
   std::string advertise_host;                // host others dial; empty = the address the master sees
   uint32_t peer_group = 0;                   // collectives run within a group; votes are global
-  uint32_t connections_per_peer = 4;         // K: TCP connections to the ring successor
+  // K: TCP connections to the ring successor, 1..1024; 0 (the default): the link chooses how many
+  // carry data from what it measures, out of a pool of max_connections_per_peer (docs/algorithms.md §13).
+  uint32_t connections_per_peer = 0;
   uint32_t same_host_connections = 1;        // K when the successor is on this host; 0: connections_per_peer
   uint32_t heartbeat_interval_ms = 1000;     // how often we ping the master
   uint32_t peer_timeout_ms = 10000;          // master silence after which it is unreachable
@@ -63,6 +65,9 @@ struct CommConfig {
   // else "auto". The master decides for the whole group: flat when any member asks for flat or when the
   // regions leave nothing to gain (one region, or one peer per region), else hierarchical when one asks.
   std::string algorithm;
+  // With connections_per_peer 0: the connections each link opens, of which it uses as many as pay
+  // (1..1024); 0: PCCL_MAX_CONNECTIONS, else 32.
+  uint32_t max_connections_per_peer = 0;
 };
 
 using PeerId = std::array<uint8_t, 16>;

@@ -103,7 +103,9 @@ typedef struct {
   const char* listen_address;      /* where ring neighbours connect; NULL = "0.0.0.0:0" */
   const char* advertise_host;      /* host others dial; NULL = the address the master sees */
   uint32_t peer_group;             /* collectives run within a group; default 0 */
-  uint32_t connections_per_peer;   /* K TCP connections to the ring successor; default 4 */
+  uint32_t connections_per_peer;   /* K TCP connections to the ring successor, 1..1024; 0 (the default):
+                                      each link opens PCCL_MAX_CONNECTIONS (default 32) and uses as many
+                                      as pay, from what it measures (docs/algorithms.md §13) */
   uint32_t heartbeat_interval_ms;  /* default 1000 */
   uint32_t peer_timeout_ms;        /* master silence before the master counts as lost; default 10000 */
   uint32_t connect_timeout_ms;     /* deadline of pcclConnect / pcclUpdateTopology; default 120000 */
@@ -137,7 +139,7 @@ typedef struct {
 
 #define PCCL_COMM_CONFIG_INIT                                                                 \
   {                                                                                           \
-    (uint32_t) sizeof(pcclCommConfig_t), PCCL_CONFIG_VERSION, NULL, NULL, NULL, 0u, 4u, 1000u, \
+    (uint32_t) sizeof(pcclCommConfig_t), PCCL_CONFIG_VERSION, NULL, NULL, NULL, 0u, 0u, 1000u, \
         10000u, 120000u, 5000u, NULL, 0u, 0, 1800000u, 1048576u, 1u, 1024u, -1, NULL, NULL    \
   }
 
@@ -285,10 +287,14 @@ typedef struct {
                                      and were resumed on a new connection, costing no operation */
   uint64_t ring_resent_bytes;     /* bytes written again after those resumes (what the remote lacked) */
   uint64_t ring_stalled_ms;       /* total time those connections were down before a new one took over */
+  /* Appended after protocol 17, with tuned connections (an older struct is filled up to what it has): */
+  uint64_t ring_active_connections; /* connections to the ring successor carrying data now: all of them,
+                                       unless connections_per_peer is 0 and the link chose fewer */
+  uint64_t ring_connection_changes; /* times a link of this peer changed how many of its connections carry data */
 } pcclCommStats_t;
 
 #define PCCL_COMM_STATS_INIT \
-  { (uint32_t) sizeof(pcclCommStats_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0.0, 0.0, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
+  { (uint32_t) sizeof(pcclCommStats_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0.0, 0.0, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
 
 /* A snapshot of a master's run (pcclMasterGetStats). Initialise with PCCL_MASTER_STATS_INIT. */
 typedef struct {

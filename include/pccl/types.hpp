@@ -91,6 +91,10 @@ struct CommStats {
   uint64_t ring_reconnects = 0;
   uint64_t ring_resent_bytes = 0;  // bytes written again after those resumes (what the remote lacked)
   uint64_t ring_stalled_ms = 0;    // total time those connections were down before a new one took over
+  // Connections to the ring successor that carry data now (all of them unless connections_per_peer is
+  // 0, when the link chooses; docs/algorithms.md §13), and how often a link of this peer changed its count.
+  uint64_t ring_active_connections = 0;
+  uint64_t ring_connection_changes = 0;
 };
 
 }  // namespace pccl

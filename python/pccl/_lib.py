@@ -264,6 +264,8 @@ class CommStats(ctypes.Structure):
         ("ring_reconnects", u64),
         ("ring_resent_bytes", u64),
         ("ring_stalled_ms", u64),
+        ("ring_active_connections", u64),
+        ("ring_connection_changes", u64),
     ]
 
 

@@ -53,6 +53,8 @@ class CommStats:
     ring_reconnects: int = 0
     ring_resent_bytes: int = 0
     ring_stalled_ms: int = 0
+    ring_active_connections: int = 0
+    ring_connection_changes: int = 0
 
     def as_dict(self):
         """The counters as a plain dict."""

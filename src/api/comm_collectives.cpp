@@ -126,7 +126,9 @@ Result<SyncInfo> Communicator::Impl::syncSharedState(SharedState& state, SyncStr
     ctx.self = id_;
     ctx.ring = topology_.ring;
   }
-  ctx.connections = config_.connections_per_peer;
+  // A sync is not tuned: a tuned communicator's sources open at most kSyncConnections each.
+  ctx.connections = tunedConnections(config_) ? std::min(linkConnections(config_), kSyncConnections)
+                                              : config_.connections_per_peer;
   ctx.same_host_connections = config_.same_host_connections;
   ctx.timeout = Millis(config_.op_timeout_ms);
   ctx.handshake_timeout = Millis(config_.handshake_timeout_ms);

@@ -12,8 +12,13 @@ namespace pccl {
 
 Status checkCommConfig(const CommConfig& config) {
   (void)log::level();  // reads PCCL_LOG_LEVEL now, so a bad value is reported at create, not at the first event
-  if (config.connections_per_peer == 0 || config.connections_per_peer > 1024) {
-    return Status::invalidArgument(fmt::format("connections_per_peer must be 1..1024, got {}", config.connections_per_peer));
+  if (config.connections_per_peer > 1024) {
+    return Status::invalidArgument(
+        fmt::format("connections_per_peer must be 0 (tuned per link) or 1..1024, got {}", config.connections_per_peer));
+  }
+  if (config.max_connections_per_peer > 1024) {
+    return Status::invalidArgument(fmt::format("max_connections_per_peer must be 0 (PCCL_MAX_CONNECTIONS, else {}) or 1..1024, got {}",
+                                               kDefaultMaxConnections, config.max_connections_per_peer));
   }
   if (config.same_host_connections > 1024) {
     return Status::invalidArgument(
@@ -41,6 +46,24 @@ Status checkCommConfig(const CommConfig& config) {
                                                wire::kEagerBytes, config.gather_bytes));
   }
   return Status::ok();
+}
+
+Status resolveConnections(CommConfig& config) {
+  if (config.connections_per_peer != 0 || config.max_connections_per_peer != 0) return Status::ok();
+  config.max_connections_per_peer = kDefaultMaxConnections;
+  const char* env = std::getenv("PCCL_MAX_CONNECTIONS");
+  if (env == nullptr || *env == '\0') return Status::ok();
+  char* end = nullptr;
+  const unsigned long v = std::strtoul(env, &end, 10);
+  if (*env == '-' || *end != '\0' || v == 0 || v > 1024) {
+    return Status::invalidArgument(fmt::format("PCCL_MAX_CONNECTIONS='{}': connections 1..1024 expected", env));
+  }
+  config.max_connections_per_peer = static_cast<uint32_t>(v);
+  return Status::ok();
+}
+
+uint32_t linkConnections(const CommConfig& config) {
+  return config.connections_per_peer != 0 ? config.connections_per_peer : config.max_connections_per_peer;
 }
 
 Status resolveReconnect(CommConfig& config) {

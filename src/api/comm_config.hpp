@@ -36,6 +36,17 @@ uint64_t gatherLimit(const CommConfig& config, bool one_host);
 // another value of either.
 Status resolveSameHostReads(CommConfig& config);
 
+// With connections_per_peer 0 (each link tunes itself), max_connections_per_peer 0 becomes
+// PCCL_MAX_CONNECTIONS when set, else kDefaultMaxConnections; InvalidArgument for a bad variable.
+inline constexpr uint32_t kDefaultMaxConnections = 32;
+Status resolveConnections(CommConfig& config);
+// The connections each link opens: K, or the pool of a tuned link.
+uint32_t linkConnections(const CommConfig& config);
+// Whether links choose how many of their connections carry data.
+inline bool tunedConnections(const CommConfig& config) { return config.connections_per_peer == 0; }
+// What each source of a shared-state sync opens when links tune themselves (a sync is not tuned).
+inline constexpr uint32_t kSyncConnections = 16;
+
 // master_reconnect_ms = -1 becomes PCCL_RECONNECT_MS when set, else 30000; InvalidArgument for a bad value.
 Status resolveReconnect(CommConfig& config);
 // region empty becomes PCCL_REGION when set; InvalidArgument for a name too long, with a character

@@ -59,9 +59,8 @@ void Communicator::Impl::sendJoin(MasterSession::Join kind, const wire::Uuid& ru
   join.p2p_port = listener_->port();
   join.advertise_host = config_.advertise_host;
   join.group = config_.peer_group;
-  join.connections = config_.connections_per_peer;
-  join.host_connections =
-      config_.same_host_connections != 0 ? config_.same_host_connections : config_.connections_per_peer;
+  join.connections = linkConnections(config_);
+  join.host_connections = config_.same_host_connections != 0 ? config_.same_host_connections : join.connections;
   join.ring_key = identity_->publicKey();
   join.client_version = kClientVersion;
   join.region = config_.region;

@@ -97,6 +97,12 @@ void StatsRecorder::ringResumed(uint64_t resent_bytes, uint64_t stalled_ms) {
   s_.ring_stalled_ms += stalled_ms;
 }
 
+void StatsRecorder::connectionsTuned(uint32_t active, bool changed) {
+  std::lock_guard<std::mutex> lk(mu_);
+  s_.ring_active_connections = active;
+  if (changed) ++s_.ring_connection_changes;
+}
+
 CommStats StatsRecorder::stats() const {
   std::lock_guard<std::mutex> lk(mu_);
   return s_;

@@ -30,6 +30,8 @@ class StatsRecorder {
   void masterBack(uint64_t away_ms);
   // A ring connection was resumed on a new one (net/data_channel.hpp).
   void ringResumed(uint64_t resent_bytes, uint64_t stalled_ms);
+  // A link chose how many connections carry data (`changed`), or a ring was installed: the count to the successor.
+  void connectionsTuned(uint32_t active, bool changed);
   CommStats stats() const;
 
  private:

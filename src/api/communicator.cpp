@@ -50,6 +50,8 @@ Communicator::Impl::Impl(CommConfig config, std::vector<net::HostPort> masters, 
   };
   ring_pool_->setResume(std::move(resume));
   colls_->setReconnects(config_.master_reconnect_ms > 0);
+  colls_->setTuning(tunedConnections(config_),
+                    [this](uint32_t active, bool changed) { stats_.connectionsTuned(active, changed); });
 }
 
 // Destruction ends every request, whatever the io thread is doing: a graceful leave first (bounded
@@ -136,6 +138,7 @@ Result<std::unique_ptr<Communicator>> Communicator::create(CommConfig config) {
   PCCL_RETURN_IF_ERROR(resolveGatherBytes(config));
   PCCL_RETURN_IF_ERROR(resolveSameHostReads(config));
   PCCL_RETURN_IF_ERROR(resolveReconnect(config));
+  PCCL_RETURN_IF_ERROR(resolveConnections(config));
   PCCL_RETURN_IF_ERROR(resolveRegion(config));
   PCCL_RETURN_IF_ERROR(resolveAlgorithm(config));
   auto key = std::make_shared<const net::AuthKey>(config.secret, config.encrypt);

@@ -17,6 +17,8 @@ namespace pccl::collective {
 
 namespace {
 constexpr const char* kLog = "collective";
+// A tuned link's first count: the fixed default before links tuned themselves.
+constexpr uint32_t kStartConnections = 4;
 
 // TCP_NOTSENT_LOWAT of striped ring connections: PCCL_NOTSENT_LOWAT bytes (0 = off), else 128 KiB
 // (docs/environment.md). Measured on the emulated transatlantic link: docs/benchmarks.md.
@@ -77,12 +79,27 @@ void Collectives::setRing(uint64_t epoch, uint32_t rank, uint32_t world, Channel
   next_seq_.clear();
   before_call_.clear();
   striper_ = std::make_shared<Striper>(successor_);
+  tune(*striper_, successor_id_, true);
   striper_->attach();
   back_striper_ = std::make_shared<Striper>(predecessor_);
   back_striper_->attach();
   tuneForStriping(successor_);
   for (auto& ch : successor_) ch->start(this);
   for (auto& ch : predecessor_) ch->start(this);
+}
+
+void Collectives::tune(Striper& striper, const std::string& peer_id, bool successor) {
+  const auto pool = static_cast<uint32_t>(striper.channels().size());
+  if (tuning_ && pool > 1) {
+    auto& tuner = tuners_[peer_id];
+    if (tuner == nullptr) tuner = std::make_shared<ConnectionTuner>(pool, kStartConnections);
+    striper.setTuner(tuner, [this, peer_id, successor, pool](uint32_t active) {
+      PCCL_LOG_DEBUG(kLog, "{} epoch={}: to {}: {} of {} connections carry data now", name_, epoch_, peer_id, active,
+                     pool);
+      if (successor && tune_hook_) tune_hook_(active, true);
+    });
+  }
+  if (successor && tune_hook_) tune_hook_(striper.active(), false);
 }
 
 void Collectives::tuneForStriping(const Channels& channels) {

@@ -145,6 +145,14 @@ class Collectives : public net::DataSink {
   // A master took the run back: it hears of every operation in flight again (the old one's books are
   // gone), and settles those in doubt.
   void masterBack();
+  // Each link chooses how many of its connections carry data from what it measures
+  // (connection_tuner.hpp; the choice is kept per peer across rings); `hook(active, changed)` hears the
+  // count to the successor with each ring and each change. Off (the default): every connection does.
+  using TuneHook = std::function<void(uint32_t active, bool changed)>;
+  void setTuning(bool on, TuneHook hook) {
+    tuning_ = on;
+    tune_hook_ = std::move(hook);
+  }
   // The installed ring can carry data (none installed and alone: trivially).
   bool ringUsable() const { return ring_broken_.isOk() && (world_ <= 1 || !successor_.empty()); }
   size_t active() const { return ops_.size(); }
@@ -247,6 +255,8 @@ class Collectives : public net::DataSink {
   void operationEnded(const OpKey& key);
   // Connections we send striped frames on: TCP_NOTSENT_LOWAT and pacing (docs/algorithms.md §1).
   static void tuneForStriping(const Channels& channels);
+  // Hands `striper` (to the peer `peer_id`) its tuner when tuning is on; `successor`: report its count.
+  void tune(Striper& striper, const std::string& peer_id, bool successor);
   // Sends a control frame on the least loaded of `list`.
   void sendCtlOn(const Channels& list, const OpKey& k, const wire::RingCtl& c);
 
@@ -288,6 +298,9 @@ class Collectives : public net::DataSink {
   std::vector<OpKey> unannounced_;  // calls made since the announce timer was armed
   asio::steady_timer announce_timer_;
   bool announce_armed_ = false;
+  bool tuning_ = false;
+  TuneHook tune_hook_;
+  std::map<std::string, std::shared_ptr<ConnectionTuner>> tuners_;  // per peer (short id)
 };
 
 }  // namespace pccl::collective

@@ -1,5 +1,6 @@
 #include "collective/striper.hpp"
 
+#include <algorithm>
 #include <utility>
 
 namespace pccl::collective {
@@ -18,6 +19,19 @@ void Striper::attach() {
   }
 }
 
+void Striper::setTuner(std::shared_ptr<ConnectionTuner> tuner, OnTuned on_change) {
+  tuner_ = std::move(tuner);
+  on_tuned_ = std::move(on_change);
+  if (tuner_ && tuner_->pool() != channels_.size()) tuner_->setPool(static_cast<uint32_t>(channels_.size()));
+}
+
+bool Striper::tuned() const { return tuner_ != nullptr && !channels_.empty() && !channels_.front()->lending(); }
+
+uint32_t Striper::active() const {
+  const auto all = static_cast<uint32_t>(channels_.size());
+  return tuned() ? std::min(tuner_->active(), all) : all;
+}
+
 void Striper::send(const wire::DataHeader& h, const uint8_t* payload, uint32_t bytes,
                    net::DataChannel::SendDone done, const wire::LendRegion& region) {
   queue_.push_back(Frame{h, payload, bytes, std::move(done), region});
@@ -28,8 +42,13 @@ void Striper::pump() {
   if (pumping_) return;  // a send below completing at once calls back here: the loop goes on
   pumping_ = true;
   bool open = false;
+  // A broken connection (waiting for its replacement, net/data_channel.hpp) lends its turn to the next.
+  size_t n = active();
+  for (size_t i = 0; i < n && n < channels_.size(); ++i) n += channels_[i]->broken() ? 1 : 0;
   while (!queue_.empty()) {
-    const size_t best = pick(queue_.front().bytes, &open);
+    size_t best = pick(n, queue_.front().bytes, &open);
+    // None of the active connections is open: any other may carry the frame.
+    if (!open && n < channels_.size()) best = pick(channels_.size(), queue_.front().bytes, &open);
     if (best == channels_.size()) break;
     Frame f = std::move(queue_.front());
     queue_.pop_front();
@@ -38,13 +57,14 @@ void Striper::pump() {
   }
   pumping_ = false;
   if (!open && !queue_.empty()) failAll(Status::peerLost("every ring connection to the successor is closed"));
+  if (tuner_ != nullptr) account();
 }
 
-size_t Striper::pick(uint32_t bytes, bool* open) const {
+size_t Striper::pick(size_t n, uint32_t bytes, bool* open) const {
   const size_t none = channels_.size();
   size_t idle = none, count = 0;
   *open = false;
-  for (size_t i = 0; i < channels_.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     if (!channels_[i]->isOpen()) continue;
     *open = true;
     if (!channels_[i]->idle()) continue;
@@ -56,7 +76,7 @@ size_t Striper::pick(uint32_t bytes, bool* open) const {
   const int64_t need = static_cast<int64_t>(bytes) + 256;
   size_t fits = none, roomiest = none;
   int64_t most = -1;
-  for (size_t i = 0; i < channels_.size(); ++i) {
+  for (size_t i = 0; i < n; ++i) {
     if (!channels_[i]->isOpen() || !channels_[i]->idle()) continue;
     const int64_t room = channels_[i]->sendRoom();
     if (room >= need && (fits == none || used_[i] > used_[fits])) fits = i;
@@ -88,6 +108,57 @@ void Striper::failAll(const Status& why) {
   std::deque<Frame> taken = std::move(queue_);
   queue_.clear();
   for (auto& f : taken) f.done(why);
+}
+
+}  // namespace pccl::collective
+
+namespace pccl::collective {
+
+void Striper::account() {
+  if (!tuned()) return;
+  const TimePoint now = Clock::now();
+  if (!baseline_) {
+    sample(now);  // starts the first sample
+    return;
+  }
+  if (waiting_) waited_us_ += std::chrono::duration_cast<std::chrono::microseconds>(now - mark_).count();
+  mark_ = now;
+  waiting_ = !queue_.empty();
+  if (now - sample_start_ >= std::chrono::microseconds(interval_us_)) sample(now);
+}
+
+void Striper::sample(TimePoint now) {
+  TunerSample s;
+  s.seconds = std::chrono::duration<double>(now - sample_start_).count();
+  s.busy = s.seconds > 0 ? static_cast<double>(waited_us_) / 1e6 / s.seconds : 0;
+  bool valid = baseline_;
+  uint64_t srtt_sum = 0, srtt_n = 0;
+  const size_t n = active();
+  acked_.resize(channels_.size(), 0);
+  for (size_t i = 0; i < channels_.size(); ++i) {
+    if (!channels_[i]->isOpen()) continue;  // gone: carries nothing more
+    net::TcpWindow w;
+    if (!channels_[i]->tcpWindow(&w) || !w.has_bytes_acked) {
+      valid = false;  // broken (resuming), or a kernel that does not say
+      acked_[i] = 0;
+      continue;
+    }
+    if (w.bytes_acked < acked_[i]) valid = false;  // a new socket after a resume: its count restarts
+    else s.bytes += w.bytes_acked - acked_[i];
+    acked_[i] = w.bytes_acked;
+    if (i < n && w.srtt_us > 0) {
+      srtt_sum += w.srtt_us;
+      ++srtt_n;
+    }
+  }
+  s.srtt_us = srtt_n > 0 ? static_cast<uint32_t>(srtt_sum / srtt_n) : 0;
+  if (valid && tuner_->add(s) && on_tuned_) on_tuned_(active());
+  interval_us_ = ConnectionTuner::intervalUs(s.srtt_us);
+  baseline_ = true;
+  sample_start_ = now;
+  mark_ = now;
+  waited_us_ = 0;
+  waiting_ = !queue_.empty();
 }
 
 }  // namespace pccl::collective

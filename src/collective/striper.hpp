@@ -10,16 +10,23 @@
 // window from the initial one, so a burst then spreads over the connections, each sending what fits
 // in one round trip, instead of queueing behind one connection's slow start. With one idle connection
 // nothing is asked of the kernel.
+// With a tuner (collective/connection_tuner.hpp) only the first active() connections take frames; the
+// striper measures, per interval of a few round trips, how long frames waited for a connection and
+// how many bytes the remote acknowledged (TCP_INFO), and gives the tuner that sample. Links that lend
+// payloads (same host) are not tuned.
 // Thread: the communicator's io thread.
 #ifndef PCCL_COLLECTIVE_STRIPER_HPP_
 #define PCCL_COLLECTIVE_STRIPER_HPP_
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <memory>
 #include <vector>
 
+#include "collective/connection_tuner.hpp"
 #include "net/data_channel.hpp"
+#include "util/clock.hpp"
 
 namespace pccl::collective {
 
@@ -29,6 +36,12 @@ class Striper : public std::enable_shared_from_this<Striper> {
 
   explicit Striper(Channels channels) : channels_(std::move(channels)), used_(channels_.size(), 0) {}
   ~Striper();
+  // Lets `tuner` choose how many connections take frames (before attach()); `on_change` hears the new
+  // count each time it changes.
+  using OnTuned = std::function<void(uint32_t active)>;
+  void setTuner(std::shared_ptr<ConnectionTuner> tuner, OnTuned on_change);
+  // The connections that take frames now.
+  uint32_t active() const;
   // Starts listening to the connections (they tell us when they have nothing left to write).
   void attach();
 
@@ -53,14 +66,29 @@ class Striper : public std::enable_shared_from_this<Striper> {
     wire::LendRegion region;
   };
   void pump();
-  // The idle connection for a frame of `bytes` (channels_.size(): none); `open`: whether any is open.
-  size_t pick(uint32_t bytes, bool* open) const;
+  // The idle connection among the first `n` for a frame of `bytes` (channels_.size(): none); `open`:
+  // whether any of them is open.
+  size_t pick(size_t n, uint32_t bytes, bool* open) const;
+  bool tuned() const;
+  // After the queue changed: the time frames waited, and every interval a sample for the tuner.
+  void account();
+  void sample(TimePoint now);
 
   Channels channels_;
   std::deque<Frame> queue_;
   std::vector<uint64_t> used_;  // per connection: when it last took a frame (clock_)
   uint64_t clock_ = 0;
   bool pumping_ = false;
+  // Tuning.
+  std::shared_ptr<ConnectionTuner> tuner_;
+  OnTuned on_tuned_;
+  TimePoint sample_start_{};
+  TimePoint mark_{};
+  bool waiting_ = false;                // frames were waiting here since mark_
+  int64_t waited_us_ = 0;               // this sample
+  uint64_t interval_us_ = 0;
+  std::vector<uint64_t> acked_;         // per connection: bytes_acked at the sample's start
+  bool baseline_ = false;               // acked_ holds a sample's start
 };
 
 }  // namespace pccl::collective

@@ -28,6 +28,7 @@ void Collectives::setTwoLevel(std::shared_ptr<const TwoLevelRing> plan, std::vec
   for (auto& l : links) {
     tuneForStriping(l.channels);
     auto striper = std::make_shared<Striper>(l.channels);
+    tune(*striper, l.id, false);
     striper->attach();
     for (auto& ch : l.channels) ch->start(this);
     links_.push_back(Link{std::move(l), std::move(striper)});

@@ -62,6 +62,11 @@ int64_t DataChannel::sendRoom() const {
   return net::sendRoom(w, restarts_ == 1);
 }
 
+bool DataChannel::tcpWindow(TcpWindow* w) const {
+  if (closed_ || broken_) return false;
+  return readTcpWindow(const_cast<Tcp::socket&>(socket_).native_handle(), w);
+}
+
 DataChannel::~DataChannel() {
   asio::error_code ec;
   socket_.close(ec);

@@ -37,6 +37,7 @@
 #include "net/lending.hpp"
 #include "net/link.hpp"
 #include "net/resend_log.hpp"
+#include "net/tcp_window.hpp"
 #include "pccl/status.hpp"
 #include "util/clock.hpp"
 #include "wire/data.hpp"
@@ -132,6 +133,9 @@ class DataChannel : public std::enable_shared_from_this<DataChannel> {
   // Bytes a write now would send at once within the congestion window (net/tcp_window.hpp: the window
   // as the kernel restarts it after idleness); net::kUnknownRoom when the kernel does not say.
   int64_t sendRoom() const;
+  // The connection's TCP_INFO fields (net/tcp_window.hpp); false while closed or broken, or when the
+  // kernel does not say.
+  bool tcpWindow(TcpWindow* w) const;
   void resume();  // after a kPause placement: asks the sink again
   // `payload` must stay valid until `done` runs. `done` runs exactly once (also when the channel closes).
   // `region`: the buffer of the operation (h.op_id, h.seq) that holds the payload, if it may be lent:

@@ -12,8 +12,8 @@ namespace {
 
 // struct tcp_info of <linux/tcp.h> is an append-only kernel ABI; glibc's copy stops early, so the
 // fields are read at their offsets.
-constexpr size_t kRto = 8, kSndMss = 16, kUnacked = 24, kLastDataSent = 44, kLastAckRecv = 56, kSndCwnd = 80,
-                 kNotsent = 144, kMinRtt = 148;
+constexpr size_t kRto = 8, kSndMss = 16, kUnacked = 24, kLastDataSent = 44, kLastAckRecv = 56, kRtt = 68,
+                 kSndCwnd = 80, kBytesAcked = 120, kNotsent = 144, kMinRtt = 148;
 
 uint32_t field(const uint8_t* info, socklen_t len, size_t at) {
   uint32_t v = 0;
@@ -45,6 +45,9 @@ bool readTcpWindow(int fd, TcpWindow* w) {
   w->notsent_bytes = field(info, len, kNotsent);  // 0 before Linux 4.6: the room is then overstated
   const uint32_t min_rtt = field(info, len, kMinRtt);
   w->min_rtt_us = min_rtt == ~0u ? 0 : min_rtt;  // ~0: no sample yet
+  w->srtt_us = field(info, len, kRtt);
+  w->has_bytes_acked = kBytesAcked + sizeof w->bytes_acked <= static_cast<size_t>(len);
+  if (w->has_bytes_acked) std::memcpy(&w->bytes_acked, info + kBytesAcked, sizeof w->bytes_acked);
   return true;
 }
 

@@ -1,0 +1,316 @@
+// The connection tuner (collective/connection_tuner.hpp, docs/algorithms.md §13) against model links:
+// each test feeds it the samples a link of a given shape would give (rate as a function of the active
+// count, with deterministic noise) and checks where it settles, what it ignores, and how it follows a
+// path that changes.
+#include <catch2/catch.hpp>
+
+#include <atomic>
+#include <cmath>
+#include <condition_variable>
+#include <future>
+#include <mutex>
+#include <thread>
+#include <cstdint>
+#include <functional>
+#include <map>
+
+#include "collective/connection_tuner.hpp"
+#include "collective/striper.hpp"
+#include "net/data_channel.hpp"
+
+using pccl::collective::ConnectionTuner;
+using pccl::collective::TunerSample;
+
+namespace {
+
+// A link: bytes per second carried by k connections, and its round trip.
+struct Path {
+  std::function<double(uint32_t)> rate;
+  uint32_t srtt_us = 80000;
+};
+
+// ±`noise` of deterministic jitter (a linear congruential sequence).
+class Jitter {
+ public:
+  explicit Jitter(double noise) : noise_(noise) {}
+  double next() {
+    state_ = state_ * 6364136223846793005ULL + 1442695040888963407ULL;
+    const double u = static_cast<double>(state_ >> 11) / static_cast<double>(1ULL << 53);  // 0..1
+    return 1.0 + noise_ * (2 * u - 1);
+  }
+
+ private:
+  double noise_;
+  uint64_t state_ = 42;
+};
+
+TunerSample sampleOf(const Path& p, uint32_t k, Jitter& j, double busy = 1.0) {
+  TunerSample s;
+  s.seconds = ConnectionTuner::intervalUs(p.srtt_us) / 1e6;
+  s.busy = busy;
+  s.bytes = static_cast<uint64_t>(p.rate(k) * j.next() * s.seconds);
+  s.srtt_us = p.srtt_us;
+  return s;
+}
+
+// Feeds `n` samples; returns how many changes they caused.
+int run(ConnectionTuner& t, const Path& p, int n, Jitter& j) {
+  int changes = 0;
+  for (int i = 0; i < n; ++i) changes += t.add(sampleOf(p, t.active(), j)) ? 1 : 0;
+  return changes;
+}
+
+// Loss limits each flow: k flows carry k x per_flow up to the bottleneck's capacity (the
+// transatlantic scenario: about 2.2 MB/s per flow at 80 ms and 0.01 % loss, 31 MB/s per rank).
+Path lossLimited(double per_flow, double capacity, uint32_t srtt_us) {
+  return Path{[=](uint32_t k) { return std::min(k * per_flow, capacity); }, srtt_us};
+}
+
+// Best at a few flows, worse with more (their bursts overflow the bottleneck's queue): the europe
+// scenario's measured shape (share of the link bound at K = 1, 4, 16, 64: 58, 92, ~85, 75 %).
+Path queueLimited() {
+  const std::map<uint32_t, double> share = {{1, 0.58}, {2, 0.80}, {3, 0.88}, {4, 0.92}, {6, 0.92}, {8, 0.90},
+                                            {12, 0.87}, {16, 0.85}, {24, 0.80}, {32, 0.75}};
+  return Path{[share](uint32_t k) { return 31e6 * share.at(k); }, 20000};
+}
+
+// The best rate any count gives on `p`, and the tuner's share of it.
+double shareOfBest(const Path& p, const ConnectionTuner& t) {
+  double best = 0;
+  for (uint32_t k : {1u, 2u, 3u, 4u, 6u, 8u, 12u, 16u, 24u, 32u, 48u, 64u}) {
+    if (k <= t.pool()) best = std::max(best, p.rate(k));
+  }
+  return p.rate(t.active()) / best;
+}
+
+}  // namespace
+
+TEST_CASE("tuner: a loss-limited path climbs to the count that fills the bottleneck", "[tuner]") {
+  ConnectionTuner t(32, 4);
+  REQUIRE(t.active() == 4);
+  Jitter j(0.05);
+  const Path p = lossLimited(2.2e6, 31e6, 80000);
+  run(t, p, 40, j);
+  CHECK(t.active() >= 16);
+  CHECK(shareOfBest(p, t) >= 0.95);
+  // It stays there: a probe now and then, always back.
+  const uint64_t before = t.changes();
+  run(t, p, 200, j);
+  CHECK(shareOfBest(p, t) >= 0.95);
+  CHECK(t.changes() - before <= 2 * (200 / ConnectionTuner::kProbeEvery + 1));
+}
+
+TEST_CASE("tuner: a path where more connections overflow the queue stays at the best few", "[tuner]") {
+  ConnectionTuner t(32, 4);
+  Jitter j(0.02);
+  const Path p = queueLimited();
+  run(t, p, 60, j);
+  CHECK(shareOfBest(p, t) >= 0.95);
+  CHECK(t.active() <= 6);
+}
+
+TEST_CASE("tuner: where one connection carries as much as many, it goes down to one", "[tuner]") {
+  ConnectionTuner t(16, 4);
+  Jitter j(0.01);
+  const Path p{[](uint32_t) { return 100e6; }, 1000};
+  run(t, p, 40, j);
+  CHECK(t.active() == 1);
+}
+
+TEST_CASE("tuner: samples when the link was not the bottleneck, or carried nothing, change nothing", "[tuner]") {
+  ConnectionTuner t(32, 4);
+  Jitter j(0.0);
+  const Path p = lossLimited(2.2e6, 31e6, 80000);
+  for (int i = 0; i < 100; ++i) CHECK_FALSE(t.add(sampleOf(p, t.active(), j, 0.5)));  // waiting half the time
+  TunerSample nothing;
+  nothing.seconds = 0.5;
+  nothing.busy = 1.0;
+  for (int i = 0; i < 100; ++i) CHECK_FALSE(t.add(nothing));  // an outage: nothing acknowledged
+  CHECK(t.active() == 4);
+  CHECK(t.changes() == 0);
+}
+
+TEST_CASE("tuner: a short outage while holding does not move the count", "[tuner]") {
+  ConnectionTuner t(32, 4);
+  Jitter j(0.03);
+  const Path p = lossLimited(2.2e6, 31e6, 80000);
+  run(t, p, 60, j);
+  const uint32_t settled = t.active();
+  const Path dark{[&](uint32_t k) { return p.rate(k) * 0.05; }, 80000};
+  run(t, dark, 2, j);  // two samples at 5 %: a blackout's retransmissions
+  CHECK(t.active() == settled);
+  run(t, p, 5, j);
+  CHECK(t.active() == settled);
+}
+
+TEST_CASE("tuner: a reroute that doubles the round trip is followed to its new best count", "[tuner]") {
+  ConnectionTuner t(64, 4);
+  Jitter j(0.05);
+  const Path before = lossLimited(2.2e6, 31e6, 80000);
+  run(t, before, 60, j);
+  REQUIRE(shareOfBest(before, t) >= 0.95);
+  // Twice the round trip: each loss-limited flow carries half as much.
+  const Path after = lossLimited(1.1e6, 31e6, 160000);
+  int samples = 0;
+  while (shareOfBest(after, t) < 0.95 && samples < 40) {
+    t.add(sampleOf(after, t.active(), j));
+    ++samples;
+  }
+  CHECK(shareOfBest(after, t) >= 0.95);
+  CHECK(samples < 40);
+  run(t, after, 100, j);
+  CHECK(shareOfBest(after, t) >= 0.95);
+  // And back: the path heals, and fewer connections do again (more would only add queue pressure).
+  const Path healed = lossLimited(2.2e6, 31e6, 80000);
+  run(t, healed, 60, j);
+  CHECK(shareOfBest(healed, t) >= 0.95);
+}
+
+TEST_CASE("tuner: the ladder stops at the pool, and a new pool keeps the count where it can", "[tuner]") {
+  ConnectionTuner t(10, 4);
+  Jitter j(0.0);
+  run(t, lossLimited(1e6, 1e9, 20000), 60, j);  // more always pays: up to the pool
+  CHECK(t.active() == 10);
+  t.setPool(6);
+  CHECK(t.pool() == 6);
+  CHECK(t.active() == 6);
+  ConnectionTuner one(1, 4);
+  CHECK(one.active() == 1);
+  CHECK_FALSE(one.add(sampleOf(lossLimited(1e6, 1e9, 20000), 1, j)));
+}
+
+TEST_CASE("tuner: the sample interval follows the round trip within bounds", "[tuner]") {
+  CHECK(ConnectionTuner::intervalUs(0) == 200000);
+  CHECK(ConnectionTuner::intervalUs(100) == 150000);
+  CHECK(ConnectionTuner::intervalUs(80000) == 480000);
+  CHECK(ConnectionTuner::intervalUs(1000000) == 2000000);
+}
+
+// ---- the striper hands frames only to the connections the tuner made active ----------------------
+
+namespace {
+
+// Counts the frames each receiving channel delivers.
+struct Counter : pccl::net::DataSink {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::map<const pccl::net::DataChannel*, size_t> frames;
+  size_t total = 0;
+  std::vector<uint8_t> buf;
+  pccl::Result<pccl::net::Placement> place(pccl::net::DataChannel&, const pccl::wire::DataHeader&, uint32_t bytes) override {
+    buf.resize(bytes);
+    return pccl::net::Placement::direct(buf.data());
+  }
+  pccl::Status deliver(pccl::net::DataChannel& ch, const pccl::wire::DataHeader&, const uint8_t*, uint32_t) override {
+    std::lock_guard<std::mutex> lk(mu);
+    ++frames[&ch];
+    ++total;
+    cv.notify_all();
+    return pccl::Status::ok();
+  }
+  void channelClosed(pccl::net::DataChannel&, const pccl::Status&) override {}
+};
+
+struct Ignore : pccl::net::DataSink {
+  pccl::Result<pccl::net::Placement> place(pccl::net::DataChannel&, const pccl::wire::DataHeader&, uint32_t) override {
+    return pccl::net::Placement::discard();
+  }
+  pccl::Status deliver(pccl::net::DataChannel&, const pccl::wire::DataHeader&, const uint8_t*, uint32_t) override {
+    return pccl::Status::ok();
+  }
+  void channelClosed(pccl::net::DataChannel&, const pccl::Status&) override {}
+};
+
+template <typename F>
+void onIo(asio::io_context& io, F fn) {
+  std::promise<void> done;
+  asio::post(io, [&] {
+    fn();
+    done.set_value();
+  });
+  done.get_future().wait();
+}
+
+// K loopback connections, a striper over their sending ends, and a counter behind their receiving ends.
+struct Links {
+  asio::io_context io;
+  asio::executor_work_guard<asio::io_context::executor_type> work = asio::make_work_guard(io);
+  std::vector<std::shared_ptr<pccl::net::DataChannel>> tx, rx;
+  std::shared_ptr<pccl::collective::Striper> striper;
+  Counter counter;
+  Ignore ignore;
+  std::thread loop;
+
+  Links(size_t k, std::shared_ptr<ConnectionTuner> tuner) {
+    pccl::net::Tcp::acceptor acceptor(io, pccl::net::Tcp::endpoint(asio::ip::make_address("127.0.0.1"), 0));
+    for (size_t i = 0; i < k; ++i) {
+      pccl::net::Tcp::socket a(io), b(io);
+      a.connect(acceptor.local_endpoint());
+      acceptor.accept(b);
+      tx.push_back(std::make_shared<pccl::net::DataChannel>(pccl::net::Link{std::move(a), {}, {}}, 1, "tx"));
+      rx.push_back(std::make_shared<pccl::net::DataChannel>(pccl::net::Link{std::move(b), {}, {}}, 1, "rx"));
+    }
+    striper = std::make_shared<pccl::collective::Striper>(tx);
+    if (tuner) striper->setTuner(std::move(tuner), nullptr);
+    striper->attach();
+    for (auto& c : tx) c->start(&ignore);
+    for (auto& c : rx) c->start(&counter);
+    loop = std::thread([this] { io.run(); });
+  }
+  ~Links() {
+    onIo(io, [&] {
+      striper.reset();
+      for (auto& c : tx) c->close(pccl::Status::ok());
+      for (auto& c : rx) c->close(pccl::Status::ok());
+    });
+    work.reset();
+    loop.join();
+  }
+  // Sends `n` frames of `bytes` and waits until all arrived; false when one failed.
+  bool send(size_t n, size_t bytes) {
+    payload.assign(bytes, 7);
+    std::atomic<size_t> failed{0};
+    const size_t before = counter.total;
+    onIo(io, [&] {
+      for (size_t i = 0; i < n; ++i) {
+        const pccl::wire::DataHeader h = pccl::wire::dataHeader(1, 0, 0, i * bytes);
+        striper->send(h, payload.data(), static_cast<uint32_t>(bytes), [&failed](const pccl::Status& s) {
+          if (!s.isOk()) ++failed;
+        });
+      }
+    });
+    std::unique_lock<std::mutex> lk(counter.mu);
+    const bool all = counter.cv.wait_for(lk, std::chrono::seconds(60), [&] { return counter.total == before + n; });
+    return all && failed.load() == 0;
+  }
+  size_t on(size_t i) {
+    std::lock_guard<std::mutex> lk(counter.mu);
+    return counter.frames[rx[i].get()];
+  }
+  std::vector<uint8_t> payload;
+};
+
+}  // namespace
+
+TEST_CASE("tuned striper: frames go only to the active connections, and to others when those close", "[tuner]") {
+  auto tuner = std::make_shared<ConnectionTuner>(4, 2);
+  Links l(4, tuner);
+  REQUIRE(l.striper->active() == 2);
+  REQUIRE(l.send(64, 64 << 10));
+  CHECK(l.on(0) + l.on(1) == 64);
+  CHECK(l.on(2) == 0);
+  CHECK(l.on(3) == 0);
+  // The two active connections close: the frames find the others rather than failing.
+  onIo(l.io, [&] {
+    l.tx[0]->close(pccl::Status::peerLost("closed by the test"));
+    l.tx[1]->close(pccl::Status::peerLost("closed by the test"));
+  });
+  REQUIRE(l.send(16, 64 << 10));
+  CHECK(l.on(2) + l.on(3) == 16);
+}
+
+TEST_CASE("untuned striper: every connection may take frames", "[tuner]") {
+  Links l(3, nullptr);
+  CHECK(l.striper->active() == 3);
+  REQUIRE(l.send(8, 1024));
+}
