@@ -17,8 +17,8 @@ namespace pccl::collective {
 
 namespace {
 constexpr const char* kLog = "collective";
-// A tuned link's first count: the fixed default before links tuned themselves.
-constexpr uint32_t kStartConnections = 4;
+// A tuned link's first count: halfway up the default pool's ladder (1 .. 32).
+constexpr uint32_t kStartConnections = 8;
 
 // TCP_NOTSENT_LOWAT of striped ring connections: PCCL_NOTSENT_LOWAT bytes (0 = off), else 128 KiB
 // (docs/environment.md). Measured on the emulated transatlantic link: docs/benchmarks.md.

@@ -3,11 +3,13 @@
 // first active() of them. Every few round trips the striper reports a sample: how long the link had
 // frames waiting for a connection (it was the bottleneck) and how many bytes the remote acknowledged.
 // Only samples in which the link was the bottleneck say anything about its connections; the others are
-// dropped. The tuner climbs a ladder of counts (1, 2, 3, 4, 6, 8, 12, 16, 24, 32, ... up to the pool)
-// while a step up carries clearly more, tries fewer when its first step up did not pay, then holds;
-// it probes one step up again now and then, and starts over from where it is when the rate or the
-// round trip moves (a reroute, a path that got better or worse). A sample after a change is dropped:
-// the new connections' windows are still opening.
+// dropped, and so are samples while a connection is still in its first slow start (no loss seen yet:
+// its rate then says nothing of the path's loss). The tuner walks a ladder of counts (1, 2, 4, 8, 16,
+// 32, ... up to the pool), each rung judged on the mean of a few samples: up while a step up carries
+// more; down when the first step up carried clearly less and fewer carry as much; then it holds,
+// probing one step up now and then, and starts over from where it is when the rate or the round trip
+// moves (a reroute, a path that got better or worse). A sample after a change is dropped: the new
+// connections' windows are still opening.
 // Thread: whoever owns it (the communicator's io thread).
 #ifndef PCCL_COLLECTIVE_CONNECTION_TUNER_HPP_
 #define PCCL_COLLECTIVE_CONNECTION_TUNER_HPP_
@@ -22,7 +24,9 @@ struct TunerSample {
   double seconds = 0;    // the interval's length
   double busy = 0;       // the share of it during which frames waited for a connection (0..1)
   uint64_t bytes = 0;    // bytes the remote acknowledged over it, all connections of the link
-  uint32_t srtt_us = 0;  // the active connections' smoothed round trip; 0 when unknown
+  uint32_t srtt_us = 0;     // the active connections' smoothed round trip (mean); 0 when unknown
+  uint32_t min_rtt_us = 0;  // their smallest round trip seen: the path without a queue; 0 when unknown
+  bool warming = false;     // a connection has not left its first slow start (the sample is dropped)
 };
 
 class ConnectionTuner {
@@ -30,10 +34,10 @@ class ConnectionTuner {
   // A sample counts when frames waited for a connection at least this share of it.
   static constexpr double kBusyEnough = 0.8;
   // A step up must carry this much more to be kept; a step down this share of it.
-  static constexpr double kUpGain = 1.08;
+  static constexpr double kUpGain = 1.02;
   static constexpr double kDownKeep = 0.97;
-  // While holding: a rate or round trip this far off (either way) for two samples starts over.
-  static constexpr double kMoved = 0.3;
+  // While holding: a rate this far off (either way) for three samples starts over.
+  static constexpr double kMoved = 0.35;
   // While holding: valid samples between two probes one step up.
   static constexpr uint32_t kProbeEvery = 40;
 
@@ -55,14 +59,14 @@ class ConnectionTuner {
   void moveTo(size_t at, Mode mode);
   void startOver();
   bool decide();
+  double rate(size_t at) const;  // mean bytes/s at rung `at` since it was last cleared; 0: none
 
   std::vector<uint32_t> ladder_;
-  std::vector<double> rate_;      // bytes/s per rung (EWMA); 0: not measured
-  std::vector<uint32_t> count_;   // samples per rung since it was last cleared
+  std::vector<double> sum_;       // per rung: the samples' rates added up
+  std::vector<uint32_t> count_;   // per rung: how many
   size_t at_ = 0;
   size_t from_ = 0;               // kUp/kDown: the rung we probe against
   Mode mode_ = Mode::kStart;
-  bool climbed_ = false;          // kUp: a step up was kept since the last start
   uint32_t skip_ = 0;             // samples still to drop after a change
   uint32_t held_ = 0;             // kHold: valid samples since the last probe
   uint32_t moved_ = 0;            // kHold: consecutive samples off by kMoved

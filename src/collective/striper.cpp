@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <utility>
 
+#include "util/log.hpp"
+
 namespace pccl::collective {
 
 Striper::~Striper() {
@@ -133,6 +135,8 @@ void Striper::sample(TimePoint now) {
   s.busy = s.seconds > 0 ? static_cast<double>(waited_us_) / 1e6 / s.seconds : 0;
   bool valid = baseline_;
   uint64_t srtt_sum = 0, srtt_n = 0;
+  uint32_t min_rtt = 0;
+  size_t carried = 0, warming = 0;  // active connections that carried data; of them, before their first loss
   const size_t n = active();
   acked_.resize(channels_.size(), 0);
   for (size_t i = 0; i < channels_.size(); ++i) {
@@ -150,9 +154,21 @@ void Striper::sample(TimePoint now) {
       srtt_sum += w.srtt_us;
       ++srtt_n;
     }
+    if (w.min_rtt_us > 0 && (min_rtt == 0 || w.min_rtt_us < min_rtt)) min_rtt = w.min_rtt_us;
+    if (i < n && w.bytes_acked > 0) {
+      ++carried;
+      warming += w.ssthresh >= net::kNoSsthresh ? 1 : 0;
+    }
   }
   s.srtt_us = srtt_n > 0 ? static_cast<uint32_t>(srtt_sum / srtt_n) : 0;
-  if (valid && tuner_->add(s) && on_tuned_) on_tuned_(active());
+  s.min_rtt_us = min_rtt;
+  s.warming = carried > 0 && warming == carried;  // the link's first slow start: no loss anywhere yet
+  if (valid) {
+    PCCL_LOG_TRACE("collective", "{}: sample over {:.0f} ms: busy {:.2f}, {:.2f} MB/s, srtt {} us, min rtt {} us, {} active{}",
+                   channels_.front()->name(), s.seconds * 1e3, s.busy, s.bytes / s.seconds / 1e6, s.srtt_us, s.min_rtt_us,
+                   active(), s.warming ? " (first slow start)" : "");
+    if (tuner_->add(s) && on_tuned_) on_tuned_(active());
+  }
   interval_us_ = ConnectionTuner::intervalUs(s.srtt_us);
   baseline_ = true;
   sample_start_ = now;

@@ -13,7 +13,7 @@ namespace {
 // struct tcp_info of <linux/tcp.h> is an append-only kernel ABI; glibc's copy stops early, so the
 // fields are read at their offsets.
 constexpr size_t kRto = 8, kSndMss = 16, kUnacked = 24, kLastDataSent = 44, kLastAckRecv = 56, kRtt = 68,
-                 kSndCwnd = 80, kBytesAcked = 120, kNotsent = 144, kMinRtt = 148;
+                 kSsthresh = 76, kSndCwnd = 80, kBytesAcked = 120, kNotsent = 144, kMinRtt = 148;
 
 uint32_t field(const uint8_t* info, socklen_t len, size_t at) {
   uint32_t v = 0;
@@ -46,6 +46,7 @@ bool readTcpWindow(int fd, TcpWindow* w) {
   const uint32_t min_rtt = field(info, len, kMinRtt);
   w->min_rtt_us = min_rtt == ~0u ? 0 : min_rtt;  // ~0: no sample yet
   w->srtt_us = field(info, len, kRtt);
+  w->ssthresh = field(info, len, kSsthresh);
   w->has_bytes_acked = kBytesAcked + sizeof w->bytes_acked <= static_cast<size_t>(len);
   if (w->has_bytes_acked) std::memcpy(&w->bytes_acked, info + kBytesAcked, sizeof w->bytes_acked);
   return true;

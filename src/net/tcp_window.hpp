@@ -22,9 +22,13 @@ struct TcpWindow {
   uint32_t notsent_bytes = 0;   // written, not yet sent
   uint32_t min_rtt_us = 0;      // the smallest round trip seen (Linux 4.10+); 0 when unknown
   uint32_t srtt_us = 0;         // the smoothed round trip; 0 when unknown
+  uint32_t ssthresh = 0;        // slow start threshold, segments; kNoSsthresh until the first loss
   uint64_t bytes_acked = 0;     // bytes the remote acknowledged over the connection's life (Linux 4.1+)
   bool has_bytes_acked = false; // the kernel says bytes_acked
 };
+
+// TcpWindow::ssthresh of a connection that has not lost a packet yet (Linux's TCP_INFINITE_SSTHRESH).
+inline constexpr uint32_t kNoSsthresh = 0x7fffffff;
 
 // kUnknownRoom when the kernel does not say (not a TCP socket, an old kernel).
 inline constexpr int64_t kUnknownRoom = INT64_MAX;
