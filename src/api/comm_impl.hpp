@@ -92,6 +92,15 @@ class Communicator::Impl : private peer::MasterSession::Io, private peer::Master
     });
     set.get_future().wait();
   }
+  // The successor link's tuner begins again at `start` connections (collective/connection_tuner.hpp).
+  void restartTuningForTest(uint32_t start) {
+    std::promise<void> done;
+    asio::post(io_, [this, &done, start] {
+      colls_->restartTuningForTest(start);
+      done.set_value();
+    });
+    done.get_future().wait();
+  }
   // Gives up every resumable ring connection of this peer, as a reset on the path would (the dialling
   // ends dial again). On the io thread (from a ring-control hook); returns how many. Tests only.
   size_t breakRingOnIoForTest(const Status& why);

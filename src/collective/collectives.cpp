@@ -102,6 +102,12 @@ void Collectives::tune(Striper& striper, const std::string& peer_id, bool succes
   if (successor && tune_hook_) tune_hook_(striper.active(), false);
 }
 
+void Collectives::restartTuningForTest(uint32_t start) {
+  if (!tuning_ || striper_ == nullptr || successor_.size() <= 1) return;
+  tuners_[successor_id_] = std::make_shared<ConnectionTuner>(static_cast<uint32_t>(successor_.size()), start);
+  tune(*striper_, successor_id_, true);
+}
+
 void Collectives::tuneForStriping(const Channels& channels) {
   if (channels.size() <= 1) return;
   // Striped over several connections: the kernel keeps little unsent per connection, so segments

@@ -153,6 +153,8 @@ class Collectives : public net::DataSink {
     tuning_ = on;
     tune_hook_ = std::move(hook);
   }
+  // Tests: the successor link's tuner begins again at `start` connections.
+  void restartTuningForTest(uint32_t start);
   // The installed ring can carry data (none installed and alone: trivially).
   bool ringUsable() const { return ring_broken_.isOk() && (world_ <= 1 || !successor_.empty()); }
   size_t active() const { return ops_.size(); }
