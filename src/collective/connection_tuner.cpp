@@ -11,11 +11,8 @@ constexpr double kOutage = 0.3;
 constexpr uint32_t kOutageSamples = 3;
 // A single sample decides a probe when it is this clear; otherwise kSamples are taken.
 constexpr double kClearlyUp = 1.5, kClearlyDown = 0.67;
-// A step up that carried less than this share is a sign that fewer may carry more.
-constexpr double kUpLoss = 0.95;
-constexpr uint32_t kSamples = 3;
-// The round trip must move this much (either way) to start over: queueing alone moves it less.
-constexpr double kRttMoved = 0.5;
+// The path's least round trip falling below this share of what it was: a shorter path.
+constexpr double kRttFell = 0.7;
 // Consecutive samples that must have moved.
 constexpr uint32_t kMovedSamples = 3;
 
@@ -34,8 +31,7 @@ bool off(double now, double ref, double by) { return ref > 0 && std::fabs(now / 
 
 ConnectionTuner::ConnectionTuner(uint32_t pool, uint32_t start) {
   ladder_ = ladderFor(std::max(pool, 1u));
-  sum_.assign(ladder_.size(), 0.0);
-  count_.assign(ladder_.size(), 0);
+  startOver();
   while (at_ + 1 < ladder_.size() && ladder_[at_ + 1] <= start) ++at_;
 }
 
@@ -55,12 +51,15 @@ void ConnectionTuner::setPool(uint32_t pool) {
 
 void ConnectionTuner::startOver() {
   sum_.assign(ladder_.size(), 0.0);
+  qsum_.assign(ladder_.size(), 0.0);
   count_.assign(ladder_.size(), 0);
   mode_ = Mode::kStart;
   held_ = 0;
   moved_ = 0;
-  srtt_ref_ = 0;
+  rtt_ref_ = 0;
   outage_ = 0;
+  window_q_ = 0;
+  window_n_ = 0;
 }
 
 double ConnectionTuner::rate(size_t at) const { return count_[at] == 0 ? 0.0 : sum_[at] / count_[at]; }
@@ -70,6 +69,7 @@ void ConnectionTuner::moveTo(size_t at, Mode mode) {
     ++changes_;
     if (mode != Mode::kHold) {  // a probe measures afresh
       sum_[at] = 0;
+      qsum_[at] = 0;
       count_[at] = 0;
     }
   }
@@ -78,7 +78,16 @@ void ConnectionTuner::moveTo(size_t at, Mode mode) {
   skip_ = 1;
   held_ = 0;
   moved_ = 0;
-  srtt_ref_ = 0;
+  rtt_ref_ = 0;
+  window_q_ = 0;
+  window_n_ = 0;
+}
+
+ConnectionTuner::Queue ConnectionTuner::queueOf(double q_us, uint32_t min_rtt_us) {
+  if (min_rtt_us == 0) return Queue::kSome;  // unknown: neither way
+  if (q_us <= std::max<double>(kSpareFloorUs, min_rtt_us * kSpareShare)) return Queue::kSpare;
+  if (q_us >= std::max<double>(kFullFloorUs, min_rtt_us * kFullShare)) return Queue::kFull;
+  return Queue::kSome;
 }
 
 bool ConnectionTuner::add(const TunerSample& s) {
@@ -99,19 +108,28 @@ bool ConnectionTuner::add(const TunerSample& s) {
     outage_ = 0;
   }
   if (mode_ == Mode::kHold) {
-    if (srtt_ref_ == 0) srtt_ref_ = s.srtt_us;
-    const bool moved = off(r, rate(at_), kMoved) || (s.srtt_us > 0 && off(s.srtt_us, srtt_ref_, kRttMoved));
+    // The round trip's floor can only fall (the kernel keeps its least for minutes): a shorter path.
+    if (rtt_ref_ == 0) rtt_ref_ = s.min_rtt_us;
+    const bool moved = off(r, rate(at_), kMoved) || (s.min_rtt_us > 0 && s.min_rtt_us < kRttFell * rtt_ref_);
     moved_ = moved ? moved_ + 1 : 0;
     if (moved_ >= kMovedSamples) startOver();
   }
+  const double q = s.srtt_us > s.min_rtt_us ? s.srtt_us - s.min_rtt_us : 0;
+  min_rtt_ = s.min_rtt_us;
   sum_[at_] += r;
+  qsum_[at_] += q;
   ++count_[at_];
+  window_q_ += q;
+  ++window_n_;
   return decide();
 }
 
 bool ConnectionTuner::decide() {
   const size_t was = at_;
   const bool top = at_ + 1 >= ladder_.size();
+  // The rung's queue over its samples: room on the path, or a standing queue at its bottleneck.
+  const Queue queue = queueOf(count_[at_] ? qsum_[at_] / count_[at_] : 0, min_rtt_);
+  const bool full = queue == Queue::kFull;
   // Enough samples at this rung to judge it against `ref`: kSamples, or one that leaves no doubt.
   auto judged = [this](double ref) {
     const double ratio = rate(at_) / ref;
@@ -121,9 +139,9 @@ bool ConnectionTuner::decide() {
     case Mode::kStart:
       if (count_[at_] < kSamples) return false;
       from_ = at_;
-      if (!top) {
+      if (!full && !top) {
         moveTo(at_ + 1, Mode::kUp);
-      } else if (at_ > 0) {
+      } else if (full && at_ > 0) {
         moveTo(at_ - 1, Mode::kDown);
       } else {
         moveTo(at_, Mode::kHold);
@@ -132,18 +150,13 @@ bool ConnectionTuner::decide() {
     case Mode::kUp: {
       const double ref = rate(from_);
       if (!judged(ref)) return false;
-      const double ratio = rate(at_) / ref;
-      if (ratio >= kUpGain && !top) {
+      if (rate(at_) < kUpGain * ref) {
+        moveTo(from_, Mode::kHold);  // more did not pay
+      } else if (!full && !top) {
         from_ = at_;
-        moveTo(at_ + 1, Mode::kUp);  // it paid: one more step
-      } else if (ratio >= kUpGain) {
-        moveTo(at_, Mode::kHold);
-      } else if (ratio < kUpLoss && from_ > 0 && count_[from_ - 1] == 0) {
-        const size_t back = from_;  // more carried clearly less: perhaps fewer carry more
-        moveTo(back - 1, Mode::kDown);
-        from_ = back;
+        moveTo(at_ + 1, Mode::kUp);  // it paid, and the path still has room
       } else {
-        moveTo(from_, Mode::kHold);
+        moveTo(at_, Mode::kHold);
       }
       break;
     }
@@ -154,23 +167,33 @@ bool ConnectionTuner::decide() {
       if (!judged(above)) return false;
       if (rate(at_) < kDownKeep * above) {
         moveTo(from_, Mode::kHold);  // fewer carried less
-      } else if (at_ > 0) {
+      } else if (full && at_ > 0) {
         from_ = at_;
-        moveTo(at_ - 1, Mode::kDown);
+        moveTo(at_ - 1, Mode::kDown);  // as much with fewer, and still a standing queue
       } else {
         moveTo(at_, Mode::kHold);
       }
       break;
     }
-    case Mode::kHold:
-      // Now and then one step up again: the path may have more room than when we last tried.
-      if (++held_ >= kProbeEvery && !top) {
+    case Mode::kHold: {
+      ++held_;
+      if (window_n_ < kSamples) break;
+      // Every kSamples: the queue over them says which way to look, if that way was not tried lately.
+      const Queue recent = queueOf(window_q_ / window_n_, min_rtt_);
+      window_q_ = 0;
+      window_n_ = 0;
+      const bool due = held_ >= kProbeEvery;
+      if (recent != Queue::kFull && !top && (count_[at_ + 1] == 0 || due)) {
         from_ = at_;
         moveTo(at_ + 1, Mode::kUp);
-      } else if (held_ >= kProbeEvery) {
+      } else if (recent == Queue::kFull && at_ > 0 && (count_[at_ - 1] == 0 || due)) {
+        from_ = at_;
+        moveTo(at_ - 1, Mode::kDown);
+      } else if (due) {
         held_ = 0;
       }
       break;
+    }
   }
   return at_ != was;
 }

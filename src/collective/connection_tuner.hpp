@@ -5,11 +5,12 @@
 // Only samples in which the link was the bottleneck say anything about its connections; the others are
 // dropped, and so are samples while a connection is still in its first slow start (no loss seen yet:
 // its rate then says nothing of the path's loss). The tuner walks a ladder of counts (1, 2, 4, 8, 16,
-// 32, ... up to the pool), each rung judged on the mean of a few samples: up while a step up carries
-// more; down when the first step up carried clearly less and fewer carry as much; then it holds,
-// probing one step up now and then, and starts over from where it is when the rate or the round trip
-// moves (a reroute, a path that got better or worse). A sample after a change is dropped: the new
-// connections' windows are still opening.
+// 32, ... up to the pool), each rung judged on the mean of a few samples, and the bottleneck's queue
+// (the round trip above the path's least) says which way to look: up while the path shows no standing
+// queue and each step up carries more; down while a standing queue shows and fewer carry as much; then it
+// holds, looking again every few samples, and starts over from where it is when the rate moves or
+// the path gets shorter (a reroute, a path that got better or worse). A sample after a change is
+// dropped: the new connections' windows are still opening.
 // Thread: whoever owns it (the communicator's io thread).
 #ifndef PCCL_COLLECTIVE_CONNECTION_TUNER_HPP_
 #define PCCL_COLLECTIVE_CONNECTION_TUNER_HPP_
@@ -35,6 +36,8 @@ class ConnectionTuner {
   static constexpr double kBusyEnough = 0.8;
   // A step up must carry this much more to be kept; a step down this share of it.
   static constexpr double kUpGain = 1.02;
+  // The samples a rung is judged on (fewer when one leaves no doubt).
+  static constexpr uint32_t kSamples = 3;
   static constexpr double kDownKeep = 0.97;
   // While holding: a rate this far off (either way) for three samples starts over.
   static constexpr double kMoved = 0.35;
@@ -56,6 +59,13 @@ class ConnectionTuner {
 
  private:
   enum class Mode { kStart, kUp, kDown, kHold };
+  // The bottleneck's queue, from the round trip above the path's least (its queueing delay): none to
+  // speak of, some (the connections' windows saw through it: they, not the path, limit the rate), or a
+  // standing one (the path is full). Only a standing queue stops the climb and looks below.
+  enum class Queue { kSpare, kSome, kFull };
+  static constexpr double kSpareFloorUs = 2000, kSpareShare = 0.08;
+  static constexpr double kFullFloorUs = 4000, kFullShare = 0.2;
+  static Queue queueOf(double q_us, uint32_t min_rtt_us);
   void moveTo(size_t at, Mode mode);
   void startOver();
   bool decide();
@@ -63,6 +73,7 @@ class ConnectionTuner {
 
   std::vector<uint32_t> ladder_;
   std::vector<double> sum_;       // per rung: the samples' rates added up
+  std::vector<double> qsum_;      // per rung: their queueing delays (µs) added up
   std::vector<uint32_t> count_;   // per rung: how many
   size_t at_ = 0;
   size_t from_ = 0;               // kUp/kDown: the rung we probe against
@@ -70,7 +81,10 @@ class ConnectionTuner {
   uint32_t skip_ = 0;             // samples still to drop after a change
   uint32_t held_ = 0;             // kHold: valid samples since the last probe
   uint32_t moved_ = 0;            // kHold: consecutive samples off by kMoved
-  uint32_t srtt_ref_ = 0;         // kHold: the round trip when the hold began
+  uint32_t rtt_ref_ = 0;          // kHold: the path's least round trip when the hold began
+  uint32_t min_rtt_ = 0;          // the last sample's
+  double window_q_ = 0;           // kHold: queueing delays since the last look
+  uint32_t window_n_ = 0;
   uint32_t outage_ = 0;           // consecutive samples far below anything measured
   uint64_t changes_ = 0;
 };
