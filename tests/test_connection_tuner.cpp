@@ -117,9 +117,10 @@ TEST_CASE("tuner: a path where more connections overflow the queue stays at the 
   ConnectionTuner t(32, 4);
   Jitter j(0.02);
   const Path p = queueLimited();
-  run(t, p, 60, j);
-  CHECK(shareOfBest(p, t) >= 0.95);
-  CHECK(t.active() <= 6);
+  run(t, p, 30, j);
+  // Mostly at 4, the best; a probe now and then to 2 (13 % less).
+  CHECK(meanShare(t, p, 300, j) >= 0.95);
+  CHECK(t.active() <= 8);
 }
 
 TEST_CASE("tuner: where more connections carry less, it goes down to one", "[tuner]") {
