@@ -16,6 +16,8 @@ using wire::shortId;
 
 namespace {
 constexpr const char* kLog = "master";
+// Between two dials of a held member's ring port whose connection was dropped unanswered.
+constexpr Millis kHeldRedial{100};
 }  // namespace
 
 bool MasterServer::holdPeer(const Session& s, const Status& reason) {
@@ -34,24 +36,41 @@ bool MasterServer::holdPeer(const Session& s, const Status& reason) {
   return true;
 }
 
-// One dial of the member's ring port, authenticated like a ring connection and dropped at once (the
-// peer takes it for a ring connection that said no hello). Refused: the process is gone. Anything else
-// (accepted, no answer on a dark path) leaves the hold to its deadline.
-void MasterServer::checkHeldAlive(const wire::Uuid& id, uint64_t gen, const net::HostPort& at) {
+// A dial of the member's ring port, authenticated like a ring connection and dropped at once (the
+// peer takes it for a ring connection that said no hello). Refused: the process is gone. A handshake
+// that completes: it lives, and the hold runs to its deadline. A connection taken but dropped before
+// the handshake ends is what a dying process's listener does in the moment before the kernel closes
+// it: dial again shortly (a few times), and the next dial is refused. A dial that times out (a dark
+// path) leaves the hold to its deadline.
+void MasterServer::checkHeldAlive(const wire::Uuid& id, uint64_t gen, const net::HostPort& at, uint32_t attempts_left) {
   const Millis timeout(config_.handshake_timeout_ms);
   net::ClientHandshake hs{wire::Role::kPeerToPeer, key_, timeout, "held peer " + shortId(id)};
-  net::asyncConnect(io_, at, timeout, [this, id, gen, hs](net::Connected c) {
+  net::asyncConnect(io_, at, timeout, [this, id, gen, at, hs, attempts_left, timeout](net::Connected c) {
     if (stopping_) return;
-    if (c.ec != asio::error::connection_refused) {
-      if (!c.ec) net::asyncClientHandshake(std::move(c.socket), hs, [](Result<net::Link>) {});
+    auto held = [this, id, gen] {
+      auto it = held_.find(id);
+      return it != held_.end() && it->second.gen == gen;
+    };
+    if (c.ec == asio::error::connection_refused) {
+      if (!held()) return;
+      auto it = held_.find(id);
+      const std::string detail = fmt::format("{}; its ring port refuses connections: the peer is gone", it->second.why);
+      held_.erase(it);
+      removePeer(id, wire::LeaveReason::kConnectionLost, detail);
+      publishStats();
       return;
     }
-    auto it = held_.find(id);
-    if (it == held_.end() || it->second.gen != gen) return;
-    const std::string detail = fmt::format("{}; its ring port refuses connections: the peer is gone", it->second.why);
-    held_.erase(it);
-    removePeer(id, wire::LeaveReason::kConnectionLost, detail);
-    publishStats();
+    if (c.ec) return;  // no answer: the deadline decides
+    const TimePoint started = Clock::now();
+    net::asyncClientHandshake(std::move(c.socket), hs,
+                              [this, id, gen, at, attempts_left, started, timeout, held](Result<net::Link> r) {
+      if (stopping_ || r.isOk() || attempts_left <= 1 || !held()) return;
+      if (Clock::now() - started >= timeout) return;  // the handshake timed out: a dark path, not a dying process
+      auto timer = std::make_shared<asio::steady_timer>(io_, kHeldRedial);
+      timer->async_wait([this, timer, id, gen, at, attempts_left](const asio::error_code& ec) {
+        if (!ec && !stopping_) checkHeldAlive(id, gen, at, attempts_left - 1);
+      });
+    });
   });
 }
 

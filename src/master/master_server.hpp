@@ -73,7 +73,7 @@ class MasterServer {
   // said it comes back keeps its place for the silence limit, unless its ring port refuses connections
   // (the process is gone). False: not held (remove it).
   bool holdPeer(const Session& s, const Status& reason);
-  void checkHeldAlive(const wire::Uuid& id, uint64_t gen, const net::HostPort& at);
+  void checkHeldAlive(const wire::Uuid& id, uint64_t gen, const net::HostPort& at, uint32_t attempts_left = 4);
   void backFromHold(const wire::Uuid& id);  // it came back on a new connection
   void expireHolds(TimePoint now);          // from tick(): those past their deadline are removed
   void releaseLater(std::unique_ptr<Session> s);
