@@ -16,10 +16,12 @@
 
 #include "collective/connection_tuner.hpp"
 #include "collective/striper.hpp"
+#include "io_support.hpp"
 #include "net/data_channel.hpp"
 
 using pccl::collective::ConnectionTuner;
 using pccl::collective::TunerSample;
+using pccl::test::onIo;
 
 namespace {
 
@@ -238,16 +240,6 @@ struct Ignore : pccl::net::DataSink {
   }
   void channelClosed(pccl::net::DataChannel&, const pccl::Status&) override {}
 };
-
-template <typename F>
-void onIo(asio::io_context& io, F fn) {
-  std::promise<void> done;
-  asio::post(io, [&] {
-    fn();
-    done.set_value();
-  });
-  done.get_future().wait();
-}
 
 // K loopback connections, a striper over their sending ends, and a counter behind their receiving ends.
 struct Links {

@@ -14,8 +14,10 @@
 #include "net/aead.hpp"
 #include "net/data_channel.hpp"
 #include "net/resend_log.hpp"
+#include "io_support.hpp"
 
 using namespace pccl;
+using pccl::test::onIo;
 
 namespace {
 
@@ -139,16 +141,6 @@ std::pair<net::Link, net::Link> connectedPair(asio::io_context& io, bool sealed,
     lb.crypto.recv = std::make_unique<net::AeadStream>(net::Cipher::kChaCha20Poly1305, k1);
   }
   return {std::move(la), std::move(lb)};
-}
-
-template <typename F>
-void onIo(asio::io_context& io, F fn) {
-  std::promise<void> done;
-  asio::post(io, [&] {
-    fn();
-    done.set_value();
-  });
-  done.get_future().wait();
 }
 
 struct Pair {

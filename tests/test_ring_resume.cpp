@@ -26,22 +26,6 @@ CommConfig resumeConfig(bool encrypt = false) {
   return c;
 }
 
-// Rank r's input: r + 1 + i % 7 (small integers: float sums are exact).
-std::vector<float> inputOf(size_t rank, size_t count) {
-  std::vector<float> v(count);
-  for (size_t i = 0; i < count; ++i) v[i] = static_cast<float>(rank + 1 + i % 7);
-  return v;
-}
-
-bool exactSum(const std::vector<float>& out, size_t world) {
-  for (size_t i = 0; i < out.size(); ++i) {
-    float want = 0;
-    for (size_t r = 0; r < world; ++r) want += static_cast<float>(r + 1 + i % 7);
-    if (out[i] != want) return false;
-  }
-  return true;
-}
-
 }  // namespace
 
 TEST_CASE("ring resume: connections given up under running all-reduces are replaced and no operation fails",
@@ -73,14 +57,14 @@ TEST_CASE("ring resume: connections given up under running all-reduces are repla
   c.onEach([&](size_t rank) {
     for (size_t op = 0; op < kOps; ++op) {
       const size_t count = op % 2 == 0 ? kLarge : kSmall;  // the ring, and the gather
-      const std::vector<float> in = inputOf(rank, count);
+      const std::vector<float> in = smallIntInput(rank, count);
       std::vector<float> out(count, -1.0f);
       auto r = c.peers[rank]->allReduce(in.data(), out.data(), count, DataType::kFloat32, RedOp::kSum);
       if (!r.isOk()) {
         failed[rank] = r.status();
         break;
       }
-      if (!exactSum(out, kWorld)) ++wrong[rank];
+      if (!exactSmallIntSum(out, kWorld)) ++wrong[rank];
     }
   });
   for (auto& p : c.peers) detail::CommAccess::impl(*p).setRingCtlHookForTest(nullptr);
@@ -118,10 +102,10 @@ TEST_CASE("ring resume: the ring's connections reset as a peer sends its prepare
   std::vector<Status> st(kWorld);
   std::vector<uint8_t> exact(kWorld, 0);  // not vector<bool>: each thread writes its own element
   c.onEach([&](size_t rank) {
-    const std::vector<float> in = inputOf(rank, kCount);
+    const std::vector<float> in = smallIntInput(rank, kCount);
     std::vector<float> out(kCount, -1.0f);
     st[rank] = c.peers[rank]->allReduce(in.data(), out.data(), kCount, DataType::kFloat32, RedOp::kSum).status();
-    exact[rank] = exactSum(out, kWorld);
+    exact[rank] = exactSmallIntSum(out, kWorld);
   });
   impl.setRingCtlHookForTest(nullptr);
   CHECK(broken.load() == 4);  // K = 2 each way

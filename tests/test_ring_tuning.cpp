@@ -26,21 +26,6 @@ CommConfig tunedConfig() {
   return c;
 }
 
-std::vector<float> inputOf(size_t rank, size_t count) {
-  std::vector<float> v(count);
-  for (size_t i = 0; i < count; ++i) v[i] = static_cast<float>(rank + 1 + i % 5);
-  return v;
-}
-
-bool exactSum(const std::vector<float>& out, size_t world) {
-  for (size_t i = 0; i < out.size(); ++i) {
-    float want = 0;
-    for (size_t r = 0; r < world; ++r) want += static_cast<float>(r + 1 + i % 5);
-    if (out[i] != want) return false;
-  }
-  return true;
-}
-
 // Every peer runs `ops` all-reduces (large and small in turn); returns the failures and wrong results.
 std::pair<size_t, size_t> runOps(LocalCluster& c, size_t ops) {
   const size_t world = c.peers.size();
@@ -48,14 +33,14 @@ std::pair<size_t, size_t> runOps(LocalCluster& c, size_t ops) {
   c.onEach([&](size_t rank) {
     for (size_t op = 0; op < ops; ++op) {
       const size_t count = op % 2 == 0 ? (1 << 19) : 777;
-      const std::vector<float> in = inputOf(rank, count);
+      const std::vector<float> in = smallIntInput(rank, count, 5);
       std::vector<float> out(count, -1.0f);
       auto r = c.peers[rank]->allReduce(in.data(), out.data(), count, DataType::kFloat32, RedOp::kSum);
       if (!r.isOk()) {
         failed[rank] = 1;
         return;
       }
-      if (!exactSum(out, world)) wrong[rank] = 1;
+      if (!exactSmallIntSum(out, world, 5)) wrong[rank] = 1;
     }
   });
   size_t f = 0, w = 0;

@@ -139,6 +139,23 @@ inline std::vector<float> randomFloats(size_t seed, size_t count) {
   return v;
 }
 
+// Rank r's input of small integers, r + 1 + i % period: float sums of a few ranks are exact.
+inline std::vector<float> smallIntInput(size_t rank, size_t count, size_t period = 7) {
+  std::vector<float> v(count);
+  for (size_t i = 0; i < count; ++i) v[i] = static_cast<float>(rank + 1 + i % period);
+  return v;
+}
+
+// Whether `out` is the exact sum over `world` ranks of smallIntInput(rank, out.size(), period).
+inline bool exactSmallIntSum(const std::vector<float>& out, size_t world, size_t period = 7) {
+  for (size_t i = 0; i < out.size(); ++i) {
+    float want = 0;
+    for (size_t r = 0; r < world; ++r) want += static_cast<float>(r + 1 + i % period);
+    if (out[i] != want) return false;
+  }
+  return true;
+}
+
 inline double secondsSince(std::chrono::steady_clock::time_point t) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t).count();
 }

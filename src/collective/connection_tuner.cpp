@@ -54,10 +54,14 @@ void ConnectionTuner::startOver() {
   qsum_.assign(ladder_.size(), 0.0);
   count_.assign(ladder_.size(), 0);
   mode_ = Mode::kStart;
+  outage_ = 0;
+  resetHold();
+}
+
+void ConnectionTuner::resetHold() {
   held_ = 0;
   moved_ = 0;
   rtt_ref_ = 0;
-  outage_ = 0;
   window_q_ = 0;
   window_n_ = 0;
 }
@@ -76,11 +80,7 @@ void ConnectionTuner::moveTo(size_t at, Mode mode) {
   at_ = at;
   mode_ = mode;
   skip_ = 1;
-  held_ = 0;
-  moved_ = 0;
-  rtt_ref_ = 0;
-  window_q_ = 0;
-  window_n_ = 0;
+  resetHold();
 }
 
 ConnectionTuner::Queue ConnectionTuner::queueOf(double q_us, uint32_t min_rtt_us) {

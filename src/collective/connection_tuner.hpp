@@ -68,6 +68,7 @@ class ConnectionTuner {
   static Queue queueOf(double q_us, uint32_t min_rtt_us);
   void moveTo(size_t at, Mode mode);
   void startOver();
+  void resetHold();  // what a hold watches: from nothing again
   bool decide();
   double rate(size_t at) const;  // mean bytes/s at rung `at` since it was last cleared; 0: none
 
