@@ -91,10 +91,13 @@ TEST_CASE("ring resume: the ring's connections reset as a peer sends its prepare
   REQUIRE(c.peers.size() == kWorld);
   auto& impl = detail::CommAccess::impl(*c.peers[1]);
   std::atomic<size_t> broken{0};
-  // Peer 1 breaks its connections (both directions) just before its first prepared message goes out:
-  // the message waits for the new connection, and the commit round ends on it.
+  // Peer 1 breaks its connections (both directions) just before its first message of the commit round
+  // goes out — a prepared streak, or the commit itself when its neighbours' streaks reached it first
+  // (which of the two depends on timing): the message waits for the new connection, and the commit
+  // round ends on it.
   impl.setRingCtlHookForTest([&impl, &broken](uint64_t, uint8_t kind) {
-    if (kind == wire::RingCtl::kPrepared && broken.load() == 0) {
+    const bool commit_round = kind == wire::RingCtl::kPrepared || kind == wire::RingCtl::kCommit;
+    if (commit_round && broken.load() == 0) {
       broken = impl.breakRingOnIoForTest(Status::peerLost("reset during the commit round"));
     }
     return true;
@@ -114,5 +117,7 @@ TEST_CASE("ring resume: the ring's connections reset as a peer sends its prepare
     CHECK(st[rank].isOk());
     CHECK(exact[rank]);
   }
-  CHECK(c.peers[1]->stats().ring_reconnects >= 4);
+  // The connection that carried its message each way had resumed by then; the other two resume when
+  // their dialler gets to them, which may be after the operation ended.
+  CHECK(c.peers[1]->stats().ring_reconnects >= 2);
 }
