@@ -83,11 +83,8 @@ void ConnectionTuner::moveTo(size_t at, Mode mode) {
   resetHold();
 }
 
-ConnectionTuner::Queue ConnectionTuner::queueOf(double q_us, uint32_t min_rtt_us) {
-  if (min_rtt_us == 0) return Queue::kSome;  // unknown: neither way
-  if (q_us <= std::max<double>(kSpareFloorUs, min_rtt_us * kSpareShare)) return Queue::kSpare;
-  if (q_us >= std::max<double>(kFullFloorUs, min_rtt_us * kFullShare)) return Queue::kFull;
-  return Queue::kSome;
+bool ConnectionTuner::standingQueue(double q_us, uint32_t min_rtt_us) {
+  return min_rtt_us != 0 && q_us >= std::max<double>(kFullFloorUs, min_rtt_us * kFullShare);
 }
 
 bool ConnectionTuner::add(const TunerSample& s) {
@@ -128,8 +125,7 @@ bool ConnectionTuner::decide() {
   const size_t was = at_;
   const bool top = at_ + 1 >= ladder_.size();
   // The rung's queue over its samples: room on the path, or a standing queue at its bottleneck.
-  const Queue queue = queueOf(count_[at_] ? qsum_[at_] / count_[at_] : 0, min_rtt_);
-  const bool full = queue == Queue::kFull;
+  const bool full = standingQueue(count_[at_] ? qsum_[at_] / count_[at_] : 0, min_rtt_);
   // Enough samples at this rung to judge it against `ref`: kSamples, or one that leaves no doubt.
   auto judged = [this](double ref) {
     const double ratio = rate(at_) / ref;
@@ -179,14 +175,14 @@ bool ConnectionTuner::decide() {
       ++held_;
       if (window_n_ < kSamples) break;
       // Every kSamples: the queue over them says which way to look, if that way was not tried lately.
-      const Queue recent = queueOf(window_q_ / window_n_, min_rtt_);
+      const bool recent_full = standingQueue(window_q_ / window_n_, min_rtt_);
       window_q_ = 0;
       window_n_ = 0;
       const bool due = held_ >= kProbeEvery;
-      if (recent != Queue::kFull && !top && (count_[at_ + 1] == 0 || due)) {
+      if (!recent_full && !top && (count_[at_ + 1] == 0 || due)) {
         from_ = at_;
         moveTo(at_ + 1, Mode::kUp);
-      } else if (recent == Queue::kFull && at_ > 0 && (count_[at_ - 1] == 0 || due)) {
+      } else if (recent_full && at_ > 0 && (count_[at_ - 1] == 0 || due)) {
         from_ = at_;
         moveTo(at_ - 1, Mode::kDown);
       } else if (due) {

@@ -59,13 +59,11 @@ class ConnectionTuner {
 
  private:
   enum class Mode { kStart, kUp, kDown, kHold };
-  // The bottleneck's queue, from the round trip above the path's least (its queueing delay): none to
-  // speak of, some (the connections' windows saw through it: they, not the path, limit the rate), or a
-  // standing one (the path is full). Only a standing queue stops the climb and looks below.
-  enum class Queue { kSpare, kSome, kFull };
-  static constexpr double kSpareFloorUs = 2000, kSpareShare = 0.08;
+  // Whether the bottleneck keeps a standing queue (the path is full): the queueing delay — the round
+  // trip above the path's least — at least kFullShare of that least and kFullFloorUs. Shorter queues
+  // are the ones loss-limited windows saw through: the connections, not the path, limit the rate.
   static constexpr double kFullFloorUs = 4000, kFullShare = 0.2;
-  static Queue queueOf(double q_us, uint32_t min_rtt_us);
+  static bool standingQueue(double q_us, uint32_t min_rtt_us);
   void moveTo(size_t at, Mode mode);
   void startOver();
   void resetHold();  // what a hold watches: from nothing again
