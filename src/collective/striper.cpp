@@ -112,10 +112,6 @@ void Striper::failAll(const Status& why) {
   for (auto& f : taken) f.done(why);
 }
 
-}  // namespace pccl::collective
-
-namespace pccl::collective {
-
 void Striper::account() {
   if (!tuned()) return;
   const TimePoint now = Clock::now();
