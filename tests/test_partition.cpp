@@ -5,6 +5,7 @@
 #include <set>
 #include <vector>
 
+#include "collective/gather_allreduce.hpp"
 #include "collective/partition.hpp"
 
 using namespace pccl::collective;
@@ -65,6 +66,24 @@ TEST_CASE("partition: the WAN level of a two-level call cuts small chunks into 8
   // A maximum below the floor wins, as on the ring.
   CHECK(segmentElems(1000, 3, 4, 4096, kWanSegmentFloorBytes) == 1024);
   CHECK(kWanSegmentFloorBytes < kSegmentFloorBytes);
+}
+
+TEST_CASE("partition: a gather across hosts cuts its input into 8 KiB segments, on one host 64 KiB") {
+  RingOpSpec spec;
+  spec.dtype = pccl::codec::DType::kFloat32;
+  spec.desc.segment_bytes = 1 << 20;
+  spec.count = (64 << 10) / 4;  // a 64 KiB input
+  CHECK(gatherSegmentFloor(false) == kWanSegmentFloorBytes);
+  CHECK(gatherSegmentFloor(true) == kSegmentFloorBytes);
+  // Across hosts: 8 frames that each fit a restarted congestion window (10 segments of an MSS).
+  CHECK(segmentCount(spec.count, gatherSegmentElems(spec, gatherSegmentFloor(false))) == 8);
+  CHECK(segmentCount(spec.count, gatherSegmentElems(spec, gatherSegmentFloor(true))) == 1);
+  // 16 segments of an input where that is above the floor; the maximum caps them.
+  spec.count = (1 << 20) / 4;
+  CHECK(gatherSegmentElems(spec, gatherSegmentFloor(false)) == (64 << 10) / 4);
+  spec.count = 100;
+  CHECK(gatherSegmentElems(spec, gatherSegmentFloor(false)) == (8 << 10) / 4);  // one segment of 400 bytes
+  CHECK(segmentCount(spec.count, gatherSegmentElems(spec, gatherSegmentFloor(false))) == 1);
 }
 
 // The examples docs/protocol.md §5.4 gives for its rule: an implementation written from the spec

@@ -39,7 +39,9 @@ class RingAllReduce : public Schedule {
 class GatherAllReduce : public Schedule {
  public:
   GatherAllReduce(Ports& ports, const CallSpec& c) : ports_(ports) {
-    const size_t seg = collective::segmentElems(c.count, 1, c.elem_bytes, c.segment_bytes);
+    // The members are on different hosts: the gather's floor across hosts (gatherSegmentFloor).
+    const size_t seg = collective::segmentElems(c.count, 1, c.elem_bytes, c.segment_bytes,
+                                                collective::kWanSegmentFloorBytes);
     for (uint32_t r = 0; r < c.world; ++r) {
       parts_.emplace_back(c.world, r, r, (r + 1) % c.world, (r + c.world - 1) % c.world, c.count, seg, c.elem_bytes, 0);
     }

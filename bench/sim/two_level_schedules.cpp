@@ -193,6 +193,9 @@ class TwoLevelGather : public Schedule {
  public:
   TwoLevelGather(Ports& ports, const CallSpec& c) : ports_(ports), members_(c.world) {
     const size_t seg = collective::segmentElems(c.count, 1, c.elem_bytes, c.segment_bytes);
+    // The leaders' gather crosses the WAN: its finer floor (TwoLevelGather in the library).
+    const size_t wan_seg = collective::segmentElems(c.count, 1, c.elem_bytes, c.segment_bytes,
+                                                    collective::kWanSegmentFloorBytes);
     std::map<uint32_t, std::shared_ptr<const RingCut>> bcast;  // per region size
     for (uint32_t r = 0; r < c.world; ++r) {
       Member& m = members_[r];
@@ -207,8 +210,8 @@ class TwoLevelGather : public Schedule {
                                  wire::kEagerBytes));
       }
       if (plan.leader && plan.regions > 1) {
-        m.across.emplace(GatherPart(plan.regions, plan.region, r, plan.leader_succ, plan.leader_pred, c.count, seg,
-                                    c.elem_bytes, kAcross << kPartShift));
+        m.across.emplace(GatherPart(plan.regions, plan.region, r, plan.leader_succ, plan.leader_pred, c.count,
+                                    wan_seg, c.elem_bytes, kAcross << kPartShift));
       }
     }
   }

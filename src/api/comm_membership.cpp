@@ -334,6 +334,7 @@ Status Communicator::Impl::onReady(const wire::TopologyReady& m) {
   const std::string succ = n > 0 ? wire::shortId(group[(self + 1) % n]->id) : "?";
   colls_->setSelf(wire::shortId(id_));
   colls_->setRegions(collective::regionLayout(regions));
+  colls_->setOneHost(one_host);
   colls_->setRing(building_.epoch, building_.group_rank, building_.group_world_size, ring_pool_->outbound(),
                   ring_pool_->inbound(), pred, succ, gatherLimit(config_, one_host));
   if (building_two_level_) {

@@ -314,7 +314,7 @@ Status Collectives::startRing(Op& op) {
 
 Status Collectives::startGather(Op& op, RingOpSpec spec) {
   const ReduceRequest& r = op.req;
-  spec.segment_elems = gatherSegmentElems(spec);
+  spec.segment_elems = gatherSegmentElems(spec, gatherSegmentFloor(one_host_));
   if (r.device != nullptr) {
     // Small by construction: the input comes to host memory, the result goes back in ringFinished.
     const size_t bytes = r.count * codec::dtypeSize(r.dtype);

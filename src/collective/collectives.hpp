@@ -117,6 +117,9 @@ class Collectives : public net::DataSink {
   // The regions of the installed ring's members (region_layout.hpp), by group rank: set with each ring,
   // from its TopologyUpdate, so every peer of the ring holds the same layout.
   void setRegions(RegionLayout layout) { regions_ = std::move(layout); }
+  // Whether every member of the installed ring is on one host (set with each ring, like the regions):
+  // a gather's segments are cut finer across hosts (gatherSegmentFloor). Default: one host.
+  void setOneHost(bool one_host) { one_host_ = one_host; }
   const RegionLayout& regions() const { return regions_; }
   // A two-level group (docs/algorithms.md §12), after setRing: its plan and the connections to the
   // members it exchanges data with besides the ring neighbours (two_level_calls.cpp). Large all-reduces
@@ -267,6 +270,7 @@ class Collectives : public net::DataSink {
   codec::Compressor compressor_;  // zstd contexts of this io thread
   ResetRing reset_ring_;
   uint64_t gather_bytes_ = 0;
+  bool one_host_ = true;
   bool ready() const { return master_ != nullptr && master_->ready(); }  // reports may go to the master
   MasterPort* master_ = nullptr;
   bool reconnects_ = false;

@@ -21,8 +21,12 @@ size_t slotCapacity(const RingOpSpec& spec) {
 }
 }  // namespace
 
-size_t gatherSegmentElems(const RingOpSpec& spec) {
-  return segmentElems(spec.count, 1, codec::dtypeSize(spec.dtype), spec.desc.segment_bytes);
+size_t gatherSegmentElems(const RingOpSpec& spec, size_t floor_bytes) {
+  return segmentElems(spec.count, 1, codec::dtypeSize(spec.dtype), spec.desc.segment_bytes, floor_bytes);
+}
+
+size_t gatherSegmentFloor(bool one_host) {
+  return one_host ? kSegmentFloorBytes : kWanSegmentFloorBytes;
 }
 
 size_t gatherRegionBytes(const RingOpSpec& spec) {

@@ -34,14 +34,18 @@
 
 namespace pccl::collective {
 
-// Elements per segment of a gathered input (the same rule as one ring chunk: segmentElems over 1 rank).
-size_t gatherSegmentElems(const RingOpSpec& spec);
+// Elements per segment of a gathered input (the same rule as one ring chunk: segmentElems over 1 rank),
+// at least `floor_bytes` (partition.hpp): kWanSegmentFloorBytes where the gather's ring spans hosts, so
+// that an input goes out as several frames that each fit a connection's restarted congestion window.
+size_t gatherSegmentElems(const RingOpSpec& spec, size_t floor_bytes);
+// The floor of a gather's segments on a ring whose members are all on one host (`one_host`) or not.
+size_t gatherSegmentFloor(bool one_host);
 // Bytes of the region `spec.wire` must point to: every rank's segments as they travel.
 size_t gatherRegionBytes(const RingOpSpec& spec);
 
 class GatherAllReduce : public RingOp {
  public:
-  // `spec.segment_elems` must be gatherSegmentElems(spec); `spec.wire` gatherRegionBytes(spec) bytes;
+  // `spec.segment_elems` must be gatherSegmentElems(spec, floor); `spec.wire` gatherRegionBytes(spec) bytes;
   // `spec.device` must be null. `predecessor` stripes our frames to the predecessor. A null
   // `spec.output` only gathers and forwards: nothing is reduced (a two-level gather's region members
   // other than the leader, who alone uses the region's sum).

@@ -18,7 +18,7 @@ TwoLevelGather::TwoLevelGather(const RingOpSpec& base, const TwoLevelGatherPlan&
     region.world = plan_.region_world;
     region.rank = plan_.region_rank;
     region.phase_base = static_cast<uint32_t>(kRegion) << kPartShift;
-    region.segment_elems = gatherSegmentElems(region);
+    region.segment_elems = gatherSegmentElems(region, kSegmentFloorBytes);  // the LAN
     auto succ = striper_to(plan_.region_succ), pred = striper_to(plan_.region_pred);
     const size_t wire_at = reserveWire(gatherRegionBytes(region));
     Part& p = addPart(kRegion, 0, kRegion, plan_.region_pred, plan_.region_succ,
@@ -48,7 +48,7 @@ TwoLevelGather::TwoLevelGather(const RingOpSpec& base, const TwoLevelGatherPlan&
     across.rank = plan_.region;
     across.avg_divisor = base_.world;
     across.phase_base = static_cast<uint32_t>(kAcross) << kPartShift;
-    across.segment_elems = gatherSegmentElems(across);
+    across.segment_elems = gatherSegmentElems(across, kWanSegmentFloorBytes);  // the WAN
     auto succ = striper_to(plan_.leader_succ), pred = striper_to(plan_.leader_pred);
     const size_t wire_at = reserveWire(gatherRegionBytes(across));
     Part& p = addPart(kAcross, 0, kAcross, plan_.leader_pred, plan_.leader_succ,
