@@ -132,6 +132,7 @@ Result<SyncInfo> Communicator::Impl::syncSharedState(SharedState& state, SyncStr
   ctx.same_host_connections = config_.same_host_connections;
   ctx.timeout = Millis(config_.op_timeout_ms);
   ctx.handshake_timeout = Millis(config_.handshake_timeout_ms);
+  ctx.redial_window = Millis(config_.peer_timeout_ms);
   auto r = sync_->run(state, strategy, ctx);
   stats_.syncEnded(r.status(), r.isOk() ? r->tx_bytes : 0, r.isOk() ? r->rx_bytes : 0);
   std::lock_guard<std::mutex> lk(mu_);

@@ -267,6 +267,7 @@ Result<peer::FetchPlan> SharedStateSync::fetchPlan(const wire::SyncPlan& plan) {
   fp.epoch = ctx_.epoch;
   fp.compress = compress_;
   fp.handshake_timeout = ctx_.handshake_timeout;
+  fp.redial_window = ctx_.redial_window;
   std::string my_host;
   for (const RingMember& m : ctx_.ring) {
     if (m.id == ctx_.self) my_host = m.host;

@@ -34,6 +34,7 @@ struct SyncContext {
   uint32_t same_host_connections = 1;  // per source on this host
   Millis timeout{1800000};             // the whole call
   Millis handshake_timeout{5000};
+  Millis redial_window{10000};         // a broken state connection is dialled again this long (peer timeout)
 };
 
 // Checks a state before anything is sent: names, dtypes, pointers, sizes, zstd level.

@@ -160,9 +160,11 @@ void StateFetcher::start(FetchPlan plan, Done done, Arrived arrived) {
   arrived_ = std::move(arrived);
   over_ = false;
   conns_.clear();
+  retry_.clear();
   next_offset_.assign(plan_.keys.size(), 0);
   first_open_ = 0;
-  connected_ = 0;
+  settled_ = 0;
+  started_ = false;
   rx_bytes_ = 0;
   std::vector<bool> used(plan_.sources.size(), false);
   for (const FetchKey& k : plan_.keys) {
@@ -191,20 +193,78 @@ void StateFetcher::dial(size_t i) {
   auto self = shared_from_this();
   net::asyncDial(io_, src.address, hs, [self, i, who](Result<net::Link> r) {
     if (self->over_) return;
-    if (!r.isOk()) return self->finish(r.status().withContext(who));
+    if (!r.isOk()) return self->broke(i, r.status().withContext(who));
     auto ch = std::make_shared<net::DataChannel>(std::move(r).value(), self->plan_.epoch, who);
     self->conns_[i].channel = ch;
     ch->start(self.get());
-    if (++self->connected_ < self->conns_.size()) return;
-    // All up: hand out the first requests round-robin, so every source gets a share even when
-    // there are only a few chunks; from then on each connection asks for more as answers arrive.
-    for (size_t depth = 0; depth < kStateRequestDepth; ++depth) {
-      for (size_t c = 0; c < self->conns_.size(); ++c) self->refill(c, depth + 1);
+    if (!self->started_) return self->settled(i);
+    self->refill(i);
+  });
+}
+
+void StateFetcher::settled(size_t i) {
+  if (started_ || conns_[i].settled) return;
+  conns_[i].settled = true;
+  if (++settled_ < conns_.size()) return;
+  started_ = true;
+  // All dialled: hand out the first requests round-robin, so every source gets a share even when
+  // there are only a few chunks; from then on each connection asks for more as answers arrive.
+  for (size_t depth = 0; depth < kStateRequestDepth; ++depth) {
+    for (size_t c = 0; c < conns_.size(); ++c) refill(c, depth + 1);
+  }
+}
+
+namespace {
+// What the network does to a connection (a reset, a timeout, a refused or closed one), which a later
+// dial may not meet again; anything else (a bad response, authentication, another version) is final.
+bool passing(const Status& why) {
+  return why.code() == Code::kPeerLost || why.code() == Code::kSystemError || why.code() == Code::kTimeout;
+}
+}  // namespace
+
+void StateFetcher::broke(size_t i, const Status& why) {
+  Conn& c = conns_[i];
+  // Released after this callback (the channel may be the one calling).
+  if (c.channel) asio::post(io_, [gone = std::move(c.channel)] {});
+  c.channel = nullptr;
+  // Its unanswered requests are asked again, first, on whichever connection can take them.
+  for (auto it = c.outstanding.rbegin(); it != c.outstanding.rend(); ++it) retry_.push_front(*it);
+  c.outstanding.clear();
+  const TimePoint now = Clock::now();
+  if (!c.broken) {
+    c.broken = true;
+    c.broken_since = now;
+    c.redials = 0;
+  }
+  const auto spent = std::chrono::duration_cast<Millis>(now - c.broken_since);
+  if (!passing(why) || spent >= plan_.redial_window) {
+    if (c.redials > 0) {
+      return finish(Status(why.code(), fmt::format("{} (dialled again {} times over {} ms)", why.message(), c.redials,
+                                                   spent.count())));
     }
+    return finish(why);
+  }
+  PCCL_LOG_DEBUG(kLog, "{}; dialling again ({} of its requests to be asked again)", why.toString(), retry_.size());
+  if (!started_) settled(i);  // the others need not wait for this one
+  for (size_t k = 0; k < conns_.size(); ++k) refill(k);
+  // 100 ms, doubling to 1 s: a path that comes back is seen within a second.
+  const auto backoff = Millis(std::min<int64_t>(1000, int64_t{100} << std::min<uint32_t>(c.redials, 4)));
+  ++c.redials;
+  auto timer = std::make_shared<asio::steady_timer>(io_, backoff);
+  auto self = shared_from_this();
+  timer->async_wait([self, timer, i](const asio::error_code& ec) {
+    if (!ec && !self->over_) self->dial(i);
   });
 }
 
 bool StateFetcher::nextChunk(size_t source, Request* out) {
+  for (auto it = retry_.begin(); it != retry_.end(); ++it) {
+    const auto& from = plan_.keys[it->key].sources;
+    if (std::find(from.begin(), from.end(), source) == from.end()) continue;
+    *out = *it;
+    retry_.erase(it);
+    return true;
+  }
   while (first_open_ < plan_.keys.size() && next_offset_[first_open_] >= plan_.keys[first_open_].bytes) ++first_open_;
   for (size_t k = first_open_; k < plan_.keys.size(); ++k) {
     const FetchKey& key = plan_.keys[k];
@@ -222,7 +282,7 @@ bool StateFetcher::nextChunk(size_t source, Request* out) {
 void StateFetcher::refill(size_t i, size_t depth) {
   Conn& c = conns_[i];
   Request r;
-  while (!over_ && c.channel && connected_ == conns_.size() && c.outstanding.size() < depth &&
+  while (!over_ && c.channel && started_ && c.outstanding.size() < depth &&
          nextChunk(c.source, &r)) {
     r.seq = ++next_seq_;
     c.outstanding.push_back(r);
@@ -272,6 +332,7 @@ Status StateFetcher::deliver(net::DataChannel& ch, const wire::DataHeader& h, co
                              .withContext(fmt::format("{}: \"{}\" at {}", ch.name(), plan_.keys[r.key].name, r.offset)));
   }
   rx_bytes_ += bytes;
+  c->broken = false;  // an answer: whatever broke before has healed
   if (arrived_) arrived_(r.key, r.offset, r.length);
   refill(static_cast<size_t>(c - conns_.data()));
   maybeDone();
@@ -280,7 +341,9 @@ Status StateFetcher::deliver(net::DataChannel& ch, const wire::DataHeader& h, co
 
 void StateFetcher::channelClosed(net::DataChannel& ch, const Status& why) {
   if (over_) return;
-  finish(why.isOk() ? Status::peerLost(ch.name() + " closed the connection") : why);
+  Conn* c = connOf(ch);
+  if (c == nullptr) return;  // a connection already given up
+  broke(static_cast<size_t>(c - conns_.data()), why.isOk() ? Status::peerLost(ch.name() + " closed the connection") : why);
 }
 
 void StateFetcher::maybeDone() {
@@ -288,6 +351,7 @@ void StateFetcher::maybeDone() {
   for (size_t k = 0; k < plan_.keys.size(); ++k) {
     if (next_offset_[k] < plan_.keys[k].bytes) return;
   }
+  if (!retry_.empty()) return;
   for (const Conn& c : conns_) {
     if (!c.outstanding.empty()) return;
   }

@@ -26,6 +26,7 @@
 #include "codec/compress.hpp"
 #include "net/data_channel.hpp"
 #include "net/handshake.hpp"
+#include "util/clock.hpp"
 
 namespace pccl::peer {
 
@@ -90,9 +91,15 @@ struct FetchPlan {
   int compress = 0;  // zstd level asked of the sources; 0: raw
   size_t chunk_bytes = kStateChunkBytes;
   Millis handshake_timeout{5000};
+  // A connection that breaks (a reset, a timeout, the peer's end closing) or whose dial fails is dialled
+  // again for this long, counted from the break until an answer arrives on it again; meanwhile the
+  // requests it had not been answered go to the other connections. (The peer timeout: a source that
+  // stays unreachable longer is lost.)
+  Millis redial_window{10000};
 };
 
-// Fetches every key of a plan. Fails as a whole on the first error (a source lost, a bad response).
+// Fetches every key of a plan. Fails as a whole on a bad response, a connection that stays broken
+// longer than the plan's redial window, or cancel(); a break that heals costs time, not the fetch.
 class StateFetcher : public net::DataSink, public std::enable_shared_from_this<StateFetcher> {
  public:
   using Done = std::function<void(const Status&, uint64_t rx_bytes)>;
@@ -118,11 +125,20 @@ class StateFetcher : public net::DataSink, public std::enable_shared_from_this<S
   };
   struct Conn {
     size_t source = 0;
-    std::shared_ptr<net::DataChannel> channel;  // null until connected
+    std::shared_ptr<net::DataChannel> channel;  // null until connected, and while broken
     std::deque<Request> outstanding;
+    TimePoint broken_since{};  // the first break (or failed dial) not yet healed by an answer
+    bool broken = false;
+    uint32_t redials = 0;      // since broken_since
+    bool settled = false;      // dialled once, up or broken (requests start when every connection is)
   };
 
   void dial(size_t conn);
+  // A connection's dial failed or its channel closed with `why`: dialled again (its unanswered requests
+  // to the others meanwhile) while the break is within the redial window and `why` is the network's.
+  void broke(size_t conn, const Status& why);
+  // Connection `conn` has been dialled once (up or broken); when every one has, requests start.
+  void settled(size_t conn);
   // Sends requests on `conn` until `depth` are in flight (once every connection is up).
   void refill(size_t conn, size_t depth = kStateRequestDepth);
   bool nextChunk(size_t source, Request* out);
@@ -139,7 +155,9 @@ class StateFetcher : public net::DataSink, public std::enable_shared_from_this<S
   std::vector<Conn> conns_;
   std::vector<size_t> next_offset_;  // per key: bytes already requested
   size_t first_open_ = 0;            // keys before it are fully requested
-  size_t connected_ = 0;             // connections up; requests start when all are
+  size_t settled_ = 0;               // connections dialled once (up or broken); requests start when all are
+  bool started_ = false;
+  std::deque<Request> retry_;        // requests a broken connection had not been answered, asked again first
   uint32_t next_seq_ = 0;
   uint64_t rx_bytes_ = 0;
   codec::Compressor decompressor_;
