@@ -199,6 +199,56 @@ TEST_CASE("tuner: the ladder stops at the pool, and a new pool keeps the count w
   CHECK_FALSE(one.add(sampleOf(lossLimited(1e6, 1e9, 20000), 1, j)));
 }
 
+TEST_CASE("tuner: a link starts from one connection per 5 ms of round trip, a rung of the ladder", "[tuner]") {
+  CHECK(ConnectionTuner::startFor(0) == ConnectionTuner::kUnknownStart);  // nothing measured yet
+  CHECK(ConnectionTuner::startFor(300) == 4);      // same rack: the floor
+  CHECK(ConnectionTuner::startFor(20000) == 4);    // europe, 20 ms
+  CHECK(ConnectionTuner::startFor(80000) == 16);   // transatlantic, 80 ms
+  CHECK(ConnectionTuner::startFor(79000) == 8);    // just under: the rung below
+  CHECK(ConnectionTuner::startFor(220000) == 16);  // eu-asia, 220 ms: the cap (32 filled the queues)
+  // The pool still caps it.
+  ConnectionTuner small(8, ConnectionTuner::startFor(220000));
+  CHECK(small.active() == 8);
+  ConnectionTuner pool(32, ConnectionTuner::startFor(80000));
+  CHECK(pool.active() == 16);
+}
+
+TEST_CASE("tuner: a start from the path is held, probed only now and then, and left when the path moves",
+          "[tuner]") {
+  Jitter j(0.05);
+  // Transatlantic: 16 fills the bottleneck. Held from the first sample on; a probe each kProbeEvery.
+  const Path p = lossLimited(2.2e6, 31e6, 80000);
+  ConnectionTuner t(32, ConnectionTuner::startFor(80000), true);
+  REQUIRE(t.active() == 16);
+  int changes = 0;
+  for (uint32_t i = 0; i + 1 < ConnectionTuner::kProbeEvery; ++i) changes += t.add(sampleOf(p, t.active(), j)) ? 1 : 0;
+  CHECK(changes == 0);
+  CHECK(t.active() == 16);
+  CHECK(meanShare(t, p, 400, j) >= 0.95);
+  CHECK(t.changes() <= 2 * (400 / ConnectionTuner::kProbeEvery + 1));
+  // Europe: 4 is best, more overflow the queue; held there.
+  const Path q = queueLimited();
+  ConnectionTuner e(32, ConnectionTuner::startFor(20000), true);
+  REQUIRE(e.active() == 4);
+  CHECK(meanShare(e, q, 400, j) >= 0.97);
+  // A start that is wrong (a path with far more loss than its round trip says): found by the probes.
+  const Path lossy = lossLimited(0.5e6, 31e6, 20000);
+  ConnectionTuner w(64, ConnectionTuner::startFor(20000), true);
+  run(w, lossy, 6 * ConnectionTuner::kProbeEvery, j);
+  CHECK(w.active() >= 32);
+  // A reroute that doubles the round trip: the rate falls, the link starts over and climbs.
+  ConnectionTuner r(64, ConnectionTuner::startFor(80000), true);
+  run(r, p, 20, j);
+  const Path after = lossLimited(1.1e6, 31e6, 160000);
+  int samples = 0;
+  while (shareOfBest(after, r) < 0.95 && samples < 40) {
+    r.add(sampleOf(after, r.active(), j));
+    ++samples;
+  }
+  CHECK(shareOfBest(after, r) >= 0.95);
+  CHECK(samples < 40);
+}
+
 TEST_CASE("tuner: the sample interval follows the round trip within bounds", "[tuner]") {
   CHECK(ConnectionTuner::intervalUs(0) == 200000);
   CHECK(ConnectionTuner::intervalUs(100) == 150000);

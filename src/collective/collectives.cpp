@@ -17,8 +17,6 @@ namespace pccl::collective {
 
 namespace {
 constexpr const char* kLog = "collective";
-// A tuned link's first count: halfway up the default pool's ladder (1 .. 32).
-constexpr uint32_t kStartConnections = 8;
 
 // TCP_NOTSENT_LOWAT of striped ring connections: PCCL_NOTSENT_LOWAT bytes (0 = off), else 128 KiB
 // (docs/environment.md). Measured on the emulated transatlantic link: docs/benchmarks.md.
@@ -92,7 +90,17 @@ void Collectives::tune(Striper& striper, const std::string& peer_id, bool succes
   const auto pool = static_cast<uint32_t>(striper.channels().size());
   if (tuning_ && pool > 1) {
     auto& tuner = tuners_[peer_id];
-    if (tuner == nullptr) tuner = std::make_shared<ConnectionTuner>(pool, kStartConnections);
+    if (tuner == nullptr) {
+      // The link's least round trip so far (its connections' handshakes) sets where it starts.
+      uint64_t rtt = 0;
+      for (const auto& ch : striper.channels()) {
+        const uint64_t r = ch->minRttUs();
+        if (r > 0 && (rtt == 0 || r < rtt)) rtt = r;
+      }
+      tuner = std::make_shared<ConnectionTuner>(pool, ConnectionTuner::startFor(static_cast<uint32_t>(rtt)), rtt > 0);
+      PCCL_LOG_DEBUG(kLog, "{} epoch={}: to {}: least round trip {} us, {} of {} connections carry data first",
+                     name_, epoch_, peer_id, rtt, tuner->active(), pool);
+    }
     striper.setTuner(tuner, [this, peer_id, successor, pool](uint32_t active) {
       PCCL_LOG_DEBUG(kLog, "{} epoch={}: to {}: {} of {} connections carry data now", name_, epoch_, peer_id, active,
                      pool);

@@ -29,10 +29,22 @@ bool off(double now, double ref, double by) { return ref > 0 && std::fabs(now / 
 
 }  // namespace
 
-ConnectionTuner::ConnectionTuner(uint32_t pool, uint32_t start) {
+ConnectionTuner::ConnectionTuner(uint32_t pool, uint32_t start, bool trusted) {
   ladder_ = ladderFor(std::max(pool, 1u));
   startOver();
   while (at_ + 1 < ladder_.size() && ladder_[at_ + 1] <= start) ++at_;
+  if (trusted) {
+    mode_ = Mode::kHold;
+    explore_ = false;
+  }
+}
+
+uint32_t ConnectionTuner::startFor(uint32_t min_rtt_us) {
+  if (min_rtt_us == 0) return kUnknownStart;
+  const uint32_t want = std::clamp(min_rtt_us / kRttPerConnectionUs, kMinStart, kMaxStart);
+  uint32_t rung = 1;
+  while (rung * 2 <= want) rung *= 2;
+  return rung;
 }
 
 uint64_t ConnectionTuner::intervalUs(uint32_t srtt_us) {
@@ -55,6 +67,7 @@ void ConnectionTuner::startOver() {
   count_.assign(ladder_.size(), 0);
   mode_ = Mode::kStart;
   outage_ = 0;
+  explore_ = true;
   resetHold();
 }
 
@@ -179,10 +192,10 @@ bool ConnectionTuner::decide() {
       window_q_ = 0;
       window_n_ = 0;
       const bool due = held_ >= kProbeEvery;
-      if (!recent_full && !top && (count_[at_ + 1] == 0 || due)) {
+      if (!recent_full && !top && ((explore_ && count_[at_ + 1] == 0) || due)) {
         from_ = at_;
         moveTo(at_ + 1, Mode::kUp);
-      } else if (recent_full && at_ > 0 && (count_[at_ - 1] == 0 || due)) {
+      } else if (recent_full && at_ > 0 && ((explore_ && count_[at_ - 1] == 0) || due)) {
         from_ = at_;
         moveTo(at_ - 1, Mode::kDown);
       } else if (due) {

@@ -45,11 +45,21 @@ class ConnectionTuner {
   static constexpr uint32_t kProbeEvery = 40;
 
   // `pool`: the connections the link has (≥ 1); `start`: the count to begin with (clamped to the pool).
-  ConnectionTuner(uint32_t pool, uint32_t start);
+  // `trusted`: the start came from the path (startFor a measured round trip), so the link holds it and
+  // probes only every kProbeEvery samples, until the rate or the path moves (then it looks around as
+  // an untrusted start does at once: up or down by the queue, one rung at a time).
+  ConnectionTuner(uint32_t pool, uint32_t start, bool trusted = false);
 
   uint32_t active() const { return ladder_[at_]; }
   uint32_t pool() const { return ladder_.back(); }
   uint64_t changes() const { return changes_; }
+  // The count a new link starts from, by its least round trip so far (`min_rtt_us`, from the ring's
+  // handshakes; 0: unknown): one connection per kRttPerConnectionUs of round trip, from kMinStart to
+  // kMaxStart, rounded down to a power of two (a rung). Loss limits a flow to about MSS / (RTT · √p):
+  // the longer the path, the more flows fill the same bottleneck; beyond 16 the flows' bursts fill its
+  // queue instead (measured: docs/algorithms.md §13).
+  static constexpr uint32_t kRttPerConnectionUs = 5000, kMinStart = 4, kMaxStart = 16, kUnknownStart = 8;
+  static uint32_t startFor(uint32_t min_rtt_us);
   // How long a sample should last on a path whose round trip is `srtt_us` (0: unknown), µs.
   static uint64_t intervalUs(uint32_t srtt_us);
   // A new pool (a new ring to the same peer): keeps what it learnt where the ladder still has it.
@@ -85,6 +95,7 @@ class ConnectionTuner {
   double window_q_ = 0;           // kHold: queueing delays since the last look
   uint32_t window_n_ = 0;
   uint32_t outage_ = 0;           // consecutive samples far below anything measured
+  bool explore_ = true;           // kHold: probe an unmeasured neighbour rung at once (not when trusted)
   uint64_t changes_ = 0;
 };
 
