@@ -31,6 +31,7 @@ DataChannel::DataChannel(Link link, uint64_t epoch, std::string name)
 void DataChannel::applySocketOptions() {
   tuneSocket(socket_);
   capRetransmitBackoff(socket_.native_handle());
+  if (resumable_) probeWhenIdle(socket_.native_handle());  // an idle end learns of a reset (tcp_rto.hpp)
   setNotSentLowat(notsent_lowat_);
   setMaxPacingRate(pacing_rate_);
 }

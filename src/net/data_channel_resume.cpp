@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "net/data_channel.hpp"
+#include "net/tcp_rto.hpp"
 #include "net/tcp_window.hpp"
 #include "util/log.hpp"
 #include "wire/bytes.hpp"
@@ -31,6 +32,7 @@ std::vector<uint8_t> u64Payload(uint64_t v) {
 void DataChannel::enableResume(ResumeOptions options) {
   resumable_ = true;
   resume_ = std::move(options);
+  probeWhenIdle(socket_.native_handle());  // an idle end learns of a reset (net/tcp_rto.hpp)
   auto ex = socket_.get_executor();
   resume_timer_ = std::make_unique<asio::steady_timer>(ex);
   ack_timer_ = std::make_unique<asio::steady_timer>(ex);

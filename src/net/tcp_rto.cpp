@@ -1,6 +1,7 @@
 #include "net/tcp_rto.hpp"
 
 #include <netinet/in.h>
+#include <netinet/tcp.h>
 #include <sys/socket.h>
 
 #include "util/env.hpp"
@@ -23,6 +24,14 @@ void capRetransmitBackoff(int fd) {
   if (ms == 0) return;
   const int v = static_cast<int>(ms);
   (void)setsockopt(fd, IPPROTO_TCP, kTcpRtoMaxMs, &v, sizeof(v));
+}
+
+void probeWhenIdle(int fd) {
+  const int on = 1, idle = kIdleProbeSeconds, count = kIdleProbes;
+  (void)setsockopt(fd, SOL_SOCKET, SO_KEEPALIVE, &on, sizeof(on));
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPIDLE, &idle, sizeof(idle));
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPINTVL, &idle, sizeof(idle));
+  (void)setsockopt(fd, IPPROTO_TCP, TCP_KEEPCNT, &count, sizeof(count));
 }
 
 }  // namespace pccl::net

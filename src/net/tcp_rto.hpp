@@ -17,6 +17,14 @@ uint32_t rtoMaxMs();
 // Sets the cap on a connected TCP socket (best effort: an old kernel keeps its own).
 void capRetransmitBackoff(int fd);
 
+// Keepalive probes on an idle connection: one after a second without traffic, then each second, up to
+// kIdleProbes unanswered (then TCP fails the connection, as its retransmissions would). A middlebox that
+// reset a connection resets only the end that sends: an idle end learns it when its probe meets the
+// other end's closed socket (an RST), within about a second, instead of never (a resumable ring
+// connection's dialler must dial again: docs/algorithms.md §6, "Network faults").
+inline constexpr int kIdleProbeSeconds = 1, kIdleProbes = 10;
+void probeWhenIdle(int fd);
+
 // How long after a dark path came back TCP may still take to deliver again: the cap (0 when
 // PCCL_TCP_RTO_MAX_MS=0). The membership's silence timeouts add it to peer_timeout_ms, so that a path
 // dark for less than peer_timeout_ms removes no one (docs/algorithms.md §6, "Network faults").
