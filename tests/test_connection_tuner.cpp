@@ -201,7 +201,9 @@ TEST_CASE("tuner: the ladder stops at the pool, and a new pool keeps the count w
 
 TEST_CASE("tuner: a link starts from one connection per 5 ms of round trip, a rung of the ladder", "[tuner]") {
   CHECK(ConnectionTuner::startFor(0) == ConnectionTuner::kUnknownStart);  // nothing measured yet
-  CHECK(ConnectionTuner::startFor(300) == 4);      // same rack: the floor
+  CHECK(ConnectionTuner::startFor(300) == 16);     // a LAN: flows of a few segments, many of them
+  CHECK(ConnectionTuner::startFor(4999) == 16);
+  CHECK(ConnectionTuner::startFor(5000) == 4);     // the floor from 5 ms on
   CHECK(ConnectionTuner::startFor(20000) == 4);    // europe, 20 ms
   CHECK(ConnectionTuner::startFor(80000) == 16);   // transatlantic, 80 ms
   CHECK(ConnectionTuner::startFor(79000) == 8);    // just under: the rung below

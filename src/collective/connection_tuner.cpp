@@ -41,6 +41,7 @@ ConnectionTuner::ConnectionTuner(uint32_t pool, uint32_t start, bool trusted) {
 
 uint32_t ConnectionTuner::startFor(uint32_t min_rtt_us) {
   if (min_rtt_us == 0) return kUnknownStart;
+  if (min_rtt_us < kLanRttUs) return kMaxStart;
   const uint32_t want = std::clamp(min_rtt_us / kRttPerConnectionUs, kMinStart, kMaxStart);
   uint32_t rung = 1;
   while (rung * 2 <= want) rung *= 2;

@@ -57,8 +57,11 @@ class ConnectionTuner {
   // handshakes; 0: unknown): one connection per kRttPerConnectionUs of round trip, from kMinStart to
   // kMaxStart, rounded down to a power of two (a rung). Loss limits a flow to about MSS / (RTT · √p):
   // the longer the path, the more flows fill the same bottleneck; beyond 16 the flows' bursts fill its
-  // queue instead (measured: docs/algorithms.md §13).
+  // queue instead. Below kLanRttUs (a LAN) kMaxStart too: there a flow's window is a few segments, a
+  // loss often ends in a retransmission timeout (200 ms at least) and more flows keep the link busy
+  // meanwhile, for nothing on a path that is rarely the ring's bottleneck (measured: algorithms.md §13).
   static constexpr uint32_t kRttPerConnectionUs = 5000, kMinStart = 4, kMaxStart = 16, kUnknownStart = 8;
+  static constexpr uint32_t kLanRttUs = 5000;
   static uint32_t startFor(uint32_t min_rtt_us);
   // How long a sample should last on a path whose round trip is `srtt_us` (0: unknown), µs.
   static uint64_t intervalUs(uint32_t srtt_us);
