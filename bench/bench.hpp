@@ -18,7 +18,7 @@ struct Options {
   std::string min_size = "4K", max_size = "64M";
   double factor = 2;
   int iters = 20, warmup = 5;
-  uint32_t connections = 4;      // 0: each link chooses how many carry data (docs/algorithms.md §13)
+  uint32_t connections = 0;      // 0 (the library's default): each link chooses how many carry data (§13)
   uint32_t max_connections = 0;  // with connections 0: the pool (0: PCCL_MAX_CONNECTIONS, else 32)
   uint32_t same_host_connections = 1;  // K to a successor on this host; 0: as `connections`
   int concurrent = 1;

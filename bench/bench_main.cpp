@@ -99,7 +99,7 @@ int main(int argc, char** argv) {
   app.add_option("-n,--iters", o.iters, "timed iterations per size")->check(CLI::Range(1, 100000));
   app.add_option("-w,--warmup", o.warmup, "untimed iterations per size")->check(CLI::Range(0, 100000));
   app.add_option("--connections", o.connections,
-                 "pccl: K TCP connections to the ring successor; 0: each link chooses how many carry data")
+                 "pccl: K TCP connections to the ring successor; 0 (default): each link chooses how many carry data")
       ->check(CLI::Range(0, 1024));
   app.add_option("--max-connections", o.max_connections,
                  "pccl, with --connections 0: connections each link opens (0: PCCL_MAX_CONNECTIONS, else 32)")

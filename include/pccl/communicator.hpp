@@ -26,10 +26,10 @@ struct CommConfig {
   std::string listen_address = "0.0.0.0:0";  // where ring neighbours connect to us; port 0 = any
   std::string advertise_host;                // host others dial; empty = the address the master sees
   uint32_t peer_group = 0;                   // collectives run within a group; votes are global
-  // K: TCP connections to the ring successor, 1..1024; 0: the link chooses how many carry data from
-  // what it measures, out of a pool of max_connections_per_peer (docs/algorithms.md §13; not yet the
-  // default: on the emulated WAN it does not reach the best fixed K).
-  uint32_t connections_per_peer = 4;
+  // K: TCP connections to the ring successor, 1..1024; 0 (the default): the link starts from its
+  // round trip and chooses how many carry data from what it measures, out of a pool of
+  // max_connections_per_peer (docs/algorithms.md §13).
+  uint32_t connections_per_peer = 0;
   uint32_t same_host_connections = 1;        // K when the successor is on this host; 0: connections_per_peer
   uint32_t heartbeat_interval_ms = 1000;     // how often we ping the master
   uint32_t peer_timeout_ms = 10000;          // master silence after which it is unreachable

@@ -103,9 +103,10 @@ typedef struct {
   const char* listen_address;      /* where ring neighbours connect; NULL = "0.0.0.0:0" */
   const char* advertise_host;      /* host others dial; NULL = the address the master sees */
   uint32_t peer_group;             /* collectives run within a group; default 0 */
-  uint32_t connections_per_peer;   /* K TCP connections to the ring successor, 1..1024, default 4; 0: each
-                                      link opens PCCL_MAX_CONNECTIONS (default 32) and uses as many as
-                                      pay, from what it measures (docs/algorithms.md §13) */
+  uint32_t connections_per_peer;   /* K TCP connections to the ring successor, 1..1024; 0 (the default):
+                                      each link opens PCCL_MAX_CONNECTIONS (default 32), starts from its
+                                      round trip and uses as many as pay, from what it measures
+                                      (docs/algorithms.md §13) */
   uint32_t heartbeat_interval_ms;  /* default 1000 */
   uint32_t peer_timeout_ms;        /* master silence before the master counts as lost; default 10000 */
   uint32_t connect_timeout_ms;     /* deadline of pcclConnect / pcclUpdateTopology; default 120000 */
@@ -139,7 +140,7 @@ typedef struct {
 
 #define PCCL_COMM_CONFIG_INIT                                                                 \
   {                                                                                           \
-    (uint32_t) sizeof(pcclCommConfig_t), PCCL_CONFIG_VERSION, NULL, NULL, NULL, 0u, 4u, 1000u, \
+    (uint32_t) sizeof(pcclCommConfig_t), PCCL_CONFIG_VERSION, NULL, NULL, NULL, 0u, 0u, 1000u, \
         10000u, 120000u, 5000u, NULL, 0u, 0, 1800000u, 1048576u, 1u, 1024u, -1, NULL, NULL    \
   }
 

@@ -323,7 +323,7 @@ STRUCTS = {
 
 def comm_config_init():
     """PCCL_COMM_CONFIG_INIT."""
-    return CommConfig(ctypes.sizeof(CommConfig), CONFIG_VERSION, None, None, None, 0, 4, 1000, 10000,
+    return CommConfig(ctypes.sizeof(CommConfig), CONFIG_VERSION, None, None, None, 0, 0, 1000, 10000,
                       120000, 5000, None, 0, 0, 1800000, 1048576, 1, 1024, -1, None)
 
 

@@ -171,7 +171,7 @@ class Membership:
     @staticmethod
     def _communicator(address, o):
         return Communicator(address, listen_address=o.listen, advertise_host=o.advertise_host,
-                            connections_per_peer=o.connections_per_peer or 4, secret=o.secret, encrypt=o.encrypt,
+                            connections_per_peer=o.connections_per_peer or 0, secret=o.secret, encrypt=o.encrypt,
                             heartbeat_interval_ms=o.heartbeat_interval_ms, peer_timeout_ms=o.peer_timeout_ms,
                             connect_timeout_ms=o.connect_timeout_ms, op_timeout_ms=o.op_timeout_ms,
                             region=o.region, algorithm=o.algorithm)

@@ -38,8 +38,8 @@ class Communicator(_common.OwnedHandle):
             masters as ``"HOST:PORT,HOST:PORT"`` (tried in turn; docs/concepts.md "When the master dies").
         listen_address: where ring neighbours connect (default ``"0.0.0.0:0"``, any port).
         peer_group: collectives run within a group (default 0).
-        connections_per_peer: K TCP connections to the ring successor (default 4); 0: each link opens
-            PCCL_MAX_CONNECTIONS (default 32) and uses as many as pay, from what it measures.
+        connections_per_peer: K TCP connections to the ring successor; 0 (the default): each link opens
+            PCCL_MAX_CONNECTIONS (default 32), starts from its round trip and uses as many as pay.
         secret: shared secret (str or bytes); None = PCCL_SECRET / PCCL_SECRET_FILE, else an open run.
         encrypt: True encrypts every connection (needs a secret; master and peers must agree); False
             lets the environment variable PCCL_ENCRYPT decide.
@@ -68,7 +68,7 @@ class Communicator(_common.OwnedHandle):
     deadline.
     """
 
-    def __init__(self, master_address, listen_address="0.0.0.0:0", peer_group=0, connections_per_peer=4,
+    def __init__(self, master_address, listen_address="0.0.0.0:0", peer_group=0, connections_per_peer=0,
                  secret=None, encrypt=False, advertise_host=None, heartbeat_interval_ms=None,
                  peer_timeout_ms=None, connect_timeout_ms=None, handshake_timeout_ms=None, op_timeout_ms=None,
                  segment_bytes=None, same_host_connections=None, max_concurrent_ops=None,

@@ -329,7 +329,7 @@ int main(void) {
 
   EXPECT(pcclGetAttribute(a, PCCL_ATTR_WORLD_SIZE, &v) == pcclSuccess && v == 2);
   EXPECT(pcclGetAttribute(b, PCCL_ATTR_GROUP_WORLD_SIZE, &v) == pcclSuccess && v == 2);
-  /* both on loopback: the default same_host_connections (1), not connections_per_peer (4) */
+  /* both on loopback: the default same_host_connections (1), not a pool of connections_per_peer 0 (32) */
   EXPECT(pcclGetAttribute(a, PCCL_ATTR_RING_CONNECTIONS, &v) == pcclSuccess && v == 1);
   {
     int64_t ra = -1, rb = -1, ea = -1, eb = -1;
