@@ -89,6 +89,16 @@ double shareOfBest(const Path& p, const ConnectionTuner& t) {
   return p.rate(t.active()) / best;
 }
 
+// Feeds samples until the tuner carries `share` of `p`'s best rate, at most `limit`; returns how many.
+int samplesToReach(ConnectionTuner& t, const Path& p, double share, int limit, Jitter& j) {
+  int samples = 0;
+  while (shareOfBest(p, t) < share && samples < limit) {
+    t.add(sampleOf(p, t.active(), j));
+    ++samples;
+  }
+  return samples;
+}
+
 // Feeds `n` samples; returns the mean share of the best rate over them (probes included).
 double meanShare(ConnectionTuner& t, const Path& p, int n, Jitter& j) {
   double sum = 0;
@@ -172,11 +182,7 @@ TEST_CASE("tuner: a reroute that doubles the round trip is followed to its new b
   REQUIRE(shareOfBest(before, t) >= 0.95);
   // Twice the round trip: each loss-limited flow carries half as much.
   const Path after = lossLimited(1.1e6, 31e6, 160000);
-  int samples = 0;
-  while (shareOfBest(after, t) < 0.95 && samples < 40) {
-    t.add(sampleOf(after, t.active(), j));
-    ++samples;
-  }
+  const int samples = samplesToReach(t, after, 0.95, 40, j);
   CHECK(shareOfBest(after, t) >= 0.95);
   CHECK(samples < 40);
   CHECK(meanShare(t, after, 200, j) >= 0.95);  // its probes cost little
@@ -242,11 +248,7 @@ TEST_CASE("tuner: a start from the path is held, probed only now and then, and l
   ConnectionTuner r(64, ConnectionTuner::startFor(80000), true);
   run(r, p, 20, j);
   const Path after = lossLimited(1.1e6, 31e6, 160000);
-  int samples = 0;
-  while (shareOfBest(after, r) < 0.95 && samples < 40) {
-    r.add(sampleOf(after, r.active(), j));
-    ++samples;
-  }
+  const int samples = samplesToReach(r, after, 0.95, 40, j);
   CHECK(shareOfBest(after, r) >= 0.95);
   CHECK(samples < 40);
 }

@@ -30,33 +30,48 @@ printf '%s\n' "at phase+100ms down 2 for 3s" "at phase+100ms burst 0 -> 1 loss=3
   "at phase+100ms path 0 1 delay=40" "at phase+100ms reset 1 -> 2" \
   "at phase+100ms reset 0 -> 1" "at phase+100ms forget 1 -> 2" > "$dir/faults"
 
-status=0
+# faulted_run NAME FAULTS_FILE pccl-bench flags...: the bench under pccl-wanem with those faults, 3 ranks;
+# writes $dir/NAME.json (rows) and $dir/NAME-stats.json (the emulator's counters); fails the test on any
+# exit but 0 or 3 (3: the emulator's own verdict, not faithful on a busy machine: reported, not asserted).
+faulted_run() {
+  local name=$1 faults=$2 status=0
+  shift 2
+  PCCL_BUILD_DIR=$BUILD_DIR timeout 240 "$BUILD_DIR/bench/pccl-wanem" --ranks 3 --delay-ms 10 --rate-mbit 100 \
+    --faults "$faults" --stats "$dir/$name-stats.json" -- \
+    "$ROOT/bench/wanem_rank.sh" --backend pccl "$@" --connections 2 --timeout 200 \
+    --json "$dir/$name.json" > "$dir/$name-out.txt" 2> "$dir/$name-err.txt" || status=$?
+  cat "$dir/$name-out.txt"
+  grep "fault at" "$dir/$name-err.txt" || true
+  case $status in 0 | 3) ;; *) cat "$dir/$name-err.txt"; echo "FAIL: the $name run exited $status"; exit 1 ;; esac
+  [ -s "$dir/$name.json" ] || { cat "$dir/$name-err.txt"; echo "FAIL: no $name JSON rows"; exit 1; }
+}
+
 # PCCL_RING_STALL_MS: the forgotten connections count as broken after 2 s without an acknowledgement.
 export PCCL_RING_STALL_MS=2000 PCCL_LOG_LEVEL=${PCCL_LOG_LEVEL:-error}
-PCCL_BUILD_DIR=$BUILD_DIR timeout 240 "$BUILD_DIR/bench/pccl-wanem" --ranks 3 --delay-ms 10 --rate-mbit 100 \
-  --faults "$dir/faults" --stats "$dir/stats.json" -- \
-  "$ROOT/bench/wanem_rank.sh" --backend pccl -b 1M -e 1M -n 7 -w 1 --connections 2 --timeout 200 \
-  --json "$dir/out.json" > "$dir/out.txt" 2> "$dir/err.txt" || status=$?
-cat "$dir/out.txt"
-grep "fault at" "$dir/err.txt" || true
-# 3: the emulator's own verdict (not faithful on a busy machine): reported, not asserted.
-case $status in 0 | 3) ;; *) cat "$dir/err.txt"; echo "FAIL: the run exited $status"; exit 1 ;; esac
-[ -s "$dir/out.json" ] || { cat "$dir/err.txt"; echo "FAIL: no JSON rows"; exit 1; }
-/usr/bin/python3 - "$dir/out.json" "$dir/stats.json" <<'PY'
+faulted_run ops "$dir/faults" -b 1M -e 1M -n 7 -w 1
+# check_run NAME TIMED "FAULT COUNTS": one row, every timed operation there and exact, and the emulator
+# applied each fault kind the given number of times (kind=N ..., and some RSTs sent).
+check_run() {
+  /usr/bin/python3 - "$dir/$1.json" "$dir/$1-stats.json" "$2" "$3" <<'PY'
 import json, sys
 rows = json.load(open(sys.argv[1]))["results"]
 assert len(rows) == 1, rows
 row = rows[0]
-print("1 MiB: %d timed operations, times %s s, wrong %d" % (len(row["times_s"]), row["times_s"], row["wrong"]))
-assert row["wrong"] == 0 and len(row["times_s"]) == 7 and row["ranks"] == 3, row
+print("%s: %d timed operations, times %s s, wrong %d" % (row["bytes"], len(row["times_s"]), row["times_s"], row["wrong"]))
+assert row["wrong"] == 0 and len(row["times_s"]) == int(sys.argv[3]) and row["ranks"] == 3, row
 faults = json.load(open(sys.argv[2]))["faults"]
 print("faults:", faults)
-assert faults["down"] == 1 and faults["burst"] == 1 and faults["path"] == 1 and faults["reset"] == 2 and faults["forget"] == 1, faults
-assert faults["down_segments"] > 0 and faults["resets_sent"] > 0, faults
+for kv in sys.argv[4].split():
+    kind, n = kv.split("=")
+    assert faults[kind] == int(n), (kind, faults)
+assert faults["resets_sent"] > 0, faults
 print("ring connections resumed (all ranks):", row["ring_reconnects"])
-assert row["ring_reconnects"] > 0, row
-print("ok")
 PY
+}
+check_run ops 7 "down=1 burst=1 path=1 reset=2 forget=1"
+/usr/bin/python3 -c 'import json, sys; r = json.load(open(sys.argv[1]))["results"][0]; s = json.load(open(sys.argv[2]))["faults"]
+assert s["down_segments"] > 0 and r["ring_reconnects"] > 0, (s, r)' "$dir/ops.json" "$dir/ops-stats.json"
+echo ok
 
 # Shared-state syncs under the same kinds of faults: rank 2's copy is stale and it fetches 8 MiB from
 # ranks 0 and 1 over state connections, which do not resume: a reset one breaks, its unanswered
@@ -67,25 +82,6 @@ PY
 # loss burst of 30 % on 0 -> 2. Every sync must succeed with every byte right.
 printf '%s\n' "at phase+100ms reset 1 -> 2" "at phase+200ms reset 1 -> 2" "at phase+100ms down 2 for 2s" \
   "at phase+100ms burst 0 -> 2 loss=30 for 1s" > "$dir/sync-faults"
-status=0
-PCCL_BUILD_DIR=$BUILD_DIR timeout 240 "$BUILD_DIR/bench/pccl-wanem" --ranks 3 --delay-ms 10 --rate-mbit 100 \
-  --faults "$dir/sync-faults" --stats "$dir/sync-stats.json" -- \
-  "$ROOT/bench/wanem_rank.sh" --backend pccl --sync -b 8M -e 8M -n 4 -w 1 --connections 2 --timeout 200 \
-  --json "$dir/sync.json" > "$dir/sync-out.txt" 2> "$dir/sync-err.txt" || status=$?
-cat "$dir/sync-out.txt"
-grep "fault at" "$dir/sync-err.txt" || true
-case $status in 0 | 3) ;; *) cat "$dir/sync-err.txt"; echo "FAIL: the sync run exited $status"; exit 1 ;; esac
-[ -s "$dir/sync.json" ] || { cat "$dir/sync-err.txt"; echo "FAIL: no sync JSON rows"; exit 1; }
-/usr/bin/python3 - "$dir/sync.json" "$dir/sync-stats.json" <<'PY'
-import json, sys
-rows = json.load(open(sys.argv[1]))["results"]
-assert len(rows) == 1, rows
-row = rows[0]
-print("8 MiB syncs: %d timed, times %s s, wrong %d" % (len(row["times_s"]), row["times_s"], row["wrong"]))
-assert row["wrong"] == 0 and len(row["times_s"]) == 4 and row["ranks"] == 3, row
-faults = json.load(open(sys.argv[2]))["faults"]
-print("faults:", faults)
-assert faults["reset"] == 2 and faults["down"] == 1 and faults["burst"] == 1, faults
-assert faults["resets_sent"] > 0, faults
-print("ok")
-PY
+faulted_run sync "$dir/sync-faults" --sync -b 8M -e 8M -n 4 -w 1
+check_run sync 4 "reset=2 down=1 burst=1"
+echo ok
