@@ -90,10 +90,14 @@ double shareOfBest(const Path& p, const ConnectionTuner& t) {
 }
 
 // Feeds samples until the tuner carries `share` of `p`'s best rate, at most `limit`; returns how many.
-int samplesToReach(ConnectionTuner& t, const Path& p, double share, int limit, Jitter& j) {
+// `kernel_min_rtt_us`: what TCP says is the least round trip (0: the path's own).
+int samplesToReach(ConnectionTuner& t, const Path& p, double share, int limit, Jitter& j,
+                   uint32_t kernel_min_rtt_us = 0) {
   int samples = 0;
   while (shareOfBest(p, t) < share && samples < limit) {
-    t.add(sampleOf(p, t.active(), j));
+    TunerSample s = sampleOf(p, t.active(), j);
+    if (kernel_min_rtt_us != 0) s.min_rtt_us = kernel_min_rtt_us;
+    t.add(s);
     ++samples;
   }
   return samples;
@@ -250,6 +254,20 @@ TEST_CASE("tuner: a start from the path is held, probed only now and then, and l
   const Path after = lossLimited(1.1e6, 31e6, 160000);
   const int samples = samplesToReach(r, after, 0.95, 40, j);
   CHECK(shareOfBest(after, r) >= 0.95);
+  CHECK(samples < 40);
+}
+
+TEST_CASE("tuner: a reroute to a longer path is not read as a queue while the kernel keeps the old least",
+          "[tuner]") {
+  Jitter j(0.05);
+  const Path before = lossLimited(2.2e6, 31e6, 80000);
+  ConnectionTuner t(64, ConnectionTuner::startFor(80000), true);
+  run(t, before, 20, j);
+  REQUIRE(t.active() == 16);
+  // Twice the round trip; the kernel's least stays at the old path's 80 ms (it keeps it for minutes).
+  const Path after = lossLimited(1.1e6, 31e6, 160000);
+  const int samples = samplesToReach(t, after, 0.95, 40, j, 80000);
+  CHECK(t.active() >= 32);
   CHECK(samples < 40);
 }
 

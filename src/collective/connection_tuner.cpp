@@ -13,6 +13,8 @@ constexpr uint32_t kOutageSamples = 3;
 constexpr double kClearlyUp = 1.5, kClearlyDown = 0.67;
 // The path's least round trip falling below this share of what it was: a shorter path.
 constexpr double kRttFell = 0.7;
+// The smoothed round trip rising above this share of what it was, as the rate falls: a longer path.
+constexpr double kRttRose = 1.3;
 // Consecutive samples that must have moved.
 constexpr uint32_t kMovedSamples = 3;
 
@@ -69,6 +71,7 @@ void ConnectionTuner::startOver() {
   mode_ = Mode::kStart;
   outage_ = 0;
   explore_ = true;
+  base_rtt_ = 0;
   resetHold();
 }
 
@@ -76,6 +79,7 @@ void ConnectionTuner::resetHold() {
   held_ = 0;
   moved_ = 0;
   rtt_ref_ = 0;
+  srtt_ref_ = 0;
   window_q_ = 0;
   window_n_ = 0;
 }
@@ -121,12 +125,21 @@ bool ConnectionTuner::add(const TunerSample& s) {
   if (mode_ == Mode::kHold) {
     // The round trip's floor can only fall (the kernel keeps its least for minutes): a shorter path.
     if (rtt_ref_ == 0) rtt_ref_ = s.min_rtt_us;
+    if (srtt_ref_ == 0) srtt_ref_ = s.srtt_us;
     const bool moved = off(r, rate(at_), kMoved) || (s.min_rtt_us > 0 && s.min_rtt_us < kRttFell * rtt_ref_);
     moved_ = moved ? moved_ + 1 : 0;
-    if (moved_ >= kMovedSamples) startOver();
+    if (moved_ >= kMovedSamples) {
+      // Slower with a longer round trip: a longer path, not a queue. Its round trip now is its least
+      // until the kernel's catches up (else the difference reads as a standing queue, and the link
+      // would look down instead of up).
+      const bool longer = r < rate(at_) && srtt_ref_ > 0 && s.srtt_us > kRttRose * srtt_ref_;
+      startOver();
+      if (longer) base_rtt_ = s.srtt_us;
+    }
   }
-  const double q = s.srtt_us > s.min_rtt_us ? s.srtt_us - s.min_rtt_us : 0;
-  min_rtt_ = s.min_rtt_us;
+  const uint32_t least = std::max(s.min_rtt_us, base_rtt_);
+  const double q = s.srtt_us > least ? s.srtt_us - least : 0;
+  min_rtt_ = least;
   sum_[at_] += r;
   qsum_[at_] += q;
   ++count_[at_];

@@ -94,6 +94,10 @@ class ConnectionTuner {
   uint32_t held_ = 0;             // kHold: valid samples since the last probe
   uint32_t moved_ = 0;            // kHold: consecutive samples off by kMoved
   uint32_t rtt_ref_ = 0;          // kHold: the path's least round trip when the hold began
+  uint32_t srtt_ref_ = 0;         // kHold: the smoothed round trip when the hold began
+  // A longer path's least round trip (the kernel's least stays the old path's for minutes): the
+  // smoothed round trip when the rate fell and the round trip rose by kRttRose together; 0: none.
+  uint32_t base_rtt_ = 0;
   uint32_t min_rtt_ = 0;          // the last sample's
   double window_q_ = 0;           // kHold: queueing delays since the last look
   uint32_t window_n_ = 0;
