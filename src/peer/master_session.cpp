@@ -91,7 +91,7 @@ void MasterSession::attemptFailed(const Status& s, bool refused) {
                                          "the last one: {}",
                                          where, spent, limit, s.message())));
   }
-  io_.retryAfter(ask_any ? Millis(0) : Millis(std::min<int64_t>(1000, int64_t{50} << std::min<uint32_t>(cycles_, 5))));
+  io_.retryAfter(ask_any ? Millis(0) : doublingBackoff(Millis(50), cycles_, Millis(1000)));
 }
 
 void MasterSession::retry() {

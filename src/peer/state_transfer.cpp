@@ -17,6 +17,12 @@ constexpr const char* kLog = "state";
 constexpr size_t kMaxSpareBuffers = 8;
 // A request's payload at most: length, level, and a name of kMaxSyncKeyName bytes.
 constexpr uint32_t kMaxRequestBytes = 8 + 1 + 2 + wire::kMaxSyncKeyName;
+
+// What the network does to a connection (a reset, a timeout, a refused or closed one), which a later
+// dial may not meet again; anything else (a bad response, authentication, another version) is final.
+bool passing(const Status& why) {
+  return why.code() == Code::kPeerLost || why.code() == Code::kSystemError || why.code() == Code::kTimeout;
+}
 }  // namespace
 
 std::vector<uint8_t> encodeStateRequest(uint64_t length, uint8_t level, const std::string& name) {
@@ -214,14 +220,6 @@ void StateFetcher::settled(size_t i) {
   }
 }
 
-namespace {
-// What the network does to a connection (a reset, a timeout, a refused or closed one), which a later
-// dial may not meet again; anything else (a bad response, authentication, another version) is final.
-bool passing(const Status& why) {
-  return why.code() == Code::kPeerLost || why.code() == Code::kSystemError || why.code() == Code::kTimeout;
-}
-}  // namespace
-
 void StateFetcher::broke(size_t i, const Status& why) {
   Conn& c = conns_[i];
   // Released after this callback (the channel may be the one calling).
@@ -248,9 +246,7 @@ void StateFetcher::broke(size_t i, const Status& why) {
   if (!started_) settled(i);  // the others need not wait for this one
   for (size_t k = 0; k < conns_.size(); ++k) refill(k);
   // 100 ms, doubling to 1 s: a path that comes back is seen within a second.
-  const auto backoff = Millis(std::min<int64_t>(1000, int64_t{100} << std::min<uint32_t>(c.redials, 4)));
-  ++c.redials;
-  auto timer = std::make_shared<asio::steady_timer>(io_, backoff);
+  auto timer = std::make_shared<asio::steady_timer>(io_, doublingBackoff(Millis(100), c.redials++, Millis(1000)));
   auto self = shared_from_this();
   timer->async_wait([self, timer, i](const asio::error_code& ec) {
     if (!ec && !self->over_) self->dial(i);
