@@ -39,9 +39,15 @@ class PhaseLog {
   // Written just before the operation's clock starts, so that the write is not part of its time.
   void begin(size_t index, const std::string& backend, size_t bytes, int iteration,
              std::chrono::steady_clock::time_point t) {
+    beginStep(std::to_string(index) + ":" + backend + ":" + std::to_string(bytes) + ":" + std::to_string(iteration), t);
+  }
+  // "begin LABEL BEGIN_NS" for an untimed step that faults may target too: the run's set-up writes
+  // "setup:connect:RANK" (RANK: PCCL_WANEM_RANK, each rank its own) as it joins and "setup:optimize" as
+  // it calls pcclOptimizeTopology (every rank the same label).
+  void beginStep(const std::string& label, std::chrono::steady_clock::time_point t) {
     if (fd_ < 0) return;
     char line[256];
-    const int n = std::snprintf(line, sizeof line, "begin %zu:%s:%zu:%d %lld\n", index, backend.c_str(), bytes, iteration,
+    const int n = std::snprintf(line, sizeof line, "begin %s %lld\n", label.c_str(),
                                 static_cast<long long>(std::chrono::duration_cast<std::chrono::nanoseconds>(
                                     t.time_since_epoch()).count()));
     if (n <= 0 || static_cast<size_t>(n) >= sizeof line) return warn(EOVERFLOW);

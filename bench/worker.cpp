@@ -113,6 +113,8 @@ bool Worker::join() {
   comm_ = std::move(comm).value();
   // The master may still be starting (all ranks are launched together): retry for a minute.
   const auto connect_deadline = Clock::now() + std::chrono::seconds(60);
+  const char* wanem_rank = std::getenv("PCCL_WANEM_RANK");
+  phases_.beginStep(std::string("setup:connect:") + (wanem_rank != nullptr ? wanem_rank : "?"), Clock::now());
   Status s = comm_->connect();
   while (s.code() == Code::kMasterUnreachable && Clock::now() < connect_deadline) {
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
@@ -148,6 +150,7 @@ bool Worker::describeRing() {
   double optimize_s = 0;
   if (o_.optimize) {
     const auto t0 = Clock::now();
+    phases_.beginStep("setup:optimize", t0);
     Status s = comm_->optimizeTopology();
     optimize_s = std::chrono::duration<double>(Clock::now() - t0).count();
     if (!s.isOk()) return fail("optimizeTopology: " + s.toString()), false;

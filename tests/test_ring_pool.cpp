@@ -218,7 +218,7 @@ TEST_CASE("ring pool: a resume hello is refused for a connection that does not r
   const Case cases[] = {
       {"the connection was not made resumable", &predecessor, 0, kEpoch, Code::kInvalidUsage, "not made resumable"},
       {"no such connection", &predecessor, 3, kEpoch, Code::kInvalidUsage, "bad or duplicate"},
-      {"another epoch", &predecessor, 0, kEpoch + 1, Code::kInvalidUsage, "to resume here"},
+      {"an older epoch", &predecessor, 0, kEpoch - 1, Code::kInvalidUsage, "to resume here"},
       {"not signed by the listed sender", &other_member, 0, kEpoch, Code::kAuthFailed, "not signed"},
   };
   for (const Case& k : cases) {
@@ -231,6 +231,33 @@ TEST_CASE("ring pool: a resume hello is refused for a connection that does not r
     CHECK_THAT(got.message(), Catch::Contains(k.says));
   }
   // The connection that came up is untouched.
+  std::promise<bool> open;
+  asio::post(a.io, [&] { open.set_value(a.pool->inbound().at(0)->isOpen()); });
+  CHECK(open.get_future().get());
+}
+
+// A dialler whose first connection broke after its hello, before our P2PAccept reached it, dials again
+// with a resume hello (protocol 19): where we never took that connection in, the resume hello is taken
+// in as the first (here it came before the round opened, and waited for it as a first hello does).
+// Another hello for the slot is refused after that, and the connection taken in stays.
+TEST_CASE("ring pool: a resume hello for a slot that holds no connection is taken in as its first", "[ring][resume]") {
+  REQUIRE(net::initCrypto().isOk());
+  const net::SigningKey predecessor;
+  Acceptor a(predecessor, 1);
+  const uint8_t resume = wire::kHelloResumable | wire::kHelloResume;
+  auto [link, theirs] = a.connection(sessionOf(30));
+  REQUIRE(theirs.sendBytes(helloFrame(predecessor, sessionOf(30), idOf(1), 0, kEpoch, resume)));
+  std::vector<net::Link> links;
+  links.push_back(std::move(link));
+  a.adoptThenBuild(std::move(links));  // adopted before the round opens: parked, then taken in
+  REQUIRE(answer(theirs).isOk());
+  auto built = a.built.get_future();
+  REQUIRE(built.wait_for(std::chrono::seconds(3)) == std::future_status::ready);
+  REQUIRE(built.get().isOk());
+  auto [l2, s2] = a.connection(sessionOf(31));
+  REQUIRE(s2.sendBytes(helloFrame(predecessor, sessionOf(31), idOf(1), 0, kEpoch)));
+  asio::post(a.io, [&a, l = std::make_shared<net::Link>(std::move(l2))]() mutable { a.pool->adopt(std::move(*l)); });
+  CHECK(answer(s2).code() == Code::kInvalidUsage);
   std::promise<bool> open;
   asio::post(a.io, [&] { open.set_value(a.pool->inbound().at(0)->isOpen()); });
   CHECK(open.get_future().get());

@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <future>
+#include <map>
 #include <set>
 #include <thread>
 
@@ -434,4 +435,109 @@ TEST_CASE("orderRing: measured groups get the best ring, others keep the previou
   CHECK(o.ring[1].id[0] == 1);
   CHECK(o.ring[2].id[0] == 2);
   CHECK(o.ring[3].id[0] == 4);
+}
+
+namespace {
+
+// Plays the peers of a LinkSurvey: decodes each round's plans and answers them, the link `broken`
+// failing (no round trip, nothing received) the first `breaks` times it is measured. Returns the rounds
+// played; *measured counts how often each pair was planned.
+size_t playSurvey(const std::vector<wire::MemberInfo>& members, master::ProbePair broken, int breaks,
+                  master::LinkBook* book, std::map<master::ProbePair, int>* measured) {
+  master::LinkSurvey survey;
+  std::vector<master::ProbePair> all;
+  for (size_t a = 0; a < members.size(); ++a) {
+    for (size_t b = 0; b < members.size(); ++b) {
+      if (a != b) all.emplace_back(a, b);
+    }
+  }
+  const auto index = [&](const wire::Uuid& id) {
+    for (size_t i = 0; i < members.size(); ++i) {
+      if (members[i].id == id) return i;
+    }
+    FAIL("a plan for a peer that is not a member");
+    return size_t{0};
+  };
+  master::Effects fx = survey.begin(members, all, master::SurveyConfig{}, Clock::now());
+  size_t rounds = 0;
+  bool finished = false;
+  while (!finished) {
+    REQUIRE_FALSE(fx.empty());
+    ++rounds;
+    std::vector<std::pair<wire::Uuid, wire::ProbeReport>> reports;
+    for (const master::Outgoing& out : fx) {
+      auto plan = wire::decodePayload<wire::ProbePlan>(out.frame.data() + wire::kHeaderSize,
+                                                       out.frame.size() - wire::kHeaderSize);
+      INFO(plan.status().toString());
+      REQUIRE(plan.isOk());
+      wire::ProbeReport r;
+      r.probe_id = plan->probe_id;
+      const size_t self = index(out.to);
+      if (plan->has_target) {
+        const master::ProbePair p{self, index(plan->target.id)};
+        ++(*measured)[p];
+        const bool fails = p == broken && (*measured)[p] <= breaks;
+        r.target_id = plan->target.id;
+        r.rtt_us = fails ? 0 : 1000;
+        if (fails) r.detail = "connection reset by peer";
+      }
+      if (plan->has_source) {
+        const master::ProbePair p{index(plan->source.id), self};
+        // The plans come in member order and `broken` runs from a lower index to a higher one: its
+        // sender was counted in this round already, and both sides of it agree.
+        const bool fails = p == broken && (*measured)[p] <= breaks;
+        r.source_id = plan->source.id;
+        r.rx_rate = fails ? 0 : 50000000;
+      }
+      reports.emplace_back(out.to, r);
+    }
+    fx.clear();
+    for (const auto& [id, r] : reports) {
+      master::Effects next = survey.report(id, r, book, Clock::now(), &finished);
+      fx.insert(fx.end(), next.begin(), next.end());
+    }
+    REQUIRE(rounds < 10);
+  }
+  CHECK(survey.rounds() == rounds);
+  return rounds;
+}
+
+}  // namespace
+
+TEST_CASE("a link survey measures a link again that a fault broke, once", "[optimize]") {
+  std::vector<wire::MemberInfo> members(4);
+  for (size_t i = 0; i < members.size(); ++i) {
+    members[i].id[0] = static_cast<uint8_t>(i + 1);
+    members[i].host = "10.0.0." + std::to_string(i + 1);
+    members[i].port = 4000;
+    members[i].connections = members[i].host_connections = 4;
+  }
+  const master::ProbePair broken{0, 1};  // from a lower index to a higher one (playSurvey)
+  SECTION("the link works the second time: it is usable, after one more round") {
+    master::LinkBook book;
+    std::map<master::ProbePair, int> measured;
+    CHECK(playSurvey(members, broken, 1, &book, &measured) == 3 + 1);
+    CHECK(measured[broken] == 2);
+    for (const auto& [pair, n] : measured) {
+      if (pair != broken) CHECK(n == 1);
+    }
+    REQUIRE(book.find(members[0].id, members[1].id) != nullptr);
+    CHECK(book.find(members[0].id, members[1].id)->bandwidth == 50000000);
+    CHECK(book.size() == 12);
+  }
+  SECTION("it fails again: recorded unusable, and not measured a third time") {
+    master::LinkBook book;
+    std::map<master::ProbePair, int> measured;
+    CHECK(playSurvey(members, broken, 2, &book, &measured) == 3 + 1);
+    CHECK(measured[broken] == 2);
+    REQUIRE(book.find(members[0].id, members[1].id) != nullptr);
+    CHECK(book.find(members[0].id, members[1].id)->bandwidth == 0);
+    CHECK(book.find(members[1].id, members[0].id)->bandwidth == 50000000);
+  }
+  SECTION("nothing breaks: the planned rounds only") {
+    master::LinkBook book;
+    std::map<master::ProbePair, int> measured;
+    CHECK(playSurvey(members, broken, 0, &book, &measured) == 3);
+    CHECK(measured.size() == 12);
+  }
 }

@@ -22,6 +22,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <set>
 #include <string>
 #include <thread>
@@ -187,6 +188,16 @@ class Communicator::Impl : private peer::MasterSession::Io, private peer::Master
   std::unique_ptr<SharedStateSync> sync_;   // run() on the calling thread, the rest on the io thread
   Topology building_;                       // io thread: the topology being built
   std::shared_ptr<const collective::TwoLevelRing> building_two_level_;  // io thread: its two-level plan, if any
+  // io thread: this peer's own outcome of the build of building_.epoch once its connections are up (or
+  // failed): sent to the master, and sent again when a master that held our place while our control
+  // connection was broken repeats the TopologyUpdate (docs/protocol.md §8.4).
+  struct BuildOutcome {
+    uint64_t epoch = 0;
+    Status status;
+  };
+  std::optional<BuildOutcome> build_outcome_;
+  void sendBuildOutcome();
+  void abandonBuild();  // mu_ held
 
   mutable std::mutex mu_;
   std::condition_variable cv_;
@@ -209,6 +220,7 @@ class Communicator::Impl : private peer::MasterSession::Io, private peer::Master
   bool away_ = false;
   uint64_t losses_ = 0;  // times the master was lost: a query sent before one may have gone with it
   TimePoint away_since_{};
+  uint64_t away_term_ = 0;  // the term of the master we lost: one that takes us back at it held our place
   Status away_why_;
   bool vote_optimize_ = false;  // the kind of the vote under way (sent again to a master that comes back)
 

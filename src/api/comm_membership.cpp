@@ -283,6 +283,17 @@ void Communicator::Impl::registerMembershipHandlers() {
 }
 
 Status Communicator::Impl::onTopology(const wire::TopologyUpdate& m) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (state_ == PeerState::kBuildingRing && m.epoch == building_.epoch) {
+      // Repeated by a master that held our place while our control connection was broken: the build
+      // goes on; if it ended, the master may not have heard how.
+      PCCL_LOG_INFO(kLog, "peer={} epoch={}: the master repeated the ring of epoch {}: {}", wire::shortId(id_),
+                    topology_.epoch, m.epoch, build_outcome_ ? "sending our outcome again" : "still building it");
+      if (build_outcome_ && build_outcome_->epoch == m.epoch) asio::post(io_, [this] { sendBuildOutcome(); });
+      return Status::ok();
+    }
+  }
   bool found = false;
   for (const auto& mi : m.ring) found = found || mi.id == id_;
   if (!found) return Status::protocol(fmt::format("TopologyUpdate for epoch {} does not include us", m.epoch));
@@ -303,20 +314,32 @@ Status Communicator::Impl::onTopology(const wire::TopologyUpdate& m) {
   listener_->setMaxPendingHandshakes(std::max<uint32_t>(kListenerHandshakes, inbound + kListenerHandshakes));
   building_.successor_connections = plan.successor_connections;
   building_.predecessor_connections = plan.predecessor_connections;
+  build_outcome_.reset();
   ring_pool_->build(plan, [this](uint64_t epoch, const Status& s) {
-    if (!link_) return;
-    if (s.isOk()) {
-      link_->send(wire::P2PReady{epoch}, epoch);
-    } else {
-      PCCL_LOG_WARN(kLog, "peer={} epoch={}: ring build failed: {}", wire::shortId(id_), epoch, s.toString());
-      link_->send(wire::P2PFailed{epoch, static_cast<uint16_t>(s.code()), s.message()}, epoch);
-    }
+    if (!s.isOk()) PCCL_LOG_WARN(kLog, "peer={} epoch={}: ring build failed: {}", wire::shortId(id_), epoch, s.toString());
+    build_outcome_ = BuildOutcome{epoch, s};
+    sendBuildOutcome();
   });
   return Status::ok();
 }
 
+void Communicator::Impl::sendBuildOutcome() {
+  if (!link_ || !build_outcome_) return;
+  const uint64_t epoch = build_outcome_->epoch;
+  const Status& s = build_outcome_->status;
+  if (s.isOk()) {
+    link_->send(wire::P2PReady{epoch}, epoch);
+  } else {
+    link_->send(wire::P2PFailed{epoch, static_cast<uint16_t>(s.code()), s.message()}, epoch);
+  }
+}
+
 Status Communicator::Impl::onReady(const wire::TopologyReady& m) {
-  if (m.epoch != building_.epoch) return Status::ok();
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    // Another epoch's, or repeated after we came back to the master (we had it, or never built it).
+    if (m.epoch != building_.epoch || state_ != PeerState::kBuildingRing) return Status::ok();
+  }
   // Our neighbours within the group's ring, named in mismatch messages.
   std::vector<const RingMember*> group;
   std::vector<std::string> regions;  // by group rank
@@ -360,6 +383,13 @@ Status Communicator::Impl::onReady(const wire::TopologyReady& m) {
 }
 
 Status Communicator::Impl::onFailed(const wire::TopologyFailed& m) {
+  {
+    std::lock_guard<std::mutex> lk(mu_);
+    // A failure ends a vote (a survey's) or a build. A member that is neither had it already: repeated
+    // after we came back to the master; its ring stays.
+    if (state_ == PeerState::kMember) return Status::ok();
+    if (state_ == PeerState::kBuildingRing && m.epoch != building_.epoch) return Status::ok();
+  }
   const Status failed(wire::codeFromWire(m.code, Code::kPeerLost),
                       fmt::format("topology update to epoch {} failed: {}", m.epoch, m.reason));
   colls_->clearRing(Status(failed.code(), fmt::format("the ring build of epoch {} failed: {}", m.epoch, m.reason)));

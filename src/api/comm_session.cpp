@@ -150,29 +150,35 @@ void Communicator::Impl::away(const Status& s) {
     away_ = true;
     away_since_ = Clock::now();
     away_why_ = s;
+    away_term_ = session_->term();
     stats_.masterLost();
     PCCL_LOG_WARN(kLog, "peer={} epoch={}: lost the master ({}); collectives go on on the ring while it tries {} "
                   "master address(es) for up to {} ms",
                   wire::shortId(id_), topology_.epoch, s.message(), master_count_, config_.master_reconnect_ms);
   }
-  if (state_ == PeerState::kBuildingRing) {
-    // The new ring cannot be finished without the master that ordered it (the old one is gone already).
-    const Status why = Status::topologyChanged(fmt::format(
-        "the master was lost while the ring of epoch {} was being built; call pcclUpdateTopology once it is back",
-        building_.epoch));
-    colls_->clearRing(why);
-    ring_pool_->reset(Status::ok());
-    last_build_ = why;
-    ++builds_done_;
-    setState(PeerState::kMember);
-  }
+  // A ring being built goes on: a master that holds our place (a broken connection, not a dead master)
+  // repeats what we missed once we are back (back()).
   cv_.notify_all();
+}
+
+// The new ring cannot be finished without the master that ordered it: under another master (another
+// term: the one that ordered it is gone) the build ends here.
+void Communicator::Impl::abandonBuild() {
+  const Status why = Status::topologyChanged(fmt::format(
+      "the master was lost while the ring of epoch {} was being built; call pcclUpdateTopology once it is back",
+      building_.epoch));
+  colls_->clearRing(why);
+  ring_pool_->reset(Status::ok());
+  last_build_ = why;
+  ++builds_done_;
+  setState(PeerState::kMember);
 }
 
 void Communicator::Impl::back(const wire::RunResumed& m, int64_t away_ms) {
   colls_->masterBack();
   std::lock_guard<std::mutex> lk(mu_);
   if (away_) stats_.masterBack(static_cast<uint64_t>(away_ms));
+  if (away_ && state_ == PeerState::kBuildingRing && m.term != away_term_) abandonBuild();
   away_ = false;
   PCCL_LOG_INFO(kLog, "peer={} epoch={}: the run goes on under {} (term {}, epoch {}) after {} ms away{}{}",
                 wire::shortId(id_), topology_.epoch, link_->masterName(), m.term, m.epoch, away_ms,

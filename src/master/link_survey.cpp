@@ -99,6 +99,8 @@ Effects LinkSurvey::begin(std::vector<wire::MemberInfo> members, std::vector<Pro
   config_ = config;
   total_pairs_ = pairs.size();
   rounds_ = scheduleRounds(std::move(pairs), members_.size());
+  retried_ = false;
+  failed_.clear();
   round_ = 0;
   started_ = now;
   active_ = true;
@@ -107,6 +109,14 @@ Effects LinkSurvey::begin(std::vector<wire::MemberInfo> members, std::vector<Pro
 
 bool LinkSurvey::involves(const wire::Uuid& id) const {
   return active_ && std::any_of(members_.begin(), members_.end(), [&](const auto& m) { return m.id == id; });
+}
+
+bool LinkSurvey::awaits(const wire::Uuid& id) const {
+  if (!active_) return false;
+  for (size_t i : awaiting_) {
+    if (members_[i].id == id) return true;
+  }
+  return false;
 }
 
 Effects LinkSurvey::startRound(TimePoint now) {
@@ -168,12 +178,22 @@ Effects LinkSurvey::report(const wire::Uuid& id, const wire::ProbeReport& r, Lin
   for (const auto& [pair, pend] : pending_) {
     MeasuredLink link = pend.link;
     if (!pend.tx || !pend.rx || link.rtt_us == 0) link.bandwidth = 0;  // a side that did not report the link
+    if (link.bandwidth == 0 && !retried_) failed_.push_back(pair);     // measured again after the last round
     book->record(members_[pair.first].id, members_[pair.second].id, link);
     PCCL_LOG_DEBUG(kLog, "link {} -> {}: {:.1f} MB/s, rtt {:.2f} ms", shortId(members_[pair.first].id),
                    shortId(members_[pair.second].id), static_cast<double>(link.bandwidth) / 1e6,
                    static_cast<double>(link.rtt_us) / 1e3);
   }
   ++round_;
+  if (round_ >= rounds_.size() && !retried_ && !failed_.empty()) {
+    // A probe broken by the network (a reset, a blackout while connecting) would leave a good link
+    // unusable until the next survey: the links that failed are measured once more, in rounds of their
+    // own. A link that fails again is recorded unusable.
+    PCCL_LOG_INFO(kLog, "link survey: measuring {} link(s) again that did not work", failed_.size());
+    retried_ = true;
+    for (auto& round : scheduleRounds(std::move(failed_), members_.size())) rounds_.push_back(std::move(round));
+    failed_.clear();
+  }
   if (round_ >= rounds_.size()) {
     active_ = false;
     *finished = true;

@@ -5,6 +5,8 @@
 // one of the two leaves. LinkSurvey: one measurement, in rounds. In a round each peer sends to at most
 // one peer and receives from at most one (scheduleRounds), so no link shares a sender's uplink or a
 // receiver's downlink with another link being measured. A round ends when every peer in it reported.
+// A link that did not work is measured once more after the planned rounds (a fault of the network
+// that healed); one that fails again is recorded unusable.
 // Thread: MasterServer's event loop only.
 #ifndef PCCL_MASTER_LINK_SURVEY_HPP_
 #define PCCL_MASTER_LINK_SURVEY_HPP_
@@ -70,6 +72,9 @@ class LinkSurvey {
                 TimePoint now);
   bool active() const { return active_; }
   bool involves(const wire::Uuid& id) const;
+  bool awaits(const wire::Uuid& id) const;  // the current round still needs its report
+  uint64_t probeId() const { return probe_id_; }
+  size_t round() const { return round_; }
   // A peer's report for the current round; the next round's plans once this round is complete. Sets
   // *finished when the last round completed (the book then holds every measured link).
   Effects report(const wire::Uuid& id, const wire::ProbeReport& r, LinkBook* book, TimePoint now, bool* finished);
@@ -102,6 +107,8 @@ class LinkSurvey {
   TimePoint round_started_{};
   std::map<ProbePair, Pending> pending_;
   std::set<size_t> awaiting_;  // members whose report the round still needs
+  std::vector<ProbePair> failed_;  // links that did not work in the planned rounds
+  bool retried_ = false;           // the rounds measuring them again were added
 };
 
 }  // namespace pccl::master

@@ -107,7 +107,8 @@ Effects Membership::p2pReady(const wire::Uuid& id, uint64_t epoch) {
   PCCL_LOG_INFO(kLog, "epoch={}: ring of {} peers is up", epoch_, ring_.size());
   wire::TopologyReady ready;
   ready.epoch = epoch_;
-  sendToAccepted(fx, wire::encodeFrame(ready, epoch_));
+  last_outcome_ = Outcome{epoch_, wire::encodeFrame(ready, epoch_)};
+  sendToAccepted(fx, last_outcome_.frame);
   maybeStartBuild(fx);
   return fx;
 }
@@ -273,6 +274,30 @@ Effects Membership::probeReport(const wire::Uuid& id, const wire::ProbeReport& r
   return fx;
 }
 
+Effects Membership::returned(const wire::Uuid& id) {
+  Effects fx;
+  if (phase_ == RunPhase::kMeasuring && survey_.awaits(id)) {
+    PCCL_LOG_INFO(kLog, "peer={} epoch={}: back during link survey round {}: its links in that round are measured again",
+                  shortId(id), epoch_, survey_.round() + 1);
+    wire::ProbeReport nothing;
+    nothing.probe_id = survey_.probeId();
+    return probeReport(id, nothing);
+  }
+  auto it = peers_.find(id);
+  if (it == peers_.end() || it->second.phase != PeerPhase::kAccepted) return fx;
+  if (phase_ == RunPhase::kBuilding && !it->second.ready) {
+    // It may have missed the ring, or we its P2PReady: the ring again (it sends its outcome again).
+    PCCL_LOG_INFO(kLog, "peer={} epoch={}: back during the ring build: sending it the ring again", shortId(id), epoch_);
+    wire::TopologyUpdate update;
+    update.epoch = epoch_;
+    update.ring = ring_;
+    fx.push_back(Outgoing{id, wire::encodeFrame(update, epoch_)});
+  } else if (phase_ == RunPhase::kStable && last_outcome_.epoch == epoch_ && !last_outcome_.frame.empty()) {
+    fx.push_back(Outgoing{id, last_outcome_.frame});  // how the last build ended, which it may have missed
+  }
+  return fx;
+}
+
 Effects Membership::tick() {
   Effects fx;
   if (phase_ != RunPhase::kMeasuring) return fx;
@@ -381,6 +406,8 @@ void Membership::failBuild(Effects& fx, Code code, const std::string& reason) {
   failed.epoch = epoch_;
   failed.code = static_cast<uint16_t>(code);
   failed.reason = reason;
+  // A survey's failure ends votes, which a member that missed it sends again when it is back.
+  last_outcome_ = measuring ? Outcome{} : Outcome{epoch_, wire::encodeFrame(failed, epoch_)};
   sendToAccepted(fx, wire::encodeFrame(failed, epoch_));
 }
 

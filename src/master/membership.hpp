@@ -44,6 +44,12 @@ class Membership {
   Effects vote(const wire::Uuid& id, bool optimize = false);
   // A participant's report of a survey round.
   Effects probeReport(const wire::Uuid& id, const wire::ProbeReport& r);
+  // A member whose control connection broke came back on a new one, to this master (which held its
+  // place): what it may have missed meanwhile. A report of the survey round it may have lost (or whose
+  // plan it never got) counts as nothing measured, so the round goes on and its links are measured
+  // again after the last round (LinkSurvey); a ring being built is sent again (it answers with its
+  // outcome again); how the last build ended is repeated.
+  Effects returned(const wire::Uuid& id);
   // Fails a survey whose round is overdue.
   Effects tick();
   Effects withdrawVote(const wire::Uuid& id);
@@ -90,6 +96,14 @@ class Membership {
 
  private:
   enum class Vote : uint8_t { kNone, kUpdate, kOptimize };
+  // How the build of `epoch` ended (TopologyReady or TopologyFailed), repeated to a member that comes
+  // back on a new control connection (returned()).
+  struct Outcome {
+    uint64_t epoch = 0;
+    std::vector<uint8_t> frame;
+  };
+  Outcome last_outcome_;
+
   struct Record {
     wire::MemberInfo info;  // as it joined: `region` is the declared one (ring_ holds the effective ones)
     PeerPhase phase = PeerPhase::kPending;

@@ -69,8 +69,11 @@ void HelloAcceptor::onHello(const std::shared_ptr<net::FrameIo>& io, const wire:
   if (idle_ || hello.epoch > round_.id) return park(io, hello);
   Result<uint32_t> checked = check(*io, hello);
   if (!checked.isOk()) return io->rejectWith(checked.status());
+  acceptNew(io, hello, *checked);
+}
+
+void HelloAcceptor::acceptNew(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello, uint32_t index) {
   // Claimed now, not when the P2PAccept is written: another connection may say the same index meanwhile.
-  const uint32_t index = *checked;
   const uint64_t id = round_.id;
   claimed_[index] = true;
   std::string who = std::string(index < round_.connections ? rules_.who : "linked peer") + " " +
@@ -90,7 +93,10 @@ void HelloAcceptor::onHello(const std::shared_ptr<net::FrameIo>& io, const wire:
 }
 
 void HelloAcceptor::onResume(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello) {
-  if (idle_ || hello.epoch != round_.id) {
+  // A dialer whose first connection broke after its hello resumes what we may have accepted (it never
+  // read our answer); from a round we have not opened yet, it waits like a first hello.
+  if (idle_ || hello.epoch > round_.id) return park(io, hello);
+  if (hello.epoch != round_.id) {
     return io->rejectWith(Status::invalidUsage(
         fmt::format("no {} connection of epoch {} to resume here (this peer is at {})", rules_.kind, hello.epoch,
                     round_.id)));
@@ -98,6 +104,11 @@ void HelloAcceptor::onResume(const std::shared_ptr<net::FrameIo>& io, const wire
   Result<uint32_t> slot = slotOf(*io, hello);
   if (!slot.isOk()) return io->rejectWith(slot.status());
   std::shared_ptr<net::DataChannel> ch = *slot < slots_.size() ? slots_[*slot] : nullptr;
+  if (!ch && round_.accepts && *slot < claimed_.size()) {
+    // We never took its first connection in (it broke before our accept was written, or never came):
+    // this one is that connection. Its signature was checked (slotOf): only the sender can claim it.
+    return acceptNew(io, hello, *slot);
+  }
   if (!ch || !ch->isOpen() || !ch->resumable()) {
     return io->rejectWith(Status::invalidUsage(
         fmt::format("{} connection {} of epoch {} cannot be resumed: it {}", rules_.kind, hello.index, hello.epoch,

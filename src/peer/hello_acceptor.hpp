@@ -92,6 +92,8 @@ class HelloAcceptor {
   };
   void onHello(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello);
   void onResume(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello);
+  // Takes a checked hello's connection into slot `index` (claimed at once, filled once accepted).
+  void acceptNew(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello, uint32_t index);
   // The slot of a hello for the current round: the sender is one the round lists, the signature
   // verifies and the index is in range; an Error (the refusal) otherwise.
   Result<uint32_t> slotOf(const net::FrameIo& io, const wire::P2PHello& hello) const;

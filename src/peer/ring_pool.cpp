@@ -147,7 +147,8 @@ void RingPool::build(const RingPlan& plan, Done done) {
   acceptor_.open(round, [this](uint32_t index, bool resumable) { onAccepted(index, resumable); });
 }
 
-void RingPool::connectOne(const wire::MemberInfo& to, int extra, uint32_t index, uint64_t epoch, int attempt) {
+void RingPool::connectOne(const wire::MemberInfo& to, int extra, uint32_t index, uint64_t epoch, int attempt,
+                          bool resume) {
   HelloDial d = HelloDial::toMember(io_, to, wire::Role::kPeerToPeer, key_, identity_, timeout_,
                                     extra < 0 ? "ring successor" : "linked peer");
   d.self = plan_.self;
@@ -155,22 +156,35 @@ void RingPool::connectOne(const wire::MemberInfo& to, int extra, uint32_t index,
   d.index = index;
   const bool ask = resumableTo(extra);
   if (ask) d.flags = wire::kHelloResumable;
+  // A hello went out before, on a connection that broke: the acceptor may hold that connection (it
+  // accepted, we never read it), so this one resumes it, or is taken in as new where it holds none.
+  if (resume) d.flags |= wire::kHelloResume;
   auto alive = alive_;
   auto stale = [this, alive, epoch] { return !*alive || !building_ || plan_.epoch != epoch; };
-  // A connection reset or lost before its hello (a fault on the path) is dialled again, a few times;
-  // a refusal to authenticate is not (docs/algorithms.md §6, "Network faults").
-  d.before_hello = [this, alive, to, extra, index, epoch, attempt](const Status& s) {
-    if (attempt + 1 >= kBuildDialAttempts || s.code() == Code::kAuthFailed || s.code() == Code::kVersionMismatch) {
-      return finish(s);
-    }
-    PCCL_LOG_DEBUG(kLog, "dial of connection {} failed before its hello ({}); again in {} ms", index, s.toString(),
-                   kBuildRedial.count());
+  // A connection reset or lost (a fault on the path) is dialled again, a few times; a refusal to
+  // authenticate is not, nor the acceptor's refusal (docs/algorithms.md §6, "Network faults").
+  auto again = [this, alive, to, extra, index, epoch, attempt](const Status& s, bool resume_next) {
+    PCCL_LOG_DEBUG(kLog, "dial of connection {} failed {} its hello ({}); again in {} ms", index,
+                   resume_next ? "after" : "before", s.toString(), kBuildRedial.count());
     auto t = std::make_shared<asio::steady_timer>(io_, kBuildRedial);
-    t->async_wait([this, alive, t, to, extra, index, epoch, attempt](const asio::error_code& ec) {
-      if (!ec && *alive && building_ && plan_.epoch == epoch) connectOne(to, extra, index, epoch, attempt + 1);
+    t->async_wait([this, alive, t, to, extra, index, epoch, attempt, resume_next](const asio::error_code& ec) {
+      if (!ec && *alive && building_ && plan_.epoch == epoch) connectOne(to, extra, index, epoch, attempt + 1, resume_next);
     });
   };
-  dialWithHello(d, stale, [this](const Status& s) { finish(s); },
+  const bool last = attempt + 1 >= kBuildDialAttempts;
+  d.before_hello = [this, again, last, resume](const Status& s) {
+    if (last || s.code() == Code::kAuthFailed || s.code() == Code::kVersionMismatch) return finish(s);
+    again(s, resume);
+  };
+  // After the hello only a resumable link can be taken over by a new connection.
+  const auto broken = [](const Status& s) {
+    return s.code() == Code::kSystemError || s.code() == Code::kPeerLost || s.code() == Code::kTimeout;
+  };
+  dialWithHello(d, stale,
+                [this, again, last, ask, broken](const Status& s) {
+                  if (last || !ask || !broken(s)) return finish(s);
+                  again(s, true);
+                },
                 [this, to, ask, extra, index, epoch, who = d.who](net::Link link, const wire::P2PAccept& accept) {
                   auto ch = std::make_shared<net::DataChannel>(std::move(link), epoch, who);
                   if (ask && (accept.flags & wire::kHelloResumable) != 0) {

@@ -94,7 +94,8 @@ class RingPool {
  private:
   // Opens connection `index` to `to`: the successor's (extra < 0) or the plan's extra link `extra`; a
   // failure before the hello is dialled again (attempt 1, 2) before it fails the build.
-  void connectOne(const wire::MemberInfo& to, int extra, uint32_t index, uint64_t epoch, int attempt = 0);
+  void connectOne(const wire::MemberInfo& to, int extra, uint32_t index, uint64_t epoch, int attempt = 0,
+                  bool resume = false);
   // Whether the connections we open (to the successor when extra < 0) or `sender` opens resume.
   bool resumableTo(int extra) const;
   bool resumableFrom(const wire::Uuid& sender) const;
