@@ -113,7 +113,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"allreduce", "broadcast", "allgather", "reducescatter"}));
   app.add_option("--backend", o.backend, "pccl, gloo or both")->check(CLI::IsMember({"pccl", "gloo", "both"}));
   app.add_option("--quant", o.quant, "pccl wire format (quantized runs use float32 data in [-1, 1))")
-      ->check(CLI::IsMember({"none", "fp16", "bf16", "int8"}));
+      ->check(CLI::IsMember({"none", "fp16", "bf16", "int8", "fp4"}));
   app.add_option("--compress", o.compress, "pccl: zstd level 1..19 on the wire bytes, 0 = off")
       ->check(CLI::Range(0, 19));
   app.add_option("--dtype", o.dtype, "element type")

@@ -129,6 +129,7 @@ double quantBound(const std::string& quant, int world, bool average, double abs_
   const double n = world;
   double u = 0;  // one quantization's error, relative to the block's sum of absolute values
   if (quant == "int8") u = 1.0 / 255;
+  else if (quant == "fp4") u = 1.0 / 6;  // half the widest gap (4 to 6) of a scale amax / 6
   else if (quant == "bf16") u = 0x1.0p-8;
   else if (quant == "fp16") u = 0x1.0p-11;
   const double arithmetic = 4 * n * 0x1.0p-24;  // float32 additions and decoding, per hop

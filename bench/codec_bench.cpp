@@ -146,9 +146,9 @@ void BM_seal(benchmark::State& st) {
 
 BENCHMARK(BM_seal)->Arg(0)->Arg(1)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_memcpy)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_quantize)->Arg(1)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_dequantize)->Arg(1)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond);
-BENCHMARK(BM_dequantize_accumulate)->Arg(1)->Arg(2)->Arg(3)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_quantize)->Arg(1)->Arg(2)->Arg(3)->Arg(4)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_dequantize)->Arg(1)->Arg(2)->Arg(3)->Arg(4)->Unit(benchmark::kMillisecond);
+BENCHMARK(BM_dequantize_accumulate)->Arg(1)->Arg(2)->Arg(3)->Arg(4)->Unit(benchmark::kMillisecond);
 BENCHMARK(BM_reduce)
     ->Args({static_cast<int>(DType::kFloat32), static_cast<int>(RedOp::kSum)})
     ->Args({static_cast<int>(DType::kFloat32), static_cast<int>(RedOp::kMax)})

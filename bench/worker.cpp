@@ -516,6 +516,7 @@ int Worker::run() {
   if (!collectiveOf(o_.collective, &kind_)) return fail("unknown collective " + o_.collective), 2;
   elem_ = elemSize(dtype_);
   quant_ = o_.quant == "int8"   ? Quant::kInt8
+           : o_.quant == "fp4"  ? Quant::kFp4
            : o_.quant == "fp16" ? Quant::kFp16
            : o_.quant == "bf16" ? Quant::kBf16
                                 : Quant::kNone;

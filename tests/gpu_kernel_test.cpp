@@ -348,12 +348,13 @@ void checkReduce(Device& d, Tally& t, const Case& c, const Bytes& a, const Bytes
   }
 }
 
-// encode, decode and decode_reduce of one quant. The int8 wire sits at byte offset 0, 1 or 4 (by
-// variant): headers need not be aligned.
+// encode, decode and decode_reduce of one quant. The int8 and fp4 wire sits at byte offset 0, 1 or 4
+// (by variant): headers and scales need not be aligned.
 void checkQuant(Device& d, Tally& t, Quant q, const Case& c, const Bytes& a, const Bytes& b) {
   const size_t size = codec::dtypeSize(c.dtype);
   const size_t wire_bytes = codec::wireBytes(q, c.dtype, c.count);
-  const size_t off = q == Quant::kInt8 ? std::vector<size_t>{0, 1, 4}[static_cast<size_t>(c.variant) % 3] : 0;
+  const bool blocks = q == Quant::kInt8 || q == Quant::kFp4;
+  const size_t off = blocks ? std::vector<size_t>{0, 1, 4}[static_cast<size_t>(c.variant) % 3] : 0;
   const std::string tag = std::string(codec::quantName(q)) + " " + c.name() + " wire+" + std::to_string(off);
 
   Bytes wire(wire_bytes);
@@ -366,7 +367,7 @@ void checkQuant(Device& d, Tally& t, Quant q, const Case& c, const Bytes& a, con
     expectRc(t, "encode " + tag + ": " + d.error, false);
     return;
   }
-  expectSame(t, "encode " + tag, wire, got_wire, c.dtype, q == Quant::kInt8 ? 1 : size);
+  expectSame(t, "encode " + tag, wire, got_wire, c.dtype, blocks ? 1 : size);
 
   // Decode the CPU's wire (and, for fp16/bf16, every 16-bit pattern at random).
   std::vector<Bytes> wires = {wire};
@@ -443,7 +444,7 @@ void runCase(Device& d, Tally& t, const Case& c) {
     // Every sum width: 2, 4 and 8 bytes for 8-bit elements, 4 and 8 for 16-bit ones; odd divisors.
     for (uint32_t peers : {3u, 300u, 70001u, (1u << 24) + 3}) checkPartials(d, t, c, a, b, peers);
   }
-  for (Quant q : {Quant::kNone, Quant::kFp16, Quant::kBf16, Quant::kInt8}) {
+  for (Quant q : {Quant::kNone, Quant::kFp16, Quant::kBf16, Quant::kInt8, Quant::kFp4}) {
     if (codec::checkQuant(q, c.dtype, RedOp::kSum).isOk()) checkQuant(d, t, q, c, a, b);
   }
 }

@@ -17,7 +17,11 @@ namespace {
 
 // The documented bound for N peers whose inputs' absolute values sum to at most `a` per element.
 double bound(Quant q, RedOp op, size_t n, double a) {
-  const double u = q == Quant::kInt8 ? 1.0 / 255 : q == Quant::kBf16 ? 0x1.0p-8 : q == Quant::kFp16 ? 0x1.0p-11 : 0;
+  const double u = q == Quant::kInt8   ? 1.0 / 255
+                   : q == Quant::kFp4  ? 1.0 / 6
+                   : q == Quant::kBf16 ? 0x1.0p-8
+                   : q == Quant::kFp16 ? 0x1.0p-11
+                                       : 0;
   const double sum = (static_cast<double>(n) * u + 4.0 * static_cast<double>(n) * 0x1.0p-24) * a +
                      (q == Quant::kFp16 ? static_cast<double>(n) * 0x1.0p-25 : 0);
   return (op == RedOp::kAvg ? sum / static_cast<double>(n) : sum) + 0x1.0p-24 * a;
@@ -45,7 +49,7 @@ void runQuantized(size_t world, uint32_t segment_bytes, Path path) {
   LocalCluster cluster = startCluster(world, onPath(config(segment_bytes), path));
   REQUIRE(cluster.peers.size() == world);
   std::vector<QCase> cases;
-  for (Quant q : {Quant::kFp16, Quant::kBf16, Quant::kInt8}) {
+  for (Quant q : {Quant::kFp16, Quant::kBf16, Quant::kInt8, Quant::kFp4}) {
     for (RedOp op : {RedOp::kSum, RedOp::kAvg}) {
       for (int z : {0, 3}) {
         for (size_t count : {size_t{1}, size_t{1001}, size_t{20000}}) cases.push_back({q, op, z, count, count == 1001});
@@ -76,6 +80,14 @@ void runQuantized(size_t world, uint32_t segment_bytes, Path path) {
           r->tx_bytes >= inputs * c.count * sizeof(float) / 2) {
         errors[rank] += "case " + std::to_string(i) + ": int8 sent " + std::to_string(r->tx_bytes) + " bytes\n";
       }
+      // fp4: about a seventh of what float32 would send (4.5 bits an element: 36 bytes per 64 float32
+      // elements; a ring sends 2(N-1)/N of the buffer), a few blocks cut short by segments aside.
+      const double plain = path == Path::kGather ? static_cast<double>(inputs * c.count * sizeof(float))
+                                                 : 2.0 * (world - 1) / world * c.count * sizeof(float);
+      if (c.compress == 0 && c.quant == Quant::kFp4 && world > 1 && c.count > 1000 &&
+          static_cast<double>(r->tx_bytes) * 6.8 >= plain) {
+        errors[rank] += "case " + std::to_string(i) + ": fp4 sent " + std::to_string(r->tx_bytes) + " bytes\n";
+      }
       out[i][rank] = c.in_place ? in : res;
     }
   });
@@ -98,7 +110,8 @@ void runQuantized(size_t world, uint32_t segment_bytes, Path path) {
       if (c.op == RedOp::kAvg) s /= static_cast<double>(world);
       const double err = std::fabs(static_cast<double>(out[i][0][k]) - s);
       // int8 blocks share a scale: their bound uses the largest sum of magnitudes, which is < world.
-      const double b = bound(c.quant, c.op, world, c.quant == Quant::kInt8 ? static_cast<double>(world) : a);
+      const bool blocks = c.quant == Quant::kInt8 || c.quant == Quant::kFp4;  // a scale per block
+      const double b = bound(c.quant, c.op, world, blocks ? static_cast<double>(world) : a);
       if (!(err <= b)) {
         FAIL_CHECK("element " << k << ": error " << err << " above the bound " << b);
         break;

@@ -71,7 +71,7 @@ typedef enum {
   pcclFloat16, pcclBfloat16, pcclFloat32, pcclFloat64
 } pcclDataType_t;
 typedef enum { pcclSum, pcclAvg, pcclProd, pcclMin, pcclMax } pcclRedOp_t;
-typedef enum { pcclQuantNone, pcclQuantFp16, pcclQuantBf16, pcclQuantInt8 } pcclQuant_t;
+typedef enum { pcclQuantNone, pcclQuantFp16, pcclQuantBf16, pcclQuantInt8, pcclQuantFp4 } pcclQuant_t;
 
 typedef enum { pcclBufferHost = 0, pcclBufferDevice = 1 } pcclBufferLocation_t;
 
@@ -151,8 +151,8 @@ typedef struct {
 typedef struct {
   uint32_t struct_size;
   uint64_t tag;                    /* operations in flight at once need distinct tags; default 0 */
-  pcclQuant_t quant;               /* wire format: none, fp16/bf16 (float32/float64 data), int8 (any
-                                      floating type); sum, avg, min, max; default pcclQuantNone */
+  pcclQuant_t quant;               /* wire format: none, fp16/bf16 (float32/float64 data), int8 or fp4
+                                      (any floating type); sum, avg, min, max; default pcclQuantNone */
   int compress;                    /* zstd level 1..19 on the wire bytes (after quantization); 0 = off */
   pcclBufferLocation_t location;   /* pcclBufferDevice: both buffers are memory of one GPU; needs a GPU
                                       backend module (docs/gpu.md), else pcclUnsupported */

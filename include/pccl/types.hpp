@@ -18,8 +18,9 @@ enum class DataType : uint8_t {
 enum class RedOp : uint8_t { kSum = 0, kAvg, kProd, kMin, kMax };
 
 // Wire format of an all-reduce's payload (docs/algorithms.md §7): kNone sends the elements as they
-// are; fp16/bf16/int8 quantize them on the wire (floating types only).
-enum class Quant : uint8_t { kNone = 0, kFp16, kBf16, kInt8 };
+// are; fp16/bf16/int8/fp4 quantize them on the wire (floating types only; fp4: e2m1 with a scale per 64
+// elements, 4.5 bits an element).
+enum class Quant : uint8_t { kNone = 0, kFp16, kBf16, kInt8, kFp4 };
 
 // kDevice: send and recv are GPU memory; needs a GPU backend module (docs/gpu.md), else Unsupported.
 enum class BufferLocation : uint8_t { kHost = 0, kDevice = 1 };

@@ -83,7 +83,7 @@ def _by_name(value, enum_cls, names, what):
 
 _OPS = {"sum": RedOp.SUM, "avg": RedOp.AVG, "mean": RedOp.AVG, "prod": RedOp.PROD, "min": RedOp.MIN,
         "max": RedOp.MAX}
-_QUANTS = {"none": Quant.NONE, "fp16": Quant.FP16, "bf16": Quant.BF16, "int8": Quant.INT8}
+_QUANTS = {"none": Quant.NONE, "fp16": Quant.FP16, "bf16": Quant.BF16, "int8": Quant.INT8, "fp4": Quant.FP4}
 _STRATEGIES = {"enforce_popular": SyncStrategy.ENFORCE_POPULAR, "receive_only": SyncStrategy.RECEIVE_ONLY,
                "send_only": SyncStrategy.SEND_ONLY}
 
@@ -94,7 +94,7 @@ def red_op(value):
 
 
 def quant(value):
-    """None, 'none', 'fp16', 'bf16', 'int8' (or a Quant) -> Quant."""
+    """None, 'none', 'fp16', 'bf16', 'int8', 'fp4' (or a Quant) -> Quant."""
     return Quant.NONE if value is None else _by_name(value, Quant, _QUANTS, "quantization")
 
 

@@ -86,6 +86,7 @@ class Quant(enum.IntEnum):
     FP16 = 1
     BF16 = 2
     INT8 = 3
+    FP4 = 4
 
 
 class BufferLocation(enum.IntEnum):

@@ -52,7 +52,7 @@ def quant_for(dtype, quant):
         return None
     if dtype in _FLOATS:
         return quant
-    if dtype in _HALVES and quant == "int8":
+    if dtype in _HALVES and quant in ("int8", "fp4"):
         return quant
     return None
 

@@ -31,7 +31,7 @@ class Options:
     pg_options=pccl.torch.Options(...))`` or ``dist.new_group(backend="pccl", pg_options=...)``.
     None takes the environment variable named (read at group creation), else the default.
 
-    quant: None, "fp16", "bf16" or "int8" on the wire for all_reduce / reduce / reduce_scatter of
+    quant: None, "fp16", "bf16", "int8" or "fp4" on the wire for all_reduce / reduce / reduce_scatter of
         floating-point tensors (fp16/bf16 only for float32/float64 tensors; others go exact);
         PCCL_TORCH_QUANT. Broadcast, all_gather, gather and scatter stay exact.
     compress: zstd level 1..19 on the wire for every collective, 0 = off; PCCL_TORCH_COMPRESS.
@@ -70,7 +70,7 @@ class Options:
     algorithm: object = None
 
 
-_QUANTS = {None: None, "": None, "none": None, "fp16": "fp16", "bf16": "bf16", "int8": "int8"}
+_QUANTS = {None: None, "": None, "none": None, "fp16": "fp16", "bf16": "bf16", "int8": "int8", "fp4": "fp4"}
 
 
 def _env_int(name, lo, hi):
@@ -110,7 +110,7 @@ def resolve(options, is_default_group, timeout_s):
     quant = o.quant if o.quant is not None else os.environ.get("PCCL_TORCH_QUANT")
     key = quant.lower() if isinstance(quant, str) else quant
     if key not in _QUANTS:
-        raise invalid("quant (or PCCL_TORCH_QUANT) must be none, fp16, bf16 or int8, got %r" % (quant,))
+        raise invalid("quant (or PCCL_TORCH_QUANT) must be none, fp16, bf16, int8 or fp4, got %r" % (quant,))
     o.quant = _QUANTS[key]
     if o.compress is None:
         o.compress = _env_int("PCCL_TORCH_COMPRESS", 0, 19) or 0

@@ -280,7 +280,7 @@ class Communicator(_common.OwnedHandle):
         CUDA tensor is passed as device memory (pcclBufferDevice): that needs a pccl GPU backend module
         (docs/gpu.md), else UnsupportedError. op: "sum", "avg", "prod", "min", "max". tag: operations in
         flight at once need distinct tags (0..2**64-1). quant: None, "fp16", "bf16" (float32/float64
-        data), "int8" (any floating type). compress: zstd level 1..19 on the wire, 0 = off.
+        data), "int8" or "fp4" (any floating type). compress: zstd level 1..19 on the wire, 0 = off.
 
         Every peer of the group must call it with the same tag, count, dtype, op and quant. Blocks until
         every peer has the result or the operation failed everywhere (op_timeout_ms at most; the GIL is

@@ -30,7 +30,7 @@ from .communicator import Communicator
 from .errors import InvalidArgumentError, InvalidUsageError, PcclError, PcclTimeoutError
 
 OVERLAP_MODES = ("delayed", "eager")
-QUANT_MODES = (None, "fp16", "bf16", "int8")
+QUANT_MODES = (None, "fp16", "bf16", "int8", "fp4")
 
 
 @dataclasses.dataclass(frozen=True)
@@ -105,7 +105,7 @@ def _check_args(model, inner_optimizer, comm, inner_steps, outer_lr, outer_momen
     if quant == "none":
         quant = None
     if quant not in QUANT_MODES:
-        raise bad("quant must be None, 'fp16', 'bf16' or 'int8', got %r" % (quant,))
+        raise bad("quant must be None, 'fp16', 'bf16', 'int8' or 'fp4', got %r" % (quant,))
     if overlap is True:
         raise bad("overlap=True is ambiguous: pass overlap='delayed' or overlap='eager' (False: blocking)")
     if overlap in (False, None, "none"):
@@ -133,7 +133,8 @@ class DiLoCo:
         inner_steps: H, inner steps per outer step.
         outer_lr, outer_momentum: the outer optimizer, torch.optim.SGD(lr, momentum, nesterov=True)
             (plain SGD when outer_momentum is 0; outer_lr=1, outer_momentum=0 is model averaging).
-        quant: wire format of the outer all-reduce: None (float32), "fp16", "bf16" or "int8".
+        quant: wire format of the outer all-reduce: None (float32), "fp16", "bf16", "int8" or "fp4"
+            (e2m1 with a scale per 64 elements: 4.5 bits an element, 7x fewer bytes than float32).
         overlap: False (blocking, the default), "delayed" (the round's all-reduce runs during the next
             round's inner steps and is applied one round late) or "eager" (as delayed, but each replica
             starts the next round from the outer step taken with its own pseudo-gradient; the average

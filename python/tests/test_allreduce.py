@@ -207,6 +207,34 @@ class AllReduceTest(unittest.TestCase):
         self.assertGreater(error, 0.0)  # it was quantized
         self.assertGreater(np.corrcoef(results[0], exact)[0, 1], 0.999)
 
+    def test_quantized_fp4_bounded_identical_and_small(self):
+        n = 20000
+        rng = np.random.default_rng(4321)
+        inputs = [rng.standard_normal(n).astype(np.float32) for _ in range(N_PEERS)]
+        exact = sum(x.astype(np.float64) for x in inputs)
+
+        def body(i, comm):
+            plain = inputs[i].copy()
+            before = comm.stats().tx_bytes
+            comm.all_reduce(plain, op="sum", tag=303)
+            x = inputs[i].copy()
+            middle = comm.stats().tx_bytes
+            comm.all_reduce(x, op="sum", quant="fp4", tag=302)
+            return x, (comm.stats().tx_bytes - middle, middle - before)
+
+        results = self.run_all(body)
+        for x, _ in results[1:]:
+            self.assertEqual(x.tobytes(), results[0][0].tobytes())  # bit-identical on every peer
+        error = float(np.max(np.abs(results[0][0] - exact)))
+        # docs/algorithms.md section 7: |result - exact| <= (N/6 + 4N*2^-24) * A (fp4: half the widest gap
+        # of a scale amax / 6 per quantization), A over the whole buffer here.
+        a = float(np.max(sum(np.abs(x.astype(np.float64)) for x in inputs)))
+        self.assertLessEqual(error, (N_PEERS / 6.0 + 4 * N_PEERS * 2.0 ** -24) * a)
+        self.assertGreater(np.corrcoef(results[0][0], exact)[0, 1], 0.98)
+        # About 7x fewer bytes than the same call in float32 sent.
+        for _, (sent, plain) in results:
+            self.assertLess(sent * 6.5, plain, (sent, plain))
+
     def test_fp16_wire_and_zstd(self):
         def body(i, comm):
             x = np.linspace(0, 1, 4096, dtype=np.float32) * (i + 1)

@@ -14,7 +14,7 @@ pcclResult_t reduceArgsFrom(const pcclDataType_t& dtype, const pcclRedOp_t& op, 
   if (opts->struct_size != sizeof(pcclReduceOptions_t)) {
     return fail(pcclInvalidArgument, "pcclReduceOptions_t was not initialised with PCCL_REDUCE_OPTIONS_INIT");
   }
-  if (!validEnum(opts->quant, 4)) return fail(pcclInvalidArgument, "unknown pcclQuant_t value");
+  if (!validEnum(opts->quant, 5)) return fail(pcclInvalidArgument, "unknown pcclQuant_t value");
   if (!validEnum(opts->location, 2)) {
     return fail(pcclInvalidArgument, "unknown pcclBufferLocation_t value");
   }

@@ -20,7 +20,7 @@ const char* redOpName(RedOp op) {
 }
 
 const char* quantName(Quant q) {
-  static constexpr const char* kNames[kQuantCount] = {"none", "fp16", "bf16", "int8"};
+  static constexpr const char* kNames[kQuantCount] = {"none", "fp16", "bf16", "int8", "fp4"};
   return isValidQuant(static_cast<uint8_t>(q)) ? kNames[static_cast<uint8_t>(q)] : "?";
 }
 

@@ -16,8 +16,8 @@ inline constexpr uint8_t kDTypeCount = 12;
 enum class RedOp : uint8_t { kSum = 0, kAvg, kProd, kMin, kMax };
 inline constexpr uint8_t kRedOpCount = 5;
 
-enum class Quant : uint8_t { kNone = 0, kFp16, kBf16, kInt8 };
-inline constexpr uint8_t kQuantCount = 4;
+enum class Quant : uint8_t { kNone = 0, kFp16, kBf16, kInt8, kFp4 };
+inline constexpr uint8_t kQuantCount = 5;
 
 inline bool isValidDType(uint8_t v) { return v < kDTypeCount; }
 inline bool isValidRedOp(uint8_t v) { return v < kRedOpCount; }

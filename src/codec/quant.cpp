@@ -5,11 +5,13 @@
 #include <fmt/format.h>
 
 #include <cstring>
+#include <limits>
 #include <type_traits>
 
 #include "codec/reduce.hpp"
 #include "codec/simd.hpp"
 #include "kernels/elem.hpp"
+#include "kernels/fp4_math.hpp"
 #include "kernels/quant_math.hpp"
 
 namespace pccl::codec {
@@ -194,6 +196,131 @@ void encodeInt8(const void* src_v, size_t count, uint8_t* wire) {
   }
 }
 
+// fp4 (kernels/fp4_math.hpp): one scale per block of 64, then the codes, two per byte.
+size_t fp4Blocks(size_t count) { return (count + kernels::kFp4Block - 1) / kernels::kFp4Block; }
+
+template <typename W>
+W readScale(const uint8_t* wire, size_t block) {
+  W s;
+  std::memcpy(&s, wire + block * sizeof(W), sizeof(W));
+  return s;
+}
+
+#ifdef PCCL_X86
+// float32 blocks: the largest |x| and "all finite" of x[0..n) (max is exact: any order gives the
+// scalar loop's result), then a normal block's codes, 8 at a time: the same comparisons as
+// Fp4Thresholds::magnitude, so the same bytes.
+PCCL_TARGET_AVX2 float fp4AmaxAvx2(const float* x, size_t n, bool* odd) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 big = _mm256_set1_ps(std::numeric_limits<float>::max());
+  __m256 m0 = _mm256_setzero_ps(), m1 = m0;
+  __m256 bad = _mm256_setzero_ps();
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    const __m256 a = _mm256_and_ps(_mm256_loadu_ps(x + i), abs_mask);
+    const __m256 b = _mm256_and_ps(_mm256_loadu_ps(x + i + 8), abs_mask);
+    m0 = _mm256_max_ps(m0, a);
+    m1 = _mm256_max_ps(m1, b);
+    bad = _mm256_or_ps(bad, _mm256_or_ps(_mm256_cmp_ps(a, big, _CMP_NLE_UQ), _mm256_cmp_ps(b, big, _CMP_NLE_UQ)));
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, _mm256_max_ps(m0, m1));
+  float amax = 0;
+  for (float l : lanes) amax = l > amax ? l : amax;
+  bool any = _mm256_movemask_ps(bad) != 0;
+  for (; i < n; ++i) {
+    const float a = kernels::fp4Abs(x[i]);
+    amax = a > amax ? a : amax;
+    any |= !(a <= std::numeric_limits<float>::max());
+  }
+  *odd = any;
+  return amax;
+}
+
+// Codes of x[0..n), n even, into n / 2 bytes.
+PCCL_TARGET_AVX2 inline __m256i fp4Codes8(const float* x, const __m256* t) {
+  const __m256 abs_mask = _mm256_castsi256_ps(_mm256_set1_epi32(0x7fffffff));
+  const __m256 v = _mm256_loadu_ps(x);
+  const __m256 a = _mm256_and_ps(v, abs_mask);
+  __m256i m = _mm256_setzero_si256();
+  for (int k = 0; k < 7; ++k) m = _mm256_sub_epi32(m, _mm256_castps_si256(_mm256_cmp_ps(a, t[k], _CMP_GE_OQ)));
+  return _mm256_or_si256(m, _mm256_slli_epi32(_mm256_srli_epi32(_mm256_castps_si256(v), 31), 3));
+}
+
+PCCL_TARGET_AVX2 void fp4CodesAvx2(const float* x, size_t n, const kernels::Fp4Thresholds<float>& th, uint8_t* out) {
+  __m256 t[7];
+  for (int k = 0; k < 7; ++k) t[k] = _mm256_set1_ps(th.th[k]);
+  const __m128i weights = _mm_set1_epi16(0x1001);  // byte 2j once, byte 2j + 1 times 16
+  size_t i = 0;
+  for (; i + 16 <= n; i += 16) {
+    // 16 codes as 16 bytes in order, then pairs of bytes into one: lo | hi << 4.
+    const __m256i words = _mm256_permute4x64_epi64(_mm256_packs_epi32(fp4Codes8(x + i, t), fp4Codes8(x + i + 8, t)), 0xd8);
+    const __m128i bytes = _mm_packus_epi16(_mm256_castsi256_si128(words), _mm256_extracti128_si256(words, 1));
+    const __m128i pairs = _mm_maddubs_epi16(bytes, weights);
+    _mm_storel_epi64(reinterpret_cast<__m128i*>(out + i / 2), _mm_packus_epi16(pairs, pairs));
+  }
+  for (; i < n; i += 2) {
+    out[i / 2] = static_cast<uint8_t>(kernels::fp4EncodeNormal(x[i], th) | (kernels::fp4EncodeNormal(x[i + 1], th) << 4));
+  }
+}
+#endif
+
+template <typename E>
+void encodeFp4(const void* src_v, size_t count, uint8_t* wire) {
+  using W = typename E::Wide;
+  const auto* src = static_cast<const typename E::Stored*>(src_v);
+  const size_t nb = fp4Blocks(count);
+  uint8_t* codes = wire + nb * sizeof(W);
+  uint8_t q[kernels::kFp4Block];
+  for (size_t b = 0; b < nb; ++b) {
+    const size_t first = b * kernels::kFp4Block;
+    const size_t n = count - first < kernels::kFp4Block ? count - first : kernels::kFp4Block;
+    const auto* x = src + first;
+    // The largest |x| and "not finite" in one branch-free pass; a block that is not all finite is redone
+    // element by element.
+    W amax = W(0);
+    bool odd = false;
+#ifdef PCCL_X86
+    constexpr bool kFloat = std::is_same_v<E, kernels::Plain<float>>;
+    if constexpr (kFloat) {
+      if (kHasAvx2) amax = fp4AmaxAvx2(x, n, &odd);
+    }
+    if (!kFloat || !kHasAvx2)
+#endif
+    for (size_t i = 0; i < n; ++i) {
+      const W a = kernels::fp4Abs(static_cast<W>(E::load(x[i])));
+      amax = a > amax ? a : amax;
+      odd |= !(a <= std::numeric_limits<W>::max());  // NaN or infinite
+    }
+    W scale;
+    if (!odd) {
+      scale = amax / W(6);
+    } else {
+      kernels::Fp4Stats<W> st;
+      for (size_t i = 0; i < n; ++i) st.add(E::load(x[i]));
+      scale = kernels::fp4Scale(st);
+    }
+    std::memcpy(wire + b * sizeof(W), &scale, sizeof(W));
+    const kernels::Fp4Thresholds<W> th(scale);
+#ifdef PCCL_X86
+    if constexpr (kFloat) {
+      if (kHasAvx2 && !odd && n % 2 == 0) {
+        fp4CodesAvx2(x, n, th, codes + first / 2);
+        continue;
+      }
+    }
+#endif
+    if (!odd) {
+      for (size_t i = 0; i < n; ++i) q[i] = kernels::fp4EncodeNormal(E::load(x[i]), th);
+    } else {
+      for (size_t i = 0; i < n; ++i) q[i] = kernels::fp4Encode(E::load(x[i]), scale, th);
+    }
+    if (n % 2 != 0) q[n] = 0;
+    uint8_t* out = codes + first / 2;
+    for (size_t i = 0; i < n; i += 2) out[i / 2] = static_cast<uint8_t>(q[i] | (q[i + 1] << 4));
+  }
+}
+
 // kFp16: IEEE binary16, else bfloat16.
 template <typename E, bool kFp16>
 void encodeHalf(const void* src_v, size_t count, uint8_t* wire) {
@@ -263,6 +390,66 @@ void decodeInt8(const uint8_t* wire, size_t count, const void* in_v, void* dst_v
   }
 }
 
+#ifdef PCCL_X86
+// float32: dst[0..n) := value[code] (+ in), 8 codes (4 bytes) at a time, n a multiple of 8; the table
+// lookup is two 8-lane permutes chosen by the code's sign bit; the addition is the scalar one's
+// (decoded + in, in that order), so the same bits.
+template <bool kAdd>
+PCCL_TARGET_AVX2 void fp4DecodeAvx2(const uint8_t* codes, size_t n, const float* value, const float* in, float* dst) {
+  const __m256 low = _mm256_loadu_ps(value), high = _mm256_loadu_ps(value + 8);
+  const __m256i shifts = _mm256_setr_epi32(0, 4, 8, 12, 16, 20, 24, 28);
+  const __m256i nibble = _mm256_set1_epi32(15);
+  for (size_t i = 0; i < n; i += 8) {
+    uint32_t four;
+    std::memcpy(&four, codes + i / 2, 4);
+    const __m256i idx = _mm256_and_si256(_mm256_srlv_epi32(_mm256_set1_epi32(static_cast<int>(four)), shifts), nibble);
+    const __m256 v = _mm256_blendv_ps(_mm256_permutevar8x32_ps(low, idx), _mm256_permutevar8x32_ps(high, idx),
+                                      _mm256_castsi256_ps(_mm256_slli_epi32(idx, 28)));
+    if constexpr (kAdd) {
+      _mm256_storeu_ps(dst + i, _mm256_add_ps(v, _mm256_loadu_ps(in + i)));
+    } else {
+      _mm256_storeu_ps(dst + i, v);
+    }
+  }
+}
+#endif
+
+template <typename E, typename F>
+void decodeFp4(const uint8_t* wire, size_t count, const void* in_v, void* dst_v, uint32_t divisor) {
+  using W = typename E::Wide;
+  using S = typename E::Stored;
+  const S* in = static_cast<const S*>(in_v);
+  S* dst = static_cast<S*>(dst_v);
+  const W d = static_cast<W>(divisor);
+  const size_t nb = fp4Blocks(count);
+  const uint8_t* codes = wire + nb * sizeof(W);
+  W value[16];
+  for (size_t b = 0; b < nb; ++b) {
+    const size_t first = b * kernels::kFp4Block;
+    const size_t n = count - first < kernels::kFp4Block ? count - first : kernels::kFp4Block;
+    const W scale = readScale<W>(wire, b);
+    // The block's 16 values, each as fp4Decode gives it; then a table lookup per element.
+    for (uint8_t q = 0; q < 16; ++q) value[q] = kernels::fp4Decode(q, scale);
+    const uint8_t* c = codes + first / 2;
+    size_t done = 0;
+#ifdef PCCL_X86
+    if constexpr (std::is_same_v<E, kernels::Plain<float>> &&
+                  (std::is_same_v<F, Replace> || std::is_same_v<F, Finish<kernels::Sum, false>>)) {
+      if (kHasAvx2) {
+        done = n / 8 * 8;
+        fp4DecodeAvx2<F::kUsesInput>(c, done, value, F::kUsesInput ? in + first : nullptr, dst + first);
+      }
+    }
+#endif
+    for (size_t i = done; i + 1 < n; i += 2) {
+      const uint8_t pair = c[i / 2];
+      put<E, F>(dst, in, first + i, value[pair & 0x0f], d);
+      put<E, F>(dst, in, first + i + 1, value[pair >> 4], d);
+    }
+    if (n % 2 != 0) put<E, F>(dst, in, first + n - 1, value[c[(n - 1) / 2] & 0x0f], d);
+  }
+}
+
 // kFp16: IEEE binary16, else bfloat16. A tile at a time is widened to float (fp16: with the vector
 // conversion), then combined in a loop the compiler vectorises.
 template <typename E, typename F, bool kFp16>
@@ -290,6 +477,7 @@ template <typename E, typename F>
 void decodeAs(Quant q, const uint8_t* wire, size_t count, const void* in, void* dst, uint32_t divisor) {
   switch (q) {
     case Quant::kInt8: return decodeInt8<E, F>(wire, count, in, dst, divisor);
+    case Quant::kFp4: return decodeFp4<E, F>(wire, count, in, dst, divisor);
     case Quant::kFp16: return decodeHalf<E, F, true>(wire, count, in, dst, divisor);
     case Quant::kBf16: return decodeHalf<E, F, false>(wire, count, in, dst, divisor);
     case Quant::kNone: break;
@@ -331,6 +519,7 @@ struct EncodeF {
   static void run(Quant q, const void* src, size_t count, uint8_t* wire) {
     switch (q) {
       case Quant::kInt8: return encodeInt8<E>(src, count, wire);
+      case Quant::kFp4: return encodeFp4<E>(src, count, wire);
       case Quant::kFp16: return encodeHalf<E, true>(src, count, wire);
       case Quant::kBf16: return encodeHalf<E, false>(src, count, wire);
       case Quant::kNone: return;
@@ -352,9 +541,10 @@ Status checkQuant(Quant q, DType dtype, RedOp op) {
   if (q == Quant::kNone) return Status::ok();
   const bool wide = dtype == DType::kFloat32 || dtype == DType::kFloat64;
   const bool half = dtype == DType::kFloat16 || dtype == DType::kBfloat16;
-  if ((q == Quant::kInt8 && !wide && !half) || (q != Quant::kInt8 && !wide)) {
+  const bool blocks = q == Quant::kInt8 || q == Quant::kFp4;  // any floating type
+  if ((blocks && !wide && !half) || (!blocks && !wide)) {
     return Status::invalidArgument(fmt::format("quantization {} does not apply to {} data (fp16/bf16: float32 or "
-                                               "float64; int8: any floating type)",
+                                               "float64; int8/fp4: any floating type)",
                                                quantName(q), dtypeName(dtype)));
   }
   if (op == RedOp::kProd) {
@@ -370,6 +560,7 @@ size_t wireBytes(Quant q, DType dtype, size_t count) {
     case Quant::kFp16:
     case Quant::kBf16: return count * 2;
     case Quant::kInt8: return blocksOf(count) * headerBytes(dtype) + count;
+    case Quant::kFp4: return fp4Blocks(count) * (dtype == DType::kFloat64 ? 8 : 4) + (count + 1) / 2;
   }
   return 0;
 }
@@ -384,6 +575,15 @@ void encode(Quant q, DType dtype, const void* src, size_t count, uint8_t* wire) 
 }
 
 Status validateWire(Quant q, DType dtype, const uint8_t* wire, size_t count) {
+  if (q == Quant::kFp4) {
+    const size_t nb = fp4Blocks(count);
+    for (size_t b = 0; b < nb; ++b) {
+      const bool ok = dtype == DType::kFloat64 ? kernels::fp4ScaleValid(readScale<double>(wire, b))
+                                               : kernels::fp4ScaleValid(readScale<float>(wire, b));
+      if (!ok) return Status::protocol(fmt::format("fp4 block {} of {} has an infinite scale", b, nb));
+    }
+    return Status::ok();
+  }
   if (q != Quant::kInt8) return Status::ok();  // every bit pattern of the other formats is a value
   const size_t nb = blocksOf(count);
   for (size_t b = 0; b < nb; ++b) {

@@ -454,6 +454,12 @@ int main(void) {
     opts.quant = pcclQuantInt8; /* integers are never quantized */
     EXPECT(pcclAllReduce(x, out, 4, pcclInt32, pcclSum, &opts, a, NULL) == pcclInvalidArgument);
     EXPECT(strstr(pcclGetLastError(a), "int8") != NULL);
+    opts.quant = pcclQuantFp4;
+    EXPECT(pcclAllReduce(x, out, 4, pcclInt32, pcclSum, &opts, a, NULL) == pcclInvalidArgument);
+    EXPECT(strstr(pcclGetLastError(a), "fp4") != NULL);
+    opts.quant = (pcclQuant_t)5; /* past the last format */
+    EXPECT(pcclAllReduce(x, out, 4, pcclFloat32, pcclSum, &opts, a, NULL) == pcclInvalidArgument);
+    EXPECT(strstr(pcclGetLastError(a), "pcclQuant_t") != NULL);
     opts.quant = pcclQuantNone;
     opts.compress = 20; /* zstd levels are 1..19 */
     EXPECT(pcclAllReduce(x, out, 4, pcclFloat32, pcclSum, &opts, a, NULL) == pcclInvalidArgument);

@@ -19,6 +19,7 @@
 #include <cstring>
 
 #include "codec/gpu/device_math.hpp"
+#include "kernels/fp4_math.hpp"
 #include "kernels/half.hpp"
 #include "kernels/partial_sum.hpp"
 #include "kernels/quant_math.hpp"
@@ -412,6 +413,61 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
 }
+
+// ---- fp4 (kernels/fp4_math.hpp) ------------------------------------------------------------------------
+
+// One thread per block of kernels::kFp4Block elements: its scale (the same IEEE operations as the CPU
+// codec's, so the same bytes), then its codes, two per byte.
+template <typename E>
+struct Fp4EncodeBlocks {
+  using S = typename E::Stored;
+  using W = typename E::Wide;
+  const S* src;
+  size_t count;
+  uint8_t* wire;
+  __device__ void operator()(size_t b) const {
+    const size_t blocks = (count + kernels::kFp4Block - 1) / kernels::kFp4Block;
+    const size_t first = b * kernels::kFp4Block;
+    const size_t n = count - first < kernels::kFp4Block ? count - first : kernels::kFp4Block;
+    kernels::Fp4Stats<W> st;
+    for (size_t i = 0; i < n; ++i) st.add(E::load(src[first + i]));
+    const W scale = kernels::fp4Scale(st);
+    uint64_t bits;
+    if constexpr (sizeof(W) == 4) {
+      bits = kernels::floatBits(scale);
+    } else {
+      bits = kernels::doubleBits(scale);
+    }
+    for (size_t k = 0; k < sizeof(W); ++k) wire[b * sizeof(W) + k] = static_cast<uint8_t>(bits >> (8 * k));
+    const kernels::Fp4Thresholds<W> th(scale);
+    uint8_t* codes = wire + blocks * sizeof(W) + first / 2;
+    for (size_t i = 0; i < n; i += 2) {
+      const uint8_t lo = kernels::fp4Encode(E::load(src[first + i]), scale, th);
+      const uint8_t hi = i + 1 < n ? kernels::fp4Encode(E::load(src[first + i + 1]), scale, th) : uint8_t{0};
+      codes[i / 2] = static_cast<uint8_t>(lo | (hi << 4));
+    }
+  }
+};
+
+// dst[i] := F(decode(code i), in[i]).
+template <typename E, typename F, typename D>
+struct Fp4Decode {
+  using S = typename E::Stored;
+  using W = typename E::Wide;
+  const uint8_t* wire;
+  size_t count;
+  const S* in;
+  S* dst;
+  D divisor;
+  __device__ void operator()(size_t i) const {
+    const size_t blocks = (count + kernels::kFp4Block - 1) / kernels::kFp4Block;
+    const W scale = loadField<W>(wire + (i / kernels::kFp4Block) * sizeof(W));
+    const W decoded = kernels::fp4Decode(kernels::fp4Code(wire + blocks * sizeof(W), i), scale);
+    W other = W(0);
+    if constexpr (F::kUsesInput) other = E::load(in[i]);
+    dst[i] = E::store(F::apply(decoded, other, divisor));
+  }
+};
 
 }  // namespace pccl::gpu
 
