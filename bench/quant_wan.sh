@@ -6,7 +6,7 @@ set -euo pipefail
 usage() {
   cat <<'EOF'
 usage: bench/quant_wan.sh [OUT_DIR]
-  Every wire format (none, fp16, bf16, int8) with zstd off and on, pccl only, on the europe and
+  Every wire format (none, fp16, bf16, int8, fp4) with zstd off and on, pccl only, on the europe and
   transatlantic scenarios (their defaults: K = 4 and 16, -n 3 -w 1), into
   OUT_DIR/SCENARIO-quant-Q-zstdZ.json (default docs/benchmarks). Needs root (pccl-wanem).
   A failed run does not stop the others: exit 1 if any failed, 3 if only the emulator was not faithful
@@ -26,7 +26,7 @@ cd "$ROOT"
 # was not faithful in some part of a run (its rows say which), else 0.
 worst=0
 for scenario in europe transatlantic; do
-  for q in none fp16 bf16 int8; do
+  for q in none fp16 bf16 int8 fp4; do
     for z in 0 1; do
       status=0
       bash "bench/$scenario.sh" --backend pccl --quant "$q" --compress "$z" \

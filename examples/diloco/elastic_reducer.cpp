@@ -143,6 +143,7 @@ bool parseQuant(const std::string& name, pccl::Quant& quant) {
   else if (name == "fp16") quant = pccl::Quant::kFp16;
   else if (name == "bf16") quant = pccl::Quant::kBf16;
   else if (name == "int8") quant = pccl::Quant::kInt8;
+  else if (name == "fp4") quant = pccl::Quant::kFp4;
   else return false;
   return true;
 }

@@ -31,7 +31,7 @@ int main(int argc, char** argv) {
   app.add_option("--outer-momentum", c.outer_momentum, "outer Nesterov momentum")->capture_default_str();
   app.add_option("--seed", c.seed, "model init seed (data order: seed + worker index)")->capture_default_str();
   app.add_option("--quant", c.quant, "wire format of the all-reduce")->capture_default_str()
-      ->check(CLI::IsMember({"none", "fp16", "bf16", "int8"}));
+      ->check(CLI::IsMember({"none", "fp16", "bf16", "int8", "fp4"}));
   app.add_option("--eval-batches", c.eval_batches, "held-out batches per logged loss")->capture_default_str()
       ->check(CLI::Range(1u, 1000u));
   app.add_option("--min-world", c.min_world, "workers to wait for before training (default: --workers)");
