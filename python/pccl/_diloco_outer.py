@@ -119,6 +119,15 @@ class OuterState:
         self._preview_momentum.copy_(self.momentum)
         self._step_sgd(self._preview_opt, self.preview, self._preview_momentum, local)
 
+    def load(self, theta, momentum, step, round_):
+        """The outer state := a checkpoint's (DiLoCo.load_state_dict checked the shapes)."""
+        with torch.no_grad():
+            self.theta.copy_(theta.reshape(-1))
+            self.momentum.copy_(momentum.reshape(-1))
+        self.step_t[0] = step
+        self.round_t[0] = round_
+        self.reset_start()
+
     def reset_start(self):
         """The next round starts from theta itself (blocking and delayed modes always do)."""
         if self.preview is not None:

@@ -75,6 +75,33 @@ class DiLoCoStats:
         return d
 
 
+STATE_FORMAT = "pccl.diloco/1"
+
+
+def _check_state(state, outer):
+    """(theta, momentum, step, round) of a checkpoint that fits `outer`, else InvalidArgumentError."""
+    def bad(text):
+        return InvalidArgumentError(detail="load_state_dict: " + text)
+    if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
+        raise bad("not a pccl.diloco checkpoint (a dict from DiLoCo.state_dict() with format %r)" % STATE_FORMAT)
+    tensors = []
+    for key in ("outer_parameters", "outer_momentum"):
+        t = state.get(key)
+        if not isinstance(t, torch.Tensor):
+            raise bad("%s is not a tensor" % key)
+        if t.numel() != outer.count or t.dtype != outer.dtype:
+            raise bad("%s holds %d %s elements; this model has %d %s parameters (another model's checkpoint?)"
+                      % (key, t.numel(), t.dtype, outer.count, outer.dtype))
+        tensors.append(t)
+    counters = []
+    for key in ("outer_step", "round"):
+        v = state.get(key)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise bad("%s must be an int >= 0, got %r" % (key, v))
+        counters.append(v)
+    return tensors[0], tensors[1], counters[0], counters[1]
+
+
 def _check_args(model, inner_optimizer, comm, inner_steps, outer_lr, outer_momentum, quant, overlap, tag,
                 max_retries):
     def bad(text):
@@ -259,6 +286,46 @@ class DiLoCo:
     def outer_momentum_buffer(self):
         """The outer optimizer's momentum, flat like outer_parameters (shared state too)."""
         return self._outer.momentum
+
+    def state_dict(self):
+        """A checkpoint of the outer state, for ``torch.save``: the outer parameters and momentum (copies),
+        the outer step and round counters, the settings they were made with (inner_steps, quant, overlap,
+        outer_lr, outer_momentum: informational), and the inner optimizer's ``state_dict()`` (torch's: by
+        reference). The model's own parameters are not in it: loading restarts the round from the outer
+        parameters. Take it at a boundary (right after an outer step, or after :meth:`flush`); in
+        overlapped mode only after flush() (an all-reduce in flight is not part of any state:
+        InvalidUsageError). Local: no pccl call."""
+        self._check_usable()
+        if self._pending is not None:
+            raise InvalidUsageError(detail="state_dict() with an outer all-reduce in flight: call flush() first")
+        return {"format": STATE_FORMAT, "outer_parameters": self._outer.theta.clone(),
+                "outer_momentum": self._outer.momentum.clone(), "outer_step": self._outer.step,
+                "round": self._outer.round, "inner_steps": self.inner_steps, "quant": self.quant,
+                "overlap": self.overlap, "outer_lr": self.outer_lr, "outer_momentum_factor": self.outer_momentum,
+                "inner_optimizer": self.inner_optimizer.state_dict()}
+
+    def load_state_dict(self, state):
+        """Resumes from :meth:`state_dict`'s checkpoint: a collective of the whole group, for a run whose
+        every replica restarted (each creates its DiLoCo, then loads; the replicas may load the same file
+        or each its own). The outer state and counters become the checkpoint's, the inner optimizer's
+        state too (when the checkpoint has it), the group agrees on it in a shared-state sync (a replica
+        whose checkpoint differs from the group's adopts the group's), and the model is loaded with the
+        outer parameters. A single replica that restarts into a running group needs no checkpoint: it
+        receives the group's state when it joins. Raises InvalidArgumentError for a checkpoint of another
+        model (parameter count or dtype) or that is not one, InvalidUsageError with an all-reduce in
+        flight (flush() first), and what a sync raises."""
+        self._check_usable()
+        if self._pending is not None:
+            raise InvalidUsageError(detail="load_state_dict() with an outer all-reduce in flight: call flush() first")
+        theta, momentum, step, round_ = _check_state(state, self._outer)
+        with self._outer_work():
+            self._outer.load(theta, momentum, step, round_)
+            if state.get("inner_optimizer") is not None:
+                self.inner_optimizer.load_state_dict(state["inner_optimizer"])
+            self._sync()
+            self._outer.reset_start()
+            self._outer.write_model(self._outer.theta)
+            self._round_steps = 0
 
     def stats(self):
         """A :class:`DiLoCoStats` of the counters so far. Never blocks."""

@@ -7,12 +7,14 @@ mode of --modes in turn (one communicator, a new DiLoCo per mode), and prints on
     stalled                                                --stall-at: stops calling pccl (to be killed)
     paused                                                 --pause-at: waits for a line on stdin
     final MODE model=HASH eval=LOSS stats={json}           after flush()
+    loaded MODE round=B outer=S theta=HASH                 --load: after load_state_dict (before training)
+    saved MODE round=B outer=S theta=HASH                  --save: after flush(), the checkpoint written
 
 Modes: blocking, int8 (blocking with int8 on the wire), delayed, eager. The training loop has no pccl
 error handling at all: DiLoCo retries and admits inside step(). Exits 0 when every mode finished.
 
     _diloco_peer.py --master HOST:PORT --index I --modes blocking,eager --rounds R -H H [--world W]
-                    [--late] [--stall-at B] [--pause-at B]
+                    [--late] [--stall-at B] [--pause-at B] [--save FILE] [--load FILE]
 """
 
 import argparse
@@ -57,6 +59,10 @@ def run_mode(args, comm, mode, m):
                                 outer_momentum=outer_momentum, quant=quant, overlap=overlap)
     if not args.late:
         diloco.wait_for_world(args.world, timeout_s=40)
+    if args.load:
+        diloco.load_state_dict(torch.load(args.load))
+        print("loaded %s round=%d outer=%d theta=%s" % (mode, diloco.round, diloco.outer_step,
+                                                      digest(diloco.outer_parameters)), flush=True)
     w_true = torch.linspace(-1, 1, 16).unsqueeze(1)
     x_eval, y_eval = batch(torch.Generator().manual_seed(12345), w_true, 256)
 
@@ -87,6 +93,10 @@ def run_mode(args, comm, mode, m):
             print("paused", flush=True)
             sys.stdin.readline()
     diloco.flush()
+    if args.save:
+        torch.save(diloco.state_dict(), args.save)
+        print("saved %s round=%d outer=%d theta=%s" % (mode, diloco.round, diloco.outer_step,
+                                                     digest(diloco.outer_parameters)), flush=True)
     print("final %s model=%s eval=%.6f stats=%s" % (mode, digest(flat(model)), evaluate(),
                                                     json.dumps(diloco.stats().as_dict())), flush=True)
 
@@ -102,6 +112,8 @@ def main():
     parser.add_argument("--late", action="store_true")
     parser.add_argument("--stall-at", type=int, default=-1)
     parser.add_argument("--pause-at", type=int, default=-1)
+    parser.add_argument("--save", help="after the last round: torch.save(diloco.state_dict(), FILE)")
+    parser.add_argument("--load", help="before training: diloco.load_state_dict(torch.load(FILE))")
     args = parser.parse_args()
     torch.set_num_threads(1)
     comm = pccl.Communicator(args.master, listen_address="127.0.0.1:0", heartbeat_interval_ms=200,

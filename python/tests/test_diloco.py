@@ -5,7 +5,10 @@ bad arguments raise clear errors. Skipped when torch is not importable."""
 
 import json
 import os
+import shutil
 import subprocess
+import tempfile
+import types
 import unittest
 
 import _support
@@ -127,6 +130,32 @@ class DiLoCoProcessTest(unittest.TestCase):
             self.assertEqual(r3[(mode, b)]["world"], "3")
         self.assertEqual(len({f[mode]["model"] for f in (f0, f1, f3)}), 1)
 
+    def test_checkpoint_every_replica_restarts(self):
+        # Two replicas train 3 rounds and save; both stop; two new processes (new model inits, new
+        # optimizers) load the checkpoints and train to round 6. The loaded outer state is the saved one,
+        # the rounds go on from 4, the replicas stay bit-identical, and training goes on improving.
+        tmp = tempfile.mkdtemp(prefix="pccl-diloco-ckpt-")
+        self.addCleanup(shutil.rmtree, tmp, True)
+        for mode in ("blocking", "eager"):
+            saves = [os.path.join(tmp, "%s-%d.pt" % (mode, i)) for i in range(2)]
+            first = self.finish([self.spawn(i, "--world", 2, "--rounds", 3, "--modes", mode, "--save", saves[i])
+                                 for i in range(2)])
+            saved = [next(line for line in p.output if line.startswith("saved ")) for p in self.peers[-2:]]
+            self.assertEqual(saved[0], saved[1])  # the same outer state on both
+            self.assertIn("round=3 outer=3", saved[0])
+            second = self.finish([self.spawn(i + 10, "--world", 2, "--rounds", 6, "--modes", mode, "--load",
+                                             saves[i]) for i in range(2)])
+            loaded = [next(line for line in p.output if line.startswith("loaded ")) for p in self.peers[-2:]]
+            self.assertEqual(loaded[0].replace("loaded", "saved"), saved[0])
+            rounds = [r for r, _, _ in second]
+            self.assertEqual(sorted(b for (m, b) in rounds[0]), [4, 5, 6])
+            for b in (4, 5, 6):
+                self.assertEqual(rounds[0][(mode, b)]["theta"], rounds[1][(mode, b)]["theta"], (mode, b))
+                if mode == "blocking":  # overlapped, the outer step lags the round by the one in flight
+                    self.assertEqual(rounds[0][(mode, b)]["outer"], str(b))
+            before = float(first[0][0][(mode, 3)]["eval"])
+            self.assertLess(float(rounds[0][(mode, 6)]["eval"]), before * 1.5, (mode, before))
+
     def test_sigkill_and_late_joiner_blocking(self):
         self.kill_and_replace("blocking")
 
@@ -172,6 +201,23 @@ class DiLoCoArgumentTest(unittest.TestCase):
             self.assertEqual(comm.world_size, 0)  # nothing reached the network
         finally:
             comm.close()
+        # Checkpoints that do not fit are refused before anything changes.
+        outer = types.SimpleNamespace(count=10, dtype=torch.float32)
+        fine = dict(format=diloco.STATE_FORMAT, outer_parameters=torch.zeros(10), outer_momentum=torch.zeros(10),
+                    outer_step=2, round=2)
+        self.assertEqual(diloco._check_state(fine, outer)[2:], (2, 2))
+        for change, words in [(dict(format="torch"), "not a pccl.diloco checkpoint"),
+                              (dict(outer_parameters=torch.zeros(9)), "another model"),
+                              (dict(outer_momentum=torch.zeros(10, dtype=torch.float64)), "another model"),
+                              (dict(outer_momentum=[0.0] * 10), "not a tensor"),
+                              (dict(round=-1), "round"), (dict(outer_step=True), "outer_step")]:
+            state = dict(fine)
+            state.update(change)
+            with self.assertRaises(pccl.InvalidArgumentError, msg=str(change)) as cm:
+                diloco._check_state(state, outer)
+            self.assertIn(words, cm.exception.detail, change)
+        with self.assertRaises(pccl.InvalidArgumentError):
+            diloco._check_state([1, 2], outer)
 
 
 class _IntModel(torch.nn.Module if torch is not None else object):
