@@ -86,3 +86,45 @@ TEST_CASE("master link reset: a live member that does not come back is removed w
   CHECK(removed >= silenceLimitS() - 0.2);
   for (size_t rank = 0; rank < 2; ++rank) CHECK(*c.peers[rank]->arePeersPending());  // the others were told
 }
+
+// A shared-state sync of a member whose control connection is reset meanwhile goes on (protocol 19):
+// the member keeps fetching, the master holds its place and, once it is back, repeats its plan (the
+// member answers with its SyncDone again) or the SyncComplete it missed; a lost announcement the member
+// sends again. Every peer's sync succeeds with every byte right. The reset lands at a different point
+// of each sync: with the call (the announcement), then 2, 10 and 40 ms into it (plan, fetch, the end).
+TEST_CASE("master link reset: a shared-state sync goes on through a reset of the syncing member's control connection",
+          "[faults][sync]") {
+  constexpr size_t kWorld = 3, kCount = size_t{1} << 22;  // 16 MiB for the stale member to fetch
+  LocalCluster c = startCluster(kWorld, reconnecting());
+  REQUIRE(c.peers.size() == kWorld);
+  auto& victim = detail::CommAccess::impl(*c.peers[2]);
+  const uint64_t epoch = c.peers[0]->stats().epoch;
+  for (int round = 0; round < 4; ++round) {
+    INFO("round " << round);
+    std::vector<std::vector<float>> data(kWorld);
+    std::vector<SharedState> states(kWorld);
+    for (size_t i = 0; i < kWorld; ++i) {
+      data[i].assign(kCount, i == 2 ? -1.0f : static_cast<float>(round + 1));
+      states[i].revision = i == 2 ? 0 : static_cast<uint64_t>(round + 1);
+      states[i].tensors = {SharedTensor{"w", DataType::kFloat32, kCount, data[i].data()}};
+    }
+    std::vector<Status> st(kWorld);
+    std::thread fault([&] {
+      const int delay_ms[] = {0, 2, 10, 40};
+      std::this_thread::sleep_for(std::chrono::milliseconds(delay_ms[round]));  // where it lands, not a wait
+      victim.postForTest([&victim] { victim.resetMasterLinkOnIoForTest(); });
+    });
+    c.onEach([&](size_t i) { st[i] = c.peers[i]->syncSharedState(states[i]).status(); });
+    fault.join();
+    for (size_t i = 0; i < kWorld; ++i) {
+      INFO("peer " << i << ": " << st[i].toString());
+      CHECK(st[i].isOk());
+    }
+    CHECK(std::count(data[2].begin(), data[2].end(), static_cast<float>(round + 1)) == static_cast<ptrdiff_t>(kCount));
+    // Back with the master before the next round (it may still have been on its way when the sync ended).
+    REQUIRE(c.master->waitFor([](const MasterStats& s) { return s.connections == kWorld; }, 30000));
+  }
+  CHECK(c.peers[2]->stats().master_losses == 4);
+  CHECK(c.master->stats().accepted == kWorld);
+  CHECK(c.master->stats().epoch == epoch);
+}

@@ -104,17 +104,22 @@ Result<ReduceHandle> Communicator::Impl::startCollective(const CollectiveCall& c
 Result<SyncInfo> Communicator::Impl::syncSharedState(SharedState& state, SyncStrategy strategy) {
   SyncContext ctx;
   {
-    std::lock_guard<std::mutex> lk(mu_);
+    std::unique_lock<std::mutex> lk(mu_);
+    if (away_ && fatal_.isOk()) {
+      // The master is on its way back (a broken connection, a restart): the sync waits for it, within
+      // the call's timeout, instead of failing while the group's other members wait for this one.
+      const Status back = waitMaster(lk, Clock::now() + Millis(config_.op_timeout_ms));
+      if (!back.isOk() && fatal_.isOk()) {
+        return record(Status::topologyChanged(fmt::format(
+            "syncSharedState needs the master, which has been away for {} ms ({}); call pcclUpdateTopology (it "
+            "waits for the master) and sync again",
+            msSince(away_since_), away_why_.message())));
+      }
+    }
     if (!fatal_.isOk()) return record(fatal_);
     if (state_ != PeerState::kMember) {
       return record(Status::invalidUsage(fmt::format(
           "syncSharedState needs a connected member with a ring; this peer is {}", peer::peerStateName(state_))));
-    }
-    if (away_) {
-      return record(Status::topologyChanged(fmt::format(
-          "syncSharedState needs the master, which has been away for {} ms ({}); call pcclUpdateTopology (it "
-          "waits for the master) and sync again",
-          msSince(away_since_), away_why_.message())));
     }
     if (!inflight_.empty() || syncing_) {
       return record(Status::invalidUsage(fmt::format(

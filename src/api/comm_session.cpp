@@ -142,8 +142,8 @@ void Communicator::Impl::goFatal(const Status& s) {
 
 void Communicator::Impl::away(const Status& s) {
   prober_->cancel();
-  sync_->interrupt(Status::topologyChanged(
-      fmt::format("the master was lost during the shared-state sync ({}); sync again once it is back", s.message())));
+  // A shared-state sync goes on (its transfers are between peers): the master that holds our place
+  // repeats what we missed once we are back, and another master ends it (back()).
   std::lock_guard<std::mutex> lk(mu_);
   ++losses_;
   if (!away_) {
@@ -178,7 +178,14 @@ void Communicator::Impl::back(const wire::RunResumed& m, int64_t away_ms) {
   colls_->masterBack();
   std::lock_guard<std::mutex> lk(mu_);
   if (away_) stats_.masterBack(static_cast<uint64_t>(away_ms));
-  if (away_ && state_ == PeerState::kBuildingRing && m.term != away_term_) abandonBuild();
+  if (away_ && m.term != away_term_) {
+    if (state_ == PeerState::kBuildingRing) abandonBuild();
+    sync_->interrupt(Status::topologyChanged(fmt::format(
+        "the master was lost during the shared-state sync ({}); sync again now that {} (term {}) leads the run",
+        away_why_.message(), link_->masterName(), m.term)));
+  } else if (away_) {
+    asio::post(io_, [this] { sync_->masterBack(); });
+  }
   away_ = false;
   PCCL_LOG_INFO(kLog, "peer={} epoch={}: the run goes on under {} (term {}, epoch {}) after {} ms away{}{}",
                 wire::shortId(id_), topology_.epoch, link_->masterName(), m.term, m.epoch, away_ms,

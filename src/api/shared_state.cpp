@@ -113,6 +113,7 @@ Result<wire::SyncAnnounce> SharedStateSync::prepare(SharedState& state, SyncStra
   ctx_ = ctx;
   compress_ = state.compress;
   plan_ = wire::SyncPlan{};
+  announce_ = a;
   fetch_status_ = complete_status_ = Status::ok();
   interrupted_ = Status::ok();
   rx_bytes_ = 0;
@@ -178,7 +179,10 @@ Result<SyncInfo> SharedStateSync::run(SharedState& state, SyncStrategy strategy,
   const TimePoint deadline = start + ctx.timeout;
   PCCL_RETURN_IF_ERROR(checkSharedState(state, strategy));
   PCCL_ASSIGN_OR_RETURN(wire::SyncAnnounce announce, prepare(state, strategy, ctx));
-  asio::post(io_, [this, announce] { hooks_.announce(announce); });
+  asio::post(io_, [this, announce] {
+    reported_.reset();
+    hooks_.announce(announce);
+  });
 
   std::unique_lock<std::mutex> lk(mu_);
   Status st = waitFor(lk, deadline, [this] { return planned_; });
@@ -212,7 +216,7 @@ Result<SyncInfo> SharedStateSync::run(SharedState& state, SyncStrategy strategy,
     lk.unlock();
     if (mine.isOk()) mine = verify(plan.fetches, leaves);  // CPU work, off the io thread
     asio::post(io_, [this, id = plan.sync_id, mine] {
-      hooks_.report(wire::SyncDone{id, static_cast<uint16_t>(mine.code()), mine.message()});
+      report(wire::SyncDone{id, static_cast<uint16_t>(mine.code()), mine.message()});
     });
     lk.lock();
     st = waitFor(lk, deadline, [this] { return completed_; });
@@ -247,7 +251,7 @@ uint64_t SharedStateSync::endOnIo(const wire::SyncDone* report) {
     server_.stop(Status::ok());
     if (fetcher_) fetcher_->cancel(Status::invalidUsage("the shared-state sync ended"));
     fetcher_.reset();
-    if (r) hooks_.report(*r);
+    if (r) this->report(*r);
     const uint64_t tx = server_.bytesSent() - tx_at_plan_;
     {
       std::lock_guard<std::mutex> lk(mu_);
@@ -322,8 +326,27 @@ void SharedStateSync::registerHandlers(wire::Dispatcher& d) {
   });
 }
 
+void SharedStateSync::report(const wire::SyncDone& d) {
+  reported_ = d;
+  hooks_.report(d);
+}
+
+void SharedStateSync::masterBack() {
+  std::unique_lock<std::mutex> lk(mu_);
+  if (!active_ || planned_) return;
+  const wire::SyncAnnounce again = announce_;
+  lk.unlock();
+  hooks_.announce(again);  // a master that has it already ignores it (it repeats our plan instead)
+}
+
 void SharedStateSync::onPlan(const wire::SyncPlan& m) {
   std::unique_lock<std::mutex> lk(mu_);
+  if (active_ && planned_ && m.sync_id != 0 && m.sync_id == plan_.sync_id) {
+    // Repeated by the master after our control connection broke: it may have missed our SyncDone.
+    lk.unlock();
+    if (reported_ && reported_->sync_id == m.sync_id) hooks_.report(*reported_);
+    return;
+  }
   if (!active_ || planned_) {
     PCCL_LOG_DEBUG(kLog, "ignoring a SyncPlan (sync {}) no call waits for", m.sync_id);
     return;

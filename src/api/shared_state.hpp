@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,10 @@ class SharedStateSync {
   // Any thread: the master was lost and the peer reconnects: a run() under way returns `why` (later
   // runs are not affected).
   void interrupt(const Status& why);
+  // Io thread: the master that held our place while our control connection was broken took us back (the
+  // sync goes on): what it may not have got is sent again, our announcement while no plan came. The
+  // master repeats our plan (then onPlan sends our SyncDone again) or its SyncComplete.
+  void masterBack();
 
  private:
   struct Key {
@@ -87,6 +92,7 @@ class SharedStateSync {
   Result<peer::FetchPlan> fetchPlan(const wire::SyncPlan& plan);
   // Posts to the io thread: stop serving and fetching, optionally report, and wait for it.
   uint64_t endOnIo(const wire::SyncDone* report);
+  void report(const wire::SyncDone& d);  // io thread: hooks_.report, remembered for a repeated plan
 
   asio::io_context& io_;
   std::shared_ptr<const net::AuthKey> auth_;
@@ -106,6 +112,8 @@ class SharedStateSync {
   SyncContext ctx_;
   int compress_ = 0;
   wire::SyncPlan plan_;
+  wire::SyncAnnounce announce_;               // the run's announcement (masterBack())
+  std::optional<wire::SyncDone> reported_;    // io thread: the run's SyncDone, once sent
   Status fetch_status_;
   uint64_t rx_bytes_ = 0;
   struct Piece {

@@ -51,7 +51,10 @@ Status MasterServer::resumePeer(Session& s, const wire::JoinRequest& m) {
   if (pending && !membership_.contains(m.peer_id)) apply(membership_.join(info));
   if (!recovering) {
     sendResumed(s);
-    if (membership_.contains(m.peer_id)) apply(membership_.returned(m.peer_id));
+    if (membership_.contains(m.peer_id)) {
+      apply(membership_.returned(m.peer_id));
+      apply(syncs_.returned(m.peer_id));
+    }
     return Status::ok();
   }
   s.awaiting_resume = true;

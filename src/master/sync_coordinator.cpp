@@ -19,6 +19,11 @@ bool contains(const std::vector<wire::Uuid>& v, const wire::Uuid& id) {
 Effects SyncCoordinator::announce(const wire::Uuid& peer, uint32_t group, const std::vector<wire::Uuid>& members,
                                   uint64_t epoch, const Status& blocked, const wire::SyncAnnounce& a) {
   Effects fx;
+  for (const auto& [id, r] : running_) {
+    // Its sync runs already: a peer back on a new control connection says it again, not knowing that
+    // its first announcement arrived; its plan is repeated to it (returned()).
+    if (r.plans.count(peer) != 0) return fx;
+  }
   auto it = pending_.find(group);
   if (it == pending_.end()) it = pending_.emplace(group, Pending{members, {}}).first;
   Pending& p = it->second;
@@ -69,13 +74,18 @@ Effects SyncCoordinator::start(uint32_t group, uint64_t epoch) {
       plan.reason = e.plans[i].status.message();
     }
     fx.push_back(Outgoing{parts[i].id, wire::encodeFrame(plan, epoch)});
+    if (plan.sync_id != 0) run.plans[parts[i].id] = fx.back().frame;
+    completed_.erase(parts[i].id);
   }
   if (run.members.empty()) return fx;
   if (!anyone_fetches) {
     // Everybody is up to date: done at once, nobody moves a byte.
     wire::SyncComplete c;
     c.sync_id = sync_id;
-    for (const auto& id : run.members) fx.push_back(Outgoing{id, wire::encodeFrame(c, epoch)});
+    for (const auto& id : run.members) {
+      fx.push_back(Outgoing{id, wire::encodeFrame(c, epoch)});
+      completed_[id] = fx.back().frame;
+    }
     return fx;
   }
   running_[sync_id] = std::move(run);
@@ -107,13 +117,29 @@ Effects SyncCoordinator::done(const wire::Uuid& peer, const wire::SyncDone& d) {
   if (it->second.done.size() < it->second.members.size()) return fx;
   wire::SyncComplete c;
   c.sync_id = d.sync_id;
-  for (const auto& id : it->second.members) fx.push_back(Outgoing{id, wire::encodeFrame(c, 0)});
+  for (const auto& id : it->second.members) {
+    fx.push_back(Outgoing{id, wire::encodeFrame(c, 0)});
+    completed_[id] = fx.back().frame;
+  }
   running_.erase(it);
+  return fx;
+}
+
+Effects SyncCoordinator::returned(const wire::Uuid& peer) const {
+  Effects fx;
+  for (const auto& [id, r] : running_) {
+    auto plan = r.plans.find(peer);
+    if (plan != r.plans.end()) fx.push_back(Outgoing{peer, plan->second});
+  }
+  if (fx.empty()) {
+    if (auto c = completed_.find(peer); c != completed_.end()) fx.push_back(Outgoing{peer, c->second});
+  }
   return fx;
 }
 
 Effects SyncCoordinator::peerGone(const wire::Uuid& peer, const std::string& why) {
   Effects fx;
+  completed_.erase(peer);
   std::vector<uint32_t> groups;
   for (const auto& [group, p] : pending_) {
     if (contains(p.members, peer)) groups.push_back(group);
@@ -160,7 +186,10 @@ void SyncCoordinator::abortRunning(Effects& fx, uint64_t sync_id, Code code, con
   c.sync_id = sync_id;
   c.code = static_cast<uint16_t>(code);
   c.reason = reason;
-  for (const auto& id : it->second.members) fx.push_back(Outgoing{id, wire::encodeFrame(c, 0)});
+  for (const auto& id : it->second.members) {
+    fx.push_back(Outgoing{id, wire::encodeFrame(c, 0)});
+    completed_[id] = fx.back().frame;
+  }
   running_.erase(it);
 }
 

@@ -28,6 +28,10 @@ class SyncCoordinator {
   Effects done(const wire::Uuid& peer, const wire::SyncDone& d);
   Effects peerGone(const wire::Uuid& peer, const std::string& why);
   Effects voteStarted(const wire::Uuid& voter);
+  // The peer came back on a new control connection (the master held its place): what it may have
+  // missed of its sync, again: its plan while the sync runs (it answers with its SyncDone again if it
+  // had sent one), or the SyncComplete of its last sync. A lost announcement it sends again itself.
+  Effects returned(const wire::Uuid& peer) const;
 
   size_t pendingCount() const { return pending_.size(); }
   size_t runningCount() const { return running_.size(); }
@@ -40,6 +44,7 @@ class SyncCoordinator {
   struct Running {
     std::vector<wire::Uuid> members;  // those with an OK plan
     std::set<wire::Uuid> done;
+    std::map<wire::Uuid, std::vector<uint8_t>> plans;  // each member's SyncPlan frame (returned())
   };
 
   Effects start(uint32_t group, uint64_t epoch);
@@ -49,6 +54,7 @@ class SyncCoordinator {
 
   std::map<uint32_t, Pending> pending_;   // by group
   std::map<uint64_t, Running> running_;   // by sync id
+  std::map<wire::Uuid, std::vector<uint8_t>> completed_;  // the SyncComplete of each peer's last sync
   uint64_t next_sync_id_ = 0;
 };
 
