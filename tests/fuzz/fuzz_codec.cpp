@@ -31,8 +31,9 @@ constexpr RedOp kOps[] = {RedOp::kSum, RedOp::kAvg, RedOp::kProd, RedOp::kMin, R
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 3) return 0;
-  const auto q = static_cast<Quant>(data[0] & 3);
-  const DType t = kFloats[(data[0] >> 2) & 3];
+  if ((data[0] & 7) >= kQuantCount) return 0;
+  const auto q = static_cast<Quant>(data[0] & 7);  // bits 0..2: none, fp16, bf16, int8, fp4
+  const DType t = kFloats[(data[0] >> 3) & 3];
   const size_t count = data[1] | (static_cast<size_t>(data[2]) << 8);
   const std::vector<uint8_t> wire(data + 3, data + size);  // exactly sized for ASan
   if (!checkQuant(q, t, RedOp::kSum).isOk()) return 0;

@@ -102,9 +102,9 @@ int main(int argc, char** argv) {
 
   std::vector<float> values(300);
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 17) * 0.25f - 2.0f;
-  for (codec::Quant q : {codec::Quant::kFp16, codec::Quant::kBf16, codec::Quant::kInt8}) {
-    // byte 0: quant in bits 0..1, dtype index 2 (float32) in bits 2..3; bytes 1..2: count.
-    std::vector<uint8_t> seed = {static_cast<uint8_t>(static_cast<uint8_t>(q) | (2u << 2)),
+  for (codec::Quant q : {codec::Quant::kFp16, codec::Quant::kBf16, codec::Quant::kInt8, codec::Quant::kFp4}) {
+    // byte 0: quant in bits 0..2, dtype index 2 (float32) in bits 3..4; bytes 1..2: count.
+    std::vector<uint8_t> seed = {static_cast<uint8_t>(static_cast<uint8_t>(q) | (2u << 3)),
                                  static_cast<uint8_t>(values.size() & 0xff), static_cast<uint8_t>(values.size() >> 8)};
     std::vector<uint8_t> wire_bytes(codec::wireBytes(q, codec::DType::kFloat32, values.size()));
     codec::encode(q, codec::DType::kFloat32, values.data(), values.size(), wire_bytes.data());
