@@ -7,8 +7,8 @@ Task: classify 32-dimensional Gaussian inputs into 10 classes labelled by a fixe
 AdamW. Every worker draws its own batches (seeded by its index); the held-out loss is measured on the
 same 4,096 samples everywhere.
 
-Launcher mode (no --role): for each DiLoCo variant (blocking float32, blocking int8, overlapped eager,
-overlapped delayed) it starts an embedded pccl master and --workers worker processes; when worker
+Launcher mode (no --role): for each DiLoCo variant (blocking float32, blocking int8, blocking fp4,
+overlapped eager, overlapped delayed) it starts an embedded pccl master and --workers worker processes; when worker
 W-1 logs round --kill-at it is SIGKILLed and a replacement (its own random init) is started: it joins at
 the survivors' next outer boundary and receives the group's outer state. Then it runs DDP
 (torch.nn.parallel.DistributedDataParallel, gloo, on 127.0.0.1) with the same processes and steps.
@@ -45,6 +45,7 @@ ROOT = os.path.dirname(os.path.dirname(HERE))
 VARIANTS = {
     "blocking": (None, False, 0.7, 0.9),
     "blocking-int8": ("int8", False, 0.7, 0.9),
+    "blocking-fp4": ("fp4", False, 0.7, 0.9),
     "eager": (None, "eager", 0.7, 0.9),
     "delayed": (None, "delayed", 0.5, 0.5),
 }
