@@ -28,6 +28,7 @@
 #include <limits>
 
 #include "kernels/portable.hpp"
+#include "kernels/quant_math.hpp"  // signBit
 
 namespace pccl::kernels {
 
@@ -40,12 +41,6 @@ PCCL_HD W fp4Level(uint32_t m) {
   const W mantissa = (m & 1u) != 0 ? W(0.5) : W(0);
   if (e == 0) return mantissa;
   return static_cast<W>(1u << (e - 1)) * (W(1) + mantissa);
-}
-
-// The midpoint between level k and level k + 1 (k = 0..6).
-template <typename W>
-PCCL_HD W fp4Midpoint(uint32_t k) {
-  return (fp4Level<W>(k) + fp4Level<W>(k + 1)) * W(0.5);
 }
 
 // |v| by its bits (no branch on the sign; a NaN stays a NaN).
@@ -90,22 +85,13 @@ PCCL_HD W fp4Scale(const Fp4Stats<W>& s) {
   return s.amax / W(6);
 }
 
-template <typename W>
-PCCL_HD bool fp4SignBit(W v) {
-  if constexpr (sizeof(W) == 4) {
-    return (floatBits(v) >> 31) != 0;
-  } else {
-    return (doubleBits(v) >> 63) != 0;
-  }
-}
-
 // The per-block thresholds: th[k] = midpoint(k) * |scale|.
 template <typename W>
 struct Fp4Thresholds {
   W th[7];
   PCCL_HD explicit Fp4Thresholds(W scale) {
     const W s = fp4Abs(scale);
-    th[0] = pcclMul(W(0.25), s);  // fp4Midpoint(k), written out: these run once per block
+    th[0] = pcclMul(W(0.25), s);  // the midpoints between levels k and k + 1, once per block
     th[1] = pcclMul(W(0.75), s);
     th[2] = pcclMul(W(1.25), s);
     th[3] = pcclMul(W(1.75), s);
@@ -124,7 +110,7 @@ struct Fp4Thresholds {
 // A normal block's code of x (finite).
 template <typename W>
 PCCL_HD uint8_t fp4EncodeNormal(W x, const Fp4Thresholds<W>& t) {
-  const uint32_t sign = fp4SignBit(x) ? 8u : 0u;
+  const uint32_t sign = signBit(x) ? 8u : 0u;
   return static_cast<uint8_t>(sign | t.magnitude(fp4Abs(x)));
 }
 
@@ -132,8 +118,8 @@ PCCL_HD uint8_t fp4EncodeNormal(W x, const Fp4Thresholds<W>& t) {
 template <typename W>
 PCCL_HD uint8_t fp4Encode(W x, W scale, const Fp4Thresholds<W>& t) {
   if (isNan(scale)) return 0;
-  if (!fp4SignBit(scale)) return fp4EncodeNormal(x, t);
-  const uint32_t sign = fp4SignBit(x) ? 8u : 0u;
+  if (!signBit(scale)) return fp4EncodeNormal(x, t);
+  const uint32_t sign = signBit(x) ? 8u : 0u;
   if (!isFinite(x)) return static_cast<uint8_t>(sign | 7u);
   return static_cast<uint8_t>(sign | t.magnitude(fp4Abs(x), 6));
 }
@@ -145,7 +131,7 @@ PCCL_HD W fp4Decode(uint8_t q, W scale) {
   const bool negative = (q & 8u) != 0;
   const uint32_t m = q & 7u;
   W v;
-  if (fp4SignBit(scale)) {
+  if (signBit(scale)) {
     v = m == 7 ? std::numeric_limits<W>::infinity() : pcclMul(fp4Level<W>(m), -scale);
   } else {
     v = pcclMul(fp4Level<W>(m), scale);
