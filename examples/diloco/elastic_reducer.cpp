@@ -97,6 +97,43 @@ pccl::Result<ReduceStats> ElasticReducer::allReduceAvg(float* data, size_t count
   return pccl::Status::timeout("all-reduce kept failing");
 }
 
+PendingReduce ElasticReducer::startAllReduceAvg(float* data, size_t count, pccl::Quant quant) {
+  pccl::ReduceOptions options;
+  options.quant = quant;
+  PendingReduce pending;
+  auto handle = comm_->allReduceAsync(data, data, count, pccl::DataType::kFloat32, pccl::RedOp::kAvg, options);
+  if (handle.isOk()) {
+    pending.handle = *handle;
+  } else {
+    pending.start = handle.status();
+  }
+  return pending;
+}
+
+pccl::Result<ReduceStats> ElasticReducer::finishAllReduceAvg(const PendingReduce& pending, float* data,
+                                                               size_t count, pccl::Quant quant) {
+  pccl::Status failed = pending.start;
+  if (failed.isOk()) {
+    auto info = pending.handle.wait();
+    if (info.isOk()) {
+      ReduceStats stats;
+      stats.tx_bytes = info->tx_bytes;
+      stats.world_size = info->world_size;
+      stats.seconds = info->seconds;
+      return stats;
+    }
+    failed = info.status();
+  }
+  if (!isRecoverable(failed.code())) return failed;
+  std::printf("worker=%u background all-reduce failed (%s): updating the topology and retrying\n", worker_,
+              failed.toString().c_str());
+  std::fflush(stdout);
+  PCCL_RETURN_IF_ERROR(reform());  // `data` holds its input again: pccl restores an in-place buffer
+  auto retried = allReduceAvg(data, count, quant);
+  if (retried.isOk()) retried->retries += 1;
+  return retried;
+}
+
 pccl::Status ElasticReducer::syncIfEpochChanged() {
   if (state_ == nullptr || (synced_ && synced_epoch_ == epoch())) return pccl::Status::ok();
   return syncState().status();

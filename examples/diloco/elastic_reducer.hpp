@@ -37,6 +37,12 @@ struct ReduceStats {
   double seconds = 0;
 };
 
+// An all-reduce started by ElasticReducer::startAllReduceAvg, ended by finishAllReduceAvg.
+struct PendingReduce {
+  pccl::ReduceHandle handle;
+  pccl::Status start;  // a start that failed: finishAllReduceAvg deals with it
+};
+
 struct SyncTotals {
   uint32_t syncs = 0;          // successful syncs
   uint32_t state_changes = 0;  // of which replaced some of this worker's tensors
@@ -59,6 +65,14 @@ class ElasticReducer {
   // In place: data := average of every peer's data. On PeerLost/TopologyChanged/Timeout: updateTopology, sync
   // (the epoch changed), retry. `data` must not be part of the shared state.
   pccl::Result<ReduceStats> allReduceAvg(float* data, size_t count, pccl::Quant quant);
+  // The same in the background (Streaming DiLoCo's delayed fragments): `data` belongs to pccl until
+  // finishAllReduceAvg (the same data, count and quant), which waits for it. On PeerLost/TopologyChanged/
+  // Timeout it re-forms the ring (updateTopology and the sync) and retries as allReduceAvg does, at once:
+  // a worker that voted while this one started the all-reduce has not started it yet, and starts it
+  // after the sync, with the joiner the vote admitted.
+  PendingReduce startAllReduceAvg(float* data, size_t count, pccl::Quant quant);
+  pccl::Result<ReduceStats> finishAllReduceAvg(const PendingReduce& pending, float* data, size_t count,
+                                               pccl::Quant quant);
   // One sync of the shared state; on PeerLost/TopologyChanged/Timeout: updateTopology, then sync again.
   // Every member of the group must call it at the same point (the rule above calls it for you).
   pccl::Result<pccl::SyncInfo> syncState();

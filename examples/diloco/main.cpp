@@ -2,6 +2,7 @@
 // the pseudo-gradient all-reduced through pccl. One process is one worker; `--workers 1` is the
 // single-worker baseline without pccl. See README.md.
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 
 #include "train_config.hpp"
@@ -32,6 +33,12 @@ int main(int argc, char** argv) {
   app.add_option("--seed", c.seed, "model init seed (data order: seed + worker index)")->capture_default_str();
   app.add_option("--quant", c.quant, "wire format of the all-reduce")->capture_default_str()
       ->check(CLI::IsMember({"none", "fp16", "bf16", "int8", "fp4"}));
+  app.add_option("--fragments", c.fragments, "Streaming DiLoCo: sync the weights in this many fragments, one "
+                 "every H / fragments inner steps")->capture_default_str()->check(CLI::Range(1u, 1000000u));
+  app.add_option("--fragment-delay", c.fragment_delay, "inner steps a fragment's all-reduce runs behind "
+                 "(0: blocking; below H / fragments)")->capture_default_str();
+  app.add_option("--fragment-alpha", c.fragment_alpha, "merge: alpha outer + (1 - alpha) local (default 1 "
+                 "without a delay, 0.5 with one)")->check(CLI::Range(0.0, 1.0));
   app.add_option("--eval-batches", c.eval_batches, "held-out batches per logged loss")->capture_default_str()
       ->check(CLI::Range(1u, 1000u));
   app.add_option("--min-world", c.min_world, "workers to wait for before training (default: --workers)");
@@ -48,6 +55,12 @@ int main(int argc, char** argv) {
 
   if (c.model.d_model % c.model.heads != 0 || c.worker_index >= c.workers) {
     std::fprintf(stderr, "diloco: --heads must divide --d-model and --worker-index be below --workers\n");
+    return 2;
+  }
+  if (c.fragments > c.inner_steps ||
+      (c.fragment_delay > 0 && c.fragment_delay >= c.inner_steps / c.fragments)) {
+    std::fprintf(stderr, "diloco: --fragments must not exceed -H, and --fragment-delay must be below H / fragments "
+                 "(%u)\n", c.inner_steps / std::max(1u, c.fragments));
     return 2;
   }
   if (c.workers > 1 && c.master.empty()) {

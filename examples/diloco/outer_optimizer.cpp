@@ -2,11 +2,12 @@
 
 namespace diloco {
 
-void OuterOptimizer::step(std::vector<float>& theta, const std::vector<float>& pseudo_grad) {
-  for (size_t i = 0; i < theta.size(); ++i) {
-    float v = momentum_ * velocity_[i] + pseudo_grad[i];
+void OuterOptimizer::step(std::vector<float>& theta, const float* pseudo_grad, size_t begin, size_t count) {
+  for (size_t j = 0; j < count; ++j) {
+    const size_t i = begin + j;
+    float v = momentum_ * velocity_[i] + pseudo_grad[j];
     velocity_[i] = v;
-    theta[i] -= lr_ * (pseudo_grad[i] + momentum_ * v);
+    theta[i] -= lr_ * (pseudo_grad[j] + momentum_ * v);
   }
 }
 

@@ -14,7 +14,11 @@ class OuterOptimizer {
   OuterOptimizer(size_t count, float lr, float momentum) : velocity_(count, 0.0f), lr_(lr), momentum_(momentum) {}
 
   // theta -= lr * (g + momentum * v), with v = momentum * v + g (PyTorch's SGD, nesterov=True).
-  void step(std::vector<float>& theta, const std::vector<float>& pseudo_grad);
+  void step(std::vector<float>& theta, const std::vector<float>& pseudo_grad) {
+    step(theta, pseudo_grad.data(), 0, theta.size());
+  }
+  // The same over theta[begin, begin + count) only, with pseudo_grad[0, count) (one fragment).
+  void step(std::vector<float>& theta, const float* pseudo_grad, size_t begin, size_t count);
   std::vector<float>& velocity() { return velocity_; }  // outer state a late joiner would receive
 
  private:

@@ -29,7 +29,15 @@ struct TrainConfig {
   double outer_lr = 0.7;
   double outer_momentum = 0.9;    // Nesterov
   uint64_t seed = 1;              // model init (all workers); data order is seed + worker_index
-  std::string quant = "none";     // none|fp16|bf16|int8: wire format of the pseudo-gradient all-reduce
+  std::string quant = "none";     // none|fp16|bf16|int8|fp4: wire format of the pseudo-gradient all-reduce
+  // Streaming DiLoCo: the flat weights in `fragments` contiguous ranges of equal size, fragment p synced
+  // every H inner steps (the k-th sync point at inner step floor(k H / P), fragment k mod P), its
+  // all-reduce overlapped with `fragment_delay` inner steps, merged as alpha outer + (1 - alpha) local.
+  uint32_t fragments = 1;
+  uint32_t fragment_delay = 0;    // below H / fragments
+  double fragment_alpha = -1;     // < 0: 1 without a delay, 0.5 with one
+  bool streaming() const { return fragments > 1 || fragment_delay > 0 || alpha() != 1.0; }
+  double alpha() const { return fragment_alpha >= 0 ? fragment_alpha : (fragment_delay == 0 ? 1.0 : 0.5); }
   uint32_t eval_batches = 4;      // held-out batches behind each logged loss
   uint32_t min_world = 0;         // peers to wait for before training (0: `workers`; 1 with late_join)
   uint32_t await_world = 0;       // scripted joins: before outer step `await_step`, wait for this many peers

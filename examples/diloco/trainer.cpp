@@ -151,14 +151,16 @@ class Logger {
 };
 
 // What the workers of a run keep byte-identical through pccl's shared-state sync (ElasticReducer): the
-// outer weights, the outer optimizer's momentum, and the number of outer steps completed, which is also
-// the state's revision. A worker that starts (or joins late) announces revision 0 and so receives every
+// outer weights, the outer optimizer's momentum, the number of outer steps completed (with fragments:
+// fragment sync points passed), which is also the state's revision, and the inner steps already taken
+// towards the next sync point (0, or the fragment delay: where a joiner resumes the schedule). A worker that starts (or joins late) announces revision 0 and so receives every
 // tensor that differs from the elected content; workers started together hold the same seed weights and
 // zero momentum, so their first sync moves nothing. Not copyable: `shared` points into the members.
 struct OuterState {
   std::vector<float> theta;
   OuterOptimizer outer;
   int64_t step = 0;
+  int64_t phase = 0;
   pccl::SharedState shared;
 
   OuterState(std::vector<float> initial, const TrainConfig& config)
@@ -170,6 +172,7 @@ struct OuterState {
         pccl::SharedTensor{"outer_velocity", pccl::DataType::kFloat32, outer.velocity().size(),
                            outer.velocity().data()},
         pccl::SharedTensor{"outer_step", pccl::DataType::kInt64, 1, &step},
+        pccl::SharedTensor{"fragment_phase", pccl::DataType::kInt64, 1, &phase},
     };
   }
   OuterState(const OuterState&) = delete;
@@ -189,6 +192,30 @@ uint64_t ringBytes(size_t count, uint32_t world) {
 
 double secondsSince(Clock::time_point start) {
   return std::chrono::duration<double>(Clock::now() - start).count();
+}
+
+// Streaming DiLoCo's schedule: sync point k (0-based) comes floor((k + 1) H / P) inner steps after the
+// start and syncs fragment k mod P, the contiguous range [f N / P, (f + 1) N / P) of the flat weights.
+struct FragmentSchedule {
+  uint32_t H, P;
+  size_t count;
+  uint32_t interval(int64_t k) const {
+    const auto f = static_cast<uint32_t>(k % P);
+    return (f + 1) * H / P - f * H / P;
+  }
+  size_t begin(int64_t k) const { return static_cast<size_t>(k % P) * count / P; }
+  size_t size(int64_t k) const { return (static_cast<size_t>(k % P) + 1) * count / P - begin(k); }
+};
+
+// The held-out loss of the outer weights theta: the same on every worker. With fragments the worker's
+// model differs from theta outside the fragment just synced: it is set aside and restored.
+double evalOuter(Worker& w, const std::vector<float>& theta, const TrainConfig& config, std::vector<float>& scratch) {
+  if (!config.streaming()) return evalLoss(w.model, w.corpus.eval, config);  // the model is theta
+  copyParametersTo(*w.model, scratch);
+  copyParametersFrom(*w.model, theta);
+  const double loss = evalLoss(w.model, w.corpus.eval, config);
+  copyParametersFrom(*w.model, scratch);
+  return loss;
 }
 
 }  // namespace
@@ -219,10 +246,12 @@ int runDiloco(const TrainConfig& config) {
   // re-estimate within a few inner steps, and the outer step averages over every worker). A worker whose
   // weights were replaced (it was out of date) drops its moments too: they belonged to other weights.
   uint32_t changes_seen = 0;
+  int64_t done = 0;  // inner steps already taken towards the next sync point
   auto adoptSyncedState = [&] {
     if (r.syncTotals().state_changes == changes_seen) return;
     changes_seen = r.syncTotals().state_changes;
     copyParametersFrom(*worker->model, state.theta);
+    done = state.phase;  // a joiner resumes the group's schedule
     worker->resetInner();
     std::printf("worker=%u adopted the group's state: outer_step=%lld hash=%016llx (fresh inner AdamW state)\n",
                 config.worker_index, static_cast<long long>(state.step),
@@ -230,44 +259,76 @@ int runDiloco(const TrainConfig& config) {
     std::fflush(stdout);
   };
   adoptSyncedState();
-  std::printf("worker=%u params=%zu shard=%u/%u quant=%s\n", config.worker_index, state.theta.size(),
-              config.worker_index % config.workers, config.workers, config.quant.c_str());
+  std::printf("worker=%u params=%zu shard=%u/%u quant=%s fragments=%u fragment_delay=%u fragment_alpha=%.2f\n",
+              config.worker_index, state.theta.size(), config.worker_index % config.workers, config.workers,
+              config.quant.c_str(), config.fragments, config.fragment_delay, config.alpha());
+  const FragmentSchedule schedule{config.inner_steps, config.fragments, state.theta.size()};
+  const uint32_t tau = config.fragment_delay;
+  const double alpha = config.alpha();
+  std::vector<float> grad, scratch;
 
   Logger logger(config);
   const auto start = Clock::now();
   StepLog s;
   s.step = state.step;  // a late joiner continues the run's numbering
-  s.loss = s.train_loss = evalLoss(worker->model, worker->corpus.eval, config);
+  s.loss = s.train_loss = evalOuter(*worker, state.theta, config, scratch);
   s.world = r.worldSize();
   s.hash = state.hash();
   logger.log(s);
   // --outer-steps counts the run's outer steps, not this worker's: a late joiner stops with the others.
-  while (state.step < static_cast<int64_t>(config.outer_steps)) {
+  // With fragments a step is one fragment's sync, P of them per H inner steps.
+  while (state.step < static_cast<int64_t>(config.outer_steps) * config.fragments) {
+    state.phase = done;  // what a sync tells a joiner: where this sync point's inner steps stand
     pccl::Status member = r.syncMembership();
     if (member.isOk() && config.await_world != 0 && state.step + 1 == static_cast<int64_t>(config.await_step)) {
       member = r.waitForWorld(config.await_world, 120000);
     }
     if (!member.isOk()) return fail(member);
     adoptSyncedState();
-    s.train_loss = worker->innerSteps(config, config.inner_steps);
+    const int64_t k = state.step;
+    const size_t begin = schedule.begin(k), n = schedule.size(k);
+    const uint32_t steps = schedule.interval(k) - static_cast<uint32_t>(done);
+    s.train_loss = steps > 0 ? worker->innerSteps(config, steps) : s.train_loss;
     copyParametersTo(*worker->model, now);
-    for (size_t k = 0; k < now.size(); ++k) now[k] = state.theta[k] - now[k];  // pseudo-gradient
+    grad.resize(n);
+    for (size_t i = 0; i < n; ++i) grad[i] = state.theta[begin + i] - now[begin + i];  // pseudo-gradient
     const uint32_t changes_before = r.syncTotals().state_changes;
-    auto reduced = r.allReduceAvg(now.data(), now.size(), quant);
-    if (!reduced.isOk()) return fail(reduced.status());
+    pccl::Result<ReduceStats> reduced = ReduceStats{};
+    if (tau == 0) {
+      state.phase = 0;
+      reduced = r.allReduceAvg(grad.data(), n, quant);
+      if (!reduced.isOk()) return fail(reduced.status());
+      state.stepDone();
+    } else {
+      // In the background while the next tau inner steps run. A sync in its failure path hands a joiner
+      // this sync point (not yet done) and phase tau: what every other member's state says then too.
+      const PendingReduce pending = r.startAllReduceAvg(grad.data(), n, quant);
+      s.train_loss = worker->innerSteps(config, tau);
+      state.phase = tau;
+      reduced = r.finishAllReduceAvg(pending, grad.data(), n, quant);
+      if (!reduced.isOk()) return fail(reduced.status());
+      state.stepDone();
+    }
+    done = tau;
     if (r.syncTotals().state_changes != changes_before) {
       // Only a worker that was out of date gets here: its pseudo-gradient was taken against its old theta.
       std::printf("worker=%u theta was replaced during the all-reduce's retry\n", config.worker_index);
       adoptSyncedState();
     }
-    state.outer.step(state.theta, now);
-    state.stepDone();
-    copyParametersFrom(*worker->model, state.theta);
+    {  // the group's average: the same outer step on every worker
+      state.outer.step(state.theta, grad.data(), begin, n);
+      copyParametersTo(*worker->model, now);  // the model moved on during the tau steps (or was replaced)
+      for (size_t i = begin; i < begin + n; ++i) {  // the merge: plain replacement when alpha is 1
+        now[i] = alpha == 1.0 ? state.theta[i]
+                              : static_cast<float>(alpha * state.theta[i] + (1.0 - alpha) * now[i]);
+      }
+      copyParametersFrom(*worker->model, now);
+    }
     s.step = state.step;
     s.world = reduced->world_size;
     s.bytes_tx += reduced->tx_bytes;
-    s.bytes_every_step += config.inner_steps * ringBytes(state.theta.size(), s.world);
-    s.loss = evalLoss(worker->model, worker->corpus.eval, config);
+    s.bytes_every_step += schedule.interval(k) * ringBytes(state.theta.size(), s.world);
+    s.loss = evalOuter(*worker, state.theta, config, scratch);
     s.time_s = secondsSince(start);
     s.hash = state.hash();
     logger.log(s);

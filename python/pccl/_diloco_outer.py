@@ -11,8 +11,9 @@ import torch
 from .errors import InvalidArgumentError
 from .types import SharedState
 
-# The shared-state names (docs/python.md "DiLoCo"): every replica of a run registers the same three.
+# The shared-state names (docs/python.md "DiLoCo"): every replica of a run registers the same five.
 THETA, MOMENTUM, STEP, ROUND = "diloco.outer_params", "diloco.outer_momentum", "diloco.outer_step", "diloco.round"
+SCHEDULE = "diloco.schedule"  # int64 [phase, inner_steps, fragments, fragment_delay]
 
 _FLOATS = (torch.float16, torch.bfloat16, torch.float32, torch.float64)
 
@@ -33,7 +34,7 @@ class OuterState:
     """theta (the outer parameters), the outer optimizer's momentum and the outer step counter, all in
     host memory and registered as a pccl.SharedState (revision = outer steps applied)."""
 
-    def __init__(self, params, lr, momentum, eager):
+    def __init__(self, params, lr, momentum, eager, schedule):
         self.params = list(params)
         self.dtype = flat_dtype(self.params)
         self.count = sum(p.numel() for p in self.params)
@@ -42,6 +43,9 @@ class OuterState:
         self.momentum = torch.zeros(self.count, dtype=self.dtype)
         self.step_t = torch.zeros(1, dtype=torch.int64)  # outer steps applied to theta
         self.round_t = torch.zeros(1, dtype=torch.int64)  # outer all-reduces the group has issued
+        # Inner steps since the last sync point (the same on every replica at every sync), and the settings
+        # that make the schedule: a joiner resumes the schedule where the group is, or finds it differs.
+        self.schedule_t = torch.tensor(schedule, dtype=torch.int64)
         self._momentum_factor = momentum
         self._opt = self._sgd(self.theta, self.momentum, lr, momentum)
         # Eager mode: the model starts each round from a preview, the outer step taken with this
@@ -50,7 +54,7 @@ class OuterState:
         self._preview_momentum = torch.zeros_like(self.momentum) if eager else None
         self._preview_opt = self._sgd(self.preview, self._preview_momentum, lr, momentum) if eager else None
         self.shared = SharedState({THETA: self.theta, MOMENTUM: self.momentum, STEP: self.step_t,
-                                   ROUND: self.round_t}, revision=0)
+                                   ROUND: self.round_t, SCHEDULE: self.schedule_t}, revision=0)
 
     @staticmethod
     def _sgd(param, momentum_buffer, lr, momentum):
@@ -119,13 +123,14 @@ class OuterState:
         self._preview_momentum.copy_(self.momentum)
         self._step_sgd(self._preview_opt, self.preview, self._preview_momentum, local)
 
-    def load(self, theta, momentum, step, round_):
+    def load(self, theta, momentum, step, round_, phase):
         """The outer state := a checkpoint's (DiLoCo.load_state_dict checked the shapes)."""
         with torch.no_grad():
             self.theta.copy_(theta.reshape(-1))
             self.momentum.copy_(momentum.reshape(-1))
         self.step_t[0] = step
         self.round_t[0] = round_
+        self.schedule_t[0] = phase
         self.reset_start()
 
     def reset_start(self):

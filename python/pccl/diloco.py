@@ -16,7 +16,10 @@ changes by a few lines::
     diloco.flush()                 # overlapped mode: apply the last all-reduce; replicas are identical
 
 ``overlap="delayed"`` or ``"eager"`` runs each outer all-reduce in the background during the next
-round's inner steps. Failure behaviour, counters and the semantics of joins: docs/python.md, "DiLoCo".
+round's inner steps. ``fragments=P, fragment_delay=tau, fragment_alpha=alpha`` is Streaming DiLoCo
+(Douillard et al., 2025): P fragments synced at staggered steps, each all-reduce hidden behind tau inner
+steps, merged back with alpha (_diloco_stream.py). Failure behaviour, counters and the semantics of
+joins: docs/python.md, "DiLoCo".
 Needs torch (python3-torch); ``import pccl`` alone never imports it.
 """
 
@@ -25,12 +28,12 @@ import time
 
 import torch
 
-from . import _diloco_outer
-from .communicator import Communicator
+from . import _diloco_outer, _diloco_stream
+from ._diloco_args import (FRAGMENT_SPLITS, OVERLAP_MODES, QUANT_MODES, STATE_FORMAT, check_args, check_fragments,
+                           check_state)
 from .errors import InvalidArgumentError, InvalidUsageError, PcclError, PcclTimeoutError
 
-OVERLAP_MODES = ("delayed", "eager")
-QUANT_MODES = (None, "fp16", "bf16", "int8", "fp4")
+_check_state = check_state  # the tests check checkpoints through it
 
 
 @dataclasses.dataclass(frozen=True)
@@ -46,7 +49,8 @@ class DiLoCoStats:
     rx_bytes: the communicator's byte counters (all-reduces and syncs) since this object was created;
     inner_time_s: wall time outside DiLoCo's outer work (the loop's forward, backward, inner steps and
     anything else it does); outer_time_s: wall time in it (pseudo-gradient, all-reduce, outer step,
-    joins, syncs); wait_time_s: the part of outer_time_s blocked in pccl calls."""
+    joins, syncs); wait_time_s: the part of outer_time_s blocked in pccl calls; peak_step_tx_bytes: the
+    most bytes the communicator sent between two consecutive step() calls (what fragments divide by P)."""
 
     outer_steps: int
     inner_steps: int
@@ -61,6 +65,7 @@ class DiLoCoStats:
     inner_time_s: float
     outer_time_s: float
     wait_time_s: float
+    peak_step_tx_bytes: int = 0
 
     @property
     def inner_share(self):
@@ -73,77 +78,6 @@ class DiLoCoStats:
         d = dataclasses.asdict(self)
         d["inner_share"] = self.inner_share
         return d
-
-
-STATE_FORMAT = "pccl.diloco/1"
-
-
-def _check_state(state, outer):
-    """(theta, momentum, step, round) of a checkpoint that fits `outer`, else InvalidArgumentError."""
-    def bad(text):
-        return InvalidArgumentError(detail="load_state_dict: " + text)
-    if not isinstance(state, dict) or state.get("format") != STATE_FORMAT:
-        raise bad("not a pccl.diloco checkpoint (a dict from DiLoCo.state_dict() with format %r)" % STATE_FORMAT)
-    tensors = []
-    for key in ("outer_parameters", "outer_momentum"):
-        t = state.get(key)
-        if not isinstance(t, torch.Tensor):
-            raise bad("%s is not a tensor" % key)
-        if t.numel() != outer.count or t.dtype != outer.dtype:
-            raise bad("%s holds %d %s elements; this model has %d %s parameters (another model's checkpoint?)"
-                      % (key, t.numel(), t.dtype, outer.count, outer.dtype))
-        tensors.append(t)
-    counters = []
-    for key in ("outer_step", "round"):
-        v = state.get(key)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise bad("%s must be an int >= 0, got %r" % (key, v))
-        counters.append(v)
-    return tensors[0], tensors[1], counters[0], counters[1]
-
-
-def _check_args(model, inner_optimizer, comm, inner_steps, outer_lr, outer_momentum, quant, overlap, tag,
-                max_retries):
-    def bad(text):
-        return InvalidArgumentError(detail=text)
-
-    if not isinstance(model, torch.nn.Module):
-        raise bad("model must be a torch.nn.Module, got %s" % type(model).__name__)
-    params = [p for p in model.parameters()]
-    if not params:
-        raise bad("the model has no parameters")
-    if not isinstance(inner_optimizer, torch.optim.Optimizer):
-        raise bad("inner_optimizer must be a torch.optim.Optimizer, got %s" % type(inner_optimizer).__name__)
-    known = {id(p) for p in params}
-    for group in inner_optimizer.param_groups:
-        for p in group["params"]:
-            if id(p) not in known:
-                raise bad("inner_optimizer holds a tensor that is not a parameter of the model (shape %s)"
-                          % (tuple(p.shape),))
-    if not isinstance(comm, Communicator):
-        raise bad("comm must be a pccl.Communicator, got %s" % type(comm).__name__)
-    if isinstance(inner_steps, bool) or not isinstance(inner_steps, int) or inner_steps < 1:
-        raise bad("inner_steps must be an int >= 1, got %r" % (inner_steps,))
-    if isinstance(outer_lr, bool) or not isinstance(outer_lr, (int, float)) or not outer_lr > 0:
-        raise bad("outer_lr must be a number > 0, got %r" % (outer_lr,))
-    if (isinstance(outer_momentum, bool) or not isinstance(outer_momentum, (int, float))
-            or not 0 <= outer_momentum < 1):
-        raise bad("outer_momentum must be a number in [0, 1), got %r" % (outer_momentum,))
-    if quant == "none":
-        quant = None
-    if quant not in QUANT_MODES:
-        raise bad("quant must be None, 'fp16', 'bf16', 'int8' or 'fp4', got %r" % (quant,))
-    if overlap is True:
-        raise bad("overlap=True is ambiguous: pass overlap='delayed' or overlap='eager' (False: blocking)")
-    if overlap in (False, None, "none"):
-        overlap = None
-    elif overlap not in OVERLAP_MODES:
-        raise bad("overlap must be False, 'delayed' or 'eager', got %r" % (overlap,))
-    if isinstance(tag, bool) or not isinstance(tag, int) or not 0 <= tag < 2 ** 64 - 1:
-        raise bad("tag must be an int in 0..2**64-2 (DiLoCo uses tag and tag + 1), got %r" % (tag,))
-    if isinstance(max_retries, bool) or not isinstance(max_retries, int) or max_retries < 0:
-        raise bad("max_retries must be an int >= 0, got %r" % (max_retries,))
-    return params, quant, overlap
 
 
 class DiLoCo:
@@ -166,7 +100,17 @@ class DiLoCo:
             round's inner steps and is applied one round late) or "eager" (as delayed, but each replica
             starts the next round from the outer step taken with its own pseudo-gradient; the average
             corrects it one round later).
-        tag: the all-reduce tags DiLoCo uses are tag and (overlapped mode) tag + 1 (default 0).
+        fragments: P, Streaming DiLoCo's fragments (default 1: the whole model at once). The parameters
+            are split into P fragments by ``fragment_split``; fragment p is synced every inner_steps inner
+            steps, first after floor((p + 1) * inner_steps / P) of them: one fragment every H / P steps.
+        fragment_delay: tau, the inner steps each fragment's all-reduce runs behind (default 0: blocking);
+            below inner_steps // fragments. The fragment's outer step and merge happen tau steps after
+            its sync point, so at most one fragment is in flight.
+        fragment_alpha: the merge, model := alpha * outer + (1 - alpha) * local for the synced fragment
+            (default None: 1.0, plain replacement, without delay; 0.5, the paper's, with one).
+        fragment_split: "balanced" (contiguous ranges of the flat parameters, equal sizes to one element)
+            or "strided" (parameter tensor i in fragment i mod P).
+        tag: the all-reduce tags DiLoCo uses are tag and (overlapped or delayed fragments) tag + 1.
         max_retries: how often one operation (an all-reduce, a vote, a sync) is retried after a
             retryable failure before the last error is raised (default 10).
 
@@ -179,15 +123,29 @@ class DiLoCo:
     """
 
     def __init__(self, model, inner_optimizer, comm, inner_steps, outer_lr=0.7, outer_momentum=0.9, quant=None,
-                 overlap=False, tag=0, max_retries=10):
-        params, quant, overlap = _check_args(model, inner_optimizer, comm, inner_steps, outer_lr, outer_momentum,
-                                             quant, overlap, tag, max_retries)
+                 overlap=False, tag=0, max_retries=10, fragments=1, fragment_delay=0, fragment_alpha=None,
+                 fragment_split="balanced", _streaming=None):
+        params, quant, overlap = check_args(model, inner_optimizer, comm, inner_steps, outer_lr, outer_momentum,
+                                            quant, overlap, tag, max_retries)
+        fragments, fragment_delay, fragment_alpha, fragment_split = check_fragments(
+            params, inner_steps, overlap, fragments, fragment_delay, fragment_alpha, fragment_split)
         self.model, self.inner_optimizer, self.comm = model, inner_optimizer, comm
         self.inner_steps, self.outer_lr, self.outer_momentum = inner_steps, float(outer_lr), float(outer_momentum)
         self.quant, self.overlap, self.tag, self.max_retries = quant, overlap, tag, max_retries
-        self._outer = _diloco_outer.OuterState(params, self.outer_lr, self.outer_momentum, overlap == "eager")
+        self.fragments, self.fragment_delay, self.fragment_alpha = fragments, fragment_delay, fragment_alpha
+        self.fragment_split = fragment_split
+        # Streaming: the fragment schedule. P = 1, tau = 0, alpha = 1 is blocking DiLoCo and takes its path
+        # (_streaming=True forces the fragment path there: the test compares the two bit for bit).
+        self._streaming = (fragments > 1 or fragment_delay > 0 or fragment_alpha != 1) if _streaming is None \
+            else bool(_streaming) and overlap is None
+        self._schedule = _diloco_stream.Schedule(inner_steps, fragments, fragment_delay)
+        self._outer = _diloco_outer.OuterState(params, self.outer_lr, self.outer_momentum, overlap == "eager",
+                                               self._schedule.as_list(0))
+        self._frags = (_diloco_stream.Fragments(self._outer, fragments, fragment_split, self.outer_lr,
+                                                self.outer_momentum) if self._streaming else None)
         self._buffers = [self._outer.new_buffer()] + ([self._outer.new_buffer()] if overlap else [])
         self._pending = None  # overlapped mode: (request, buffer, flag request, flag) of the last round
+        self._pending_fragment = None  # fragments with a delay: the fragment of _pending
         self._round_steps = 0
         self._broken = None
         self._counts = dict(inner_steps=0, allreduce_retries=0, topology_updates=0, syncs=0,
@@ -202,6 +160,7 @@ class DiLoCo:
             self._sync()
             self._outer.write_model(self._outer.theta)  # every replica starts from the group's theta
             self._counts["world_size"] = comm.group_world_size
+        self._last_tx, self._peak_tx = comm.stats().tx_bytes, 0
 
     # ---- the public interface --------------------------------------------------------------------------
 
@@ -220,9 +179,19 @@ class DiLoCo:
         result = self.inner_optimizer.step() if closure is None else self.inner_optimizer.step(closure)
         self._counts["inner_steps"] += 1
         self._round_steps += 1
-        if self._round_steps >= self.inner_steps:
+        if self._streaming:
+            if self._pending is not None and self._round_steps == self.fragment_delay:
+                with self._outer_work():
+                    self._finish_fragment()
+            if self._round_steps >= self._schedule.interval(self._outer.round):
+                with self._outer_work():
+                    self._sync_point()
+        elif self._round_steps >= self.inner_steps:
             with self._outer_work():
                 self._outer_round()
+        tx = self.comm.stats().tx_bytes
+        self._peak_tx = max(self._peak_tx, tx - self._last_tx)
+        self._last_tx = tx
         return result
 
     def flush(self):
@@ -233,8 +202,9 @@ class DiLoCo:
         training. The object stays usable."""
         self._check_usable()
         with self._outer_work():
+            self._round_steps = 0  # before a sync in the finish: a joiner it admits starts the schedule anew too
             if self._pending is not None:
-                self._finish_pending()
+                self._finish_fragment() if self._streaming else self._finish_pending()
             self._outer.reset_start()
             self._outer.write_model(self._outer.theta)
             self._round_steps = 0
@@ -261,19 +231,22 @@ class DiLoCo:
 
     @property
     def outer_step(self):
-        """Outer steps applied to the outer parameters so far: the group's counter (shared state)."""
+        """Outer steps applied to the outer parameters so far (with fragments: fragment outer steps): the
+        group's counter (shared state)."""
         return self._outer.step
 
     @property
     def round(self):
         """Outer all-reduces the group has issued (in blocking mode equal to outer_step; overlapped, one
-        more while a round is in flight): the same on every replica at every boundary, a joiner's
-        included, so ``while diloco.round < rounds:`` ends every replica's loop at the same boundary."""
+        more while a round is in flight; with fragments, one per fragment sync, P per inner_steps): the
+        same on every replica at every boundary, a joiner's included, so ``while diloco.round < rounds:``
+        ends every replica's loop at the same boundary."""
         return self._outer.round
 
     @property
     def inner_step(self):
-        """Inner steps taken in the current round (0 right after an outer step)."""
+        """Inner steps taken in the current round (0 right after an outer step; with fragments, since the
+        last fragment's sync point)."""
         return self._round_steps
 
     @property
@@ -300,9 +273,11 @@ class DiLoCo:
             raise InvalidUsageError(detail="state_dict() with an outer all-reduce in flight: call flush() first")
         return {"format": STATE_FORMAT, "outer_parameters": self._outer.theta.clone(),
                 "outer_momentum": self._outer.momentum.clone(), "outer_step": self._outer.step,
-                "round": self._outer.round, "inner_steps": self.inner_steps, "quant": self.quant,
-                "overlap": self.overlap, "outer_lr": self.outer_lr, "outer_momentum_factor": self.outer_momentum,
-                "inner_optimizer": self.inner_optimizer.state_dict()}
+                "round": self._outer.round, "fragment_phase": self._round_steps if self._streaming else 0,
+                "inner_steps": self.inner_steps, "quant": self.quant, "overlap": self.overlap,
+                "outer_lr": self.outer_lr, "outer_momentum_factor": self.outer_momentum, "fragments": self.fragments,
+                "fragment_delay": self.fragment_delay, "fragment_alpha": self.fragment_alpha,
+                "fragment_split": self.fragment_split, "inner_optimizer": self.inner_optimizer.state_dict()}
 
     def load_state_dict(self, state):
         """Resumes from :meth:`state_dict`'s checkpoint: a collective of the whole group, for a run whose
@@ -317,15 +292,19 @@ class DiLoCo:
         self._check_usable()
         if self._pending is not None:
             raise InvalidUsageError(detail="load_state_dict() with an outer all-reduce in flight: call flush() first")
-        theta, momentum, step, round_ = _check_state(state, self._outer)
+        theta, momentum, step, round_, phase = check_state(state, self._outer)
+        phase = phase if self._streaming else 0
+        if phase >= self._schedule.interval(round_):
+            raise InvalidArgumentError(detail="load_state_dict: fragment_phase %d lies beyond round %d's sync point "
+                                       "(a checkpoint of another schedule?)" % (phase, round_))
         with self._outer_work():
-            self._outer.load(theta, momentum, step, round_)
+            self._outer.load(theta, momentum, step, round_, phase)
             if state.get("inner_optimizer") is not None:
                 self.inner_optimizer.load_state_dict(state["inner_optimizer"])
+            self._round_steps = phase
             self._sync()
             self._outer.reset_start()
             self._outer.write_model(self._outer.theta)
-            self._round_steps = 0
 
     def stats(self):
         """A :class:`DiLoCoStats` of the counters so far. Never blocks."""
@@ -336,11 +315,13 @@ class DiLoCo:
                            allreduce_retries=c["allreduce_retries"], topology_updates=c["topology_updates"],
                            syncs=c["syncs"], state_adoptions=c["state_adoptions"], world_size=c["world_size"],
                            tx_bytes=s.tx_bytes - self._bytes0[0], rx_bytes=s.rx_bytes - self._bytes0[1],
-                           inner_time_s=inner, outer_time_s=t["outer"], wait_time_s=t["wait"])
+                           inner_time_s=inner, outer_time_s=t["outer"], wait_time_s=t["wait"],
+                           peak_step_tx_bytes=self._peak_tx)
 
     def __repr__(self):
-        return "<pccl.diloco.DiLoCo H=%d overlap=%s quant=%s outer_step=%d>" % (
-            self.inner_steps, self.overlap or "off", self.quant or "none", self._outer.step)
+        return "<pccl.diloco.DiLoCo H=%d overlap=%s quant=%s fragments=%d delay=%d outer_step=%d>" % (
+            self.inner_steps, self.overlap or "off", self.quant or "none", self.fragments, self.fragment_delay,
+            self._outer.step)
 
     # ---- one outer round ---------------------------------------------------------------------------
 
@@ -430,6 +411,63 @@ class DiLoCo:
         self._outer.apply(buf)
         return bool(flag[0] > 0)
 
+    # ---- Streaming DiLoCo: one fragment at a time --------------------------------------------------------
+
+    def _sync_point(self):
+        """Round r's sync point: fragment r mod P's pseudo-gradient is all-reduced, at once (tau = 0: the
+        outer step and merge follow, then joins) or in the background until _finish_fragment, tau inner
+        steps later, with the replicas' answer to "are peers pending?" beside it (as overlapped mode)."""
+        self._round_steps = 0
+        f = self._schedule.fragment(self._outer.round)
+        pg = self._frags.pseudo_gradient(f)
+        if self.fragment_delay == 0:
+            self._reduce(pg)
+            self._issued()
+            self._frags.apply(f, pg)
+            self._frags.merge(f, self.fragment_alpha)
+            self._admit_if_pending()
+            return
+        flag = torch.tensor([1.0 if self._timed(self.comm.are_peers_pending) else 0.0])
+        request = self.comm.all_reduce_async(pg, op="avg", tag=self.tag, quant=self.quant)
+        try:
+            flag_request = self.comm.all_reduce_async(flag, op="max", tag=self.tag + 1)
+        except BaseException:
+            try:
+                request.wait()
+            except PcclError:
+                pass
+            raise
+        self._issued()
+        self._pending = (request, pg, flag_request, flag)
+        self._pending_fragment = f
+
+    def _finish_fragment(self):
+        """tau steps after the sync point: waits for the fragment's all-reduce, takes its outer step and merges
+        it into the model, then admits joiners if some replica saw them pending (nothing is in flight). A
+        retryable failure re-forms the ring (and syncs); the fragment then takes no outer step this time and
+        keeps its local progress, which its next sync, H steps later, sends along with the next H steps'."""
+        request, buf, flag_request, flag = self._pending
+        f, self._pending = self._pending_fragment, None
+        failure = None
+        for req in (request, flag_request):
+            try:
+                info = self._timed(req.wait)
+                if req is request:
+                    self._counts["world_size"] = info.world_size
+            except PcclError as e:
+                failure = failure or e
+        if failure is not None:
+            if not failure.retryable:
+                raise failure
+            self._counts["allreduce_retries"] += 1
+            self._recover()
+            return
+        self._frags.apply(f, buf)
+        self._frags.merge(f, self.fragment_alpha)
+        if flag[0] > 0:
+            self._update_topology()
+            self._sync()
+
     # ---- pccl calls with the abort/retry loop ------------------------------------------------------------
 
     def _all_reduce(self, buf):
@@ -475,6 +513,7 @@ class DiLoCo:
     def _sync(self):
         """sync_shared_state of the outer state; on a retryable failure: update_topology(), sync again."""
         state = self._outer.shared
+        self._outer.schedule_t[0] = self._round_steps
         for attempt in range(self.max_retries + 1):
             # A replica that has synced before offers rounds + 1, a new one 0: the group's state wins over
             # a joiner's whatever its content, and replicas that start together elect the most common one.
@@ -491,10 +530,19 @@ class DiLoCo:
             # This replica was behind (a joiner): adopt the group's state. The inner optimizer's state
             # belonged to other weights: it restarts, as a joiner's would.
             self._counts["state_adoptions"] += 1
+            self._check_schedule()
+            self._round_steps = int(self._outer.schedule_t[0])  # where the group is in its schedule
             self._outer.reset_start()
             self._outer.write_model(self._outer.theta)
             self.inner_optimizer.state.clear()
         return info
+
+    def _check_schedule(self):
+        group = [int(v) for v in self._outer.schedule_t[1:]]
+        mine = self._schedule.as_list(0)[1:]
+        if group != mine:
+            raise InvalidArgumentError(detail="this replica's inner_steps, fragments, fragment_delay (%d, %d, %d) differ "
+                                       "from the group's (%d, %d, %d)" % tuple(mine + group))
 
     def _connect(self):
         try:
@@ -542,4 +590,4 @@ class _OuterWork:
         return False
 
 
-__all__ = ["DiLoCo", "DiLoCoStats", "OVERLAP_MODES", "QUANT_MODES"]
+__all__ = ["DiLoCo", "DiLoCoStats", "FRAGMENT_SPLITS", "OVERLAP_MODES", "QUANT_MODES"]

@@ -10,11 +10,14 @@ mode of --modes in turn (one communicator, a new DiLoCo per mode), and prints on
     loaded MODE round=B outer=S theta=HASH                 --load: after load_state_dict (before training)
     saved MODE round=B outer=S theta=HASH                  --save: after flush(), the checkpoint written
 
-Modes: blocking, int8 (blocking with int8 on the wire), delayed, eager. The training loop has no pccl
-error handling at all: DiLoCo retries and admits inside step(). Exits 0 when every mode finished.
+Modes: blocking, int8 (blocking with int8 on the wire), delayed, eager; Streaming DiLoCo: stream1 (one
+fragment, no delay, through the fragment path: equal to blocking bit for bit), stream0 (2 fragments, no
+delay), stream (2 fragments, delay 1, alpha 0.5), stream-fp4 (the same, strided, fp4 on the wire), and
+stream3 (3 fragments: another schedule). The training loop has no pccl error handling at all: DiLoCo
+retries and admits inside step(). Exits 0 when every mode finished.
 
     _diloco_peer.py --master HOST:PORT --index I --modes blocking,eager --rounds R -H H [--world W]
-                    [--late] [--stall-at B] [--pause-at B] [--save FILE] [--load FILE]
+                    [--late] [--stall-at B] [--pause-at B] [--save FILE] [--load FILE] [--same-data]
 """
 
 import argparse
@@ -34,7 +37,12 @@ import pccl.diloco  # noqa: E402
 # mode: (quant, overlap, outer_lr, outer_momentum). The delayed mode applies each round's average one round
 # late, to a model that has moved on: on this small problem it diverges with outer momentum 0.5 or more.
 MODES = {"blocking": (None, False, 0.7, 0.5), "int8": ("int8", False, 0.7, 0.5), "delayed": (None, "delayed", 0.5, 0.0),
-         "eager": (None, "eager", 0.7, 0.5)}
+         "eager": (None, "eager", 0.7, 0.5), "stream1": (None, False, 0.7, 0.5), "stream0": (None, False, 0.7, 0.5),
+         "stream": (None, False, 0.7, 0.5), "stream-fp4": ("fp4", False, 0.7, 0.5), "stream3": (None, False, 0.7, 0.5)}
+FRAGMENTS = {"stream1": dict(fragments=1, _streaming=True), "stream0": dict(fragments=2),
+             "stream": dict(fragments=2, fragment_delay=1, fragment_alpha=0.5),
+             "stream-fp4": dict(fragments=2, fragment_delay=1, fragment_alpha=0.5, fragment_split="strided"),
+             "stream3": dict(fragments=3)}
 
 
 def digest(t):
@@ -56,7 +64,7 @@ def run_mode(args, comm, mode, m):
     model = torch.nn.Sequential(torch.nn.Linear(16, 32), torch.nn.Tanh(), torch.nn.Linear(32, 1))
     inner = torch.optim.AdamW(model.parameters(), lr=0.01)
     diloco = pccl.diloco.DiLoCo(model, inner, comm, inner_steps=args.H, outer_lr=outer_lr,
-                                outer_momentum=outer_momentum, quant=quant, overlap=overlap)
+                                outer_momentum=outer_momentum, quant=quant, overlap=overlap, **FRAGMENTS.get(mode, {}))
     if not args.late:
         diloco.wait_for_world(args.world, timeout_s=40)
     if args.load:
@@ -73,7 +81,7 @@ def run_mode(args, comm, mode, m):
     print("start %s round=%d outer=%d theta=%s world=%d eval=%.6f" % (
         mode, diloco.round, diloco.outer_step, digest(diloco.outer_parameters), comm.group_world_size,
         evaluate()), flush=True)
-    gen = torch.Generator().manual_seed(1000 * args.index + m)
+    gen = torch.Generator().manual_seed(1000 * args.index + (0 if args.same_data else m))
     last = diloco.round
     while diloco.round < args.rounds:
         x, y = batch(gen, w_true)
@@ -114,6 +122,7 @@ def main():
     parser.add_argument("--pause-at", type=int, default=-1)
     parser.add_argument("--save", help="after the last round: torch.save(diloco.state_dict(), FILE)")
     parser.add_argument("--load", help="before training: diloco.load_state_dict(torch.load(FILE))")
+    parser.add_argument("--same-data", action="store_true", help="every mode draws the same batches")
     args = parser.parse_args()
     torch.set_num_threads(1)
     comm = pccl.Communicator(args.master, listen_address="127.0.0.1:0", heartbeat_interval_ms=200,
