@@ -147,6 +147,37 @@ TEST_CASE("fp4: zero blocks, NaN and Inf follow the documented policy", "[quant]
   for (size_t i = 2 * kBlock; i < 3 * kBlock; ++i) CHECK(std::isnan(y[i]));
 }
 
+TEST_CASE("fp4: float32's encode (SIMD where the CPU has it) is the scalar definition, byte for byte", "[quant][fp4]") {
+  // Whole blocks, non-finite blocks between them, a zero block, and tails of every parity: the fused
+  // whole-block loop, the per-block path and the element-by-element one must all give the same bytes.
+  for (size_t count : {size_t{64}, size_t{640}, size_t{641}, size_t{702}, size_t{64 * 37 + 63}}) {
+    std::vector<float> x = heavyTailed(count, static_cast<unsigned>(count));
+    if (count > 3 * kBlock) {
+      x[2 * kBlock + 5] = kInf;
+      x[4 * kBlock + 63] = std::numeric_limits<float>::quiet_NaN();
+      for (size_t i = 6 * kBlock; i < 7 * kBlock && i < count; ++i) x[i] = 0.0f;
+    }
+    std::vector<uint8_t> wire(wireBytes(Quant::kFp4, DType::kFloat32, count));
+    encode(Quant::kFp4, DType::kFloat32, x.data(), count, wire.data());
+    const size_t nb = (count + kBlock - 1) / kBlock;
+    std::vector<uint8_t> want(wire.size(), 0);
+    for (size_t b = 0; b < nb; ++b) {
+      const size_t first = b * kBlock, n = std::min(kBlock, count - first);
+      kernels::Fp4Stats<float> st;
+      for (size_t i = 0; i < n; ++i) st.add(x[first + i]);
+      const float scale = kernels::fp4Scale(st);
+      std::memcpy(want.data() + b * sizeof(float), &scale, sizeof(float));
+      const kernels::Fp4Thresholds<float> th(scale);
+      for (size_t i = 0; i < n; ++i) {
+        const uint8_t q = kernels::fp4Encode(x[first + i], scale, th);
+        want[nb * sizeof(float) + (first + i) / 2] |= static_cast<uint8_t>(i % 2 ? q << 4 : q);
+      }
+    }
+    INFO("count " << count);
+    CHECK(wire == want);
+  }
+}
+
 TEST_CASE("fp4: float64, float16 and bfloat16 data", "[quant][fp4]") {
   const std::vector<float> x = heavyTailed(1000, 11);
   SECTION("float64") {

@@ -49,6 +49,18 @@ VARIANTS = {
     "eager": (None, "eager", 0.7, 0.9),
     "delayed": (None, "delayed", 0.5, 0.5),
 }
+# Streaming DiLoCo (Douillard et al., 2025): 4 fragments, the all-reduce delayed by tau inner steps, merged
+# with alpha 0.5 (the paper's; 1 without a delay), fp4 on the wire (stream-tTAU) or float32 (stream32-tTAU).
+FRAGMENTS = {}
+for _tau in range(0, 6):
+    for _name, _quant in (("stream-t%d" % _tau, "fp4"), ("stream32-t%d" % _tau, None)):
+        VARIANTS[_name] = (_quant, False, 0.7, 0.9)
+        FRAGMENTS[_name] = dict(fragments=4, fragment_delay=_tau, fragment_alpha=0.5 if _tau else 1.0)
+DEFAULT_VARIANTS = ("blocking", "blocking-int8", "blocking-fp4", "eager", "delayed")
+
+
+def fragments_of(variant):
+    return FRAGMENTS.get(variant, {}).get("fragments", 1)
 
 
 # ---- model and data (the same for DiLoCo and DDP) -------------------------------------------------------
@@ -91,8 +103,25 @@ def digest(torch, t):
 
 # ---- workers -------------------------------------------------------------------------------------------
 
+class StandIn:
+    """The compute stand-in (--compute-ms): an inner step of fixed, declared duration that holds no core
+    (a sleep), then the inner optimizer's step on a fixed pseudo-random gradient, so that the model moves
+    and the pseudo-gradients are real tensors of the model's size. Its loss means nothing."""
+
+    def __init__(self, torch, model, index, ms):
+        g = torch.Generator().manual_seed(5000 + index)
+        self.grads = [1e-3 * torch.randn(p.shape, generator=g) for p in model.parameters()]
+        self.model, self.seconds = model, ms / 1000.0
+
+    def backward(self):
+        time.sleep(self.seconds)
+        for p, g in zip(self.model.parameters(), self.grads):
+            p.grad = g.clone()
+
+
 def diloco_worker(args, torch):
     quant, overlap, outer_lr, outer_momentum = VARIANTS[args.variant]
+    fragments = FRAGMENTS.get(args.variant, {})
     task = Task(torch, args.index)
     model = make_model(torch, 1000 + args.index if args.late else 0)
     inner = torch.optim.AdamW(model.parameters(), lr=args.inner_lr)
@@ -110,7 +139,8 @@ def diloco_worker(args, torch):
                         raise
                     time.sleep(0.2)
         diloco = pccl.diloco.DiLoCo(model, inner, comm, inner_steps=args.H, outer_lr=outer_lr,
-                                    outer_momentum=outer_momentum, quant=quant, overlap=overlap)
+                                    outer_momentum=outer_momentum, quant=quant, overlap=overlap, **fragments)
+        stand_in = StandIn(torch, model, args.index, args.compute_ms) if args.compute_ms > 0 else None
         if not args.late:
             diloco.wait_for_world(args.workers, timeout_s=120)
         start = time.monotonic()
@@ -129,16 +159,20 @@ def diloco_worker(args, torch):
         def log(kind):
             s = diloco.stats()
             print("%s round=%d outer=%d eval=%.5f local=%.5f tx=%d rx=%d world=%d theta=%s inner_steps=%d t=%.3f "
-                  "inner_s=%.3f outer_s=%.3f" % (
+                  "inner_s=%.3f outer_s=%.3f peak_tx=%d" % (
                       kind, diloco.round, diloco.outer_step, outer_loss(), task.evaluate(model), s.tx_bytes,
                       s.rx_bytes, comm.group_world_size, digest(torch, diloco.outer_parameters), s.inner_steps,
-                      time.monotonic() - start, s.inner_time_s, s.outer_time_s), flush=True)
+                      time.monotonic() - start, s.inner_time_s, s.outer_time_s, s.peak_step_tx_bytes), flush=True)
 
         log("start")
         last = diloco.round
-        while diloco.round < args.rounds:  # the loop knows nothing of peers, failures or joins
-            x, y = task.batch(args.batch)
-            task.loss(model, x, y).backward()
+        # --rounds counts outer periods of H inner steps: with P fragments, P fragment syncs each
+        while diloco.round < args.rounds * diloco.fragments:  # the loop knows nothing of peers or failures
+            if stand_in is not None:
+                stand_in.backward()
+            else:
+                x, y = task.batch(args.batch)
+                task.loss(model, x, y).backward()
             diloco.step()
             inner.zero_grad()
             if diloco.round != last:
@@ -248,12 +282,13 @@ def run_diloco(args, variant):
     with pccl.Master(listen="127.0.0.1:0", heartbeat_interval_ms=500, peer_timeout_ms=5000) as master:
         common = ["--role", "diloco", "--variant", variant, "--master", master.address, "--workers",
                   str(args.workers), "--rounds", str(args.rounds), "-H", str(args.H), "--batch", str(args.batch),
-                  "--inner-lr", str(args.inner_lr)]
+                  "--inner-lr", str(args.inner_lr), "--compute-ms", str(args.compute_ms)]
         workers = [Child("w%d" % i, common + ["--index", str(i)]) for i in range(args.workers)]
         replacement = None
         try:
             victim = workers[-1]
-            if args.kill_at > 0 and victim.wait_for("round round=%d " % args.kill_at, args.timeout_s):
+            kill_line = "round round=%d " % (args.kill_at * fragments_of(variant))  # fragments: P lines a round
+            if args.kill_at > 0 and victim.wait_for(kill_line, args.timeout_s):
                 victim.proc.kill()
                 victim.proc.wait()
                 print("   killed w%d after round %d" % (args.workers - 1, args.kill_at), flush=True)
@@ -304,7 +339,8 @@ def summarize_diloco(args, variant, workers, replacement):
     result = {
         "variant": variant, "quant": VARIANTS[variant][0] or "none", "overlap": VARIANTS[variant][1] or "off",
         "outer_lr": VARIANTS[variant][2], "outer_momentum": VARIANTS[variant][3],
-        "final_loss": final["eval"], "tx_bytes": int(final["tx"]), "rx_bytes": int(final["rx"]),
+        "fragments": FRAGMENTS.get(variant), "final_loss": final["eval"], "tx_bytes": int(final["tx"]),
+        "rx_bytes": int(final["rx"]), "peak_step_tx_bytes": stats.get("peak_step_tx_bytes"),
         "wall_s": final["t"], "inner_share": stats["inner_share"], "inner_time_s": stats["inner_time_s"],
         "outer_time_s": stats["outer_time_s"], "wait_time_s": stats["wait_time_s"],
         "allreduce_retries": stats["allreduce_retries"],
@@ -400,7 +436,10 @@ def main():
     parser.add_argument("--batch", type=int, default=128)
     parser.add_argument("--inner-lr", type=float, default=2e-3)
     parser.add_argument("--kill-at", type=int, default=8, help="round after which the last worker is killed (0: none)")
-    parser.add_argument("--variants", default=",".join(VARIANTS), help="DiLoCo runs, of: " + ", ".join(VARIANTS))
+    parser.add_argument("--variants", default=",".join(DEFAULT_VARIANTS), help="DiLoCo runs, of: " + ", ".join(VARIANTS))
+    parser.add_argument("--compute-ms", type=float, default=0,
+                        help="a compute stand-in: each inner step sleeps this long (holding no core) and steps on a "
+                        "fixed gradient, in place of the real forward and backward (loss then meaningless)")
     parser.add_argument("--no-ddp", action="store_true")
     parser.add_argument("--json", default=None, help="write the numbers here")
     parser.add_argument("--plot", default=None, help="write the plot here (.png or .svg; needs matplotlib)")

@@ -50,7 +50,8 @@ class DiLoCoStats:
     inner_time_s: wall time outside DiLoCo's outer work (the loop's forward, backward, inner steps and
     anything else it does); outer_time_s: wall time in it (pseudo-gradient, all-reduce, outer step,
     joins, syncs); wait_time_s: the part of outer_time_s blocked in pccl calls; peak_step_tx_bytes: the
-    most bytes the communicator sent between two consecutive step() calls (what fragments divide by P)."""
+    most bytes the communicator sent between two consecutive step() calls, less those of shared-state
+    syncs (the outer all-reduces' peak per inner step: what fragments divide by P)."""
 
     outer_steps: int
     inner_steps: int
@@ -143,6 +144,7 @@ class DiLoCo:
                                                self._schedule.as_list(0))
         self._frags = (_diloco_stream.Fragments(self._outer, fragments, fragment_split, self.outer_lr,
                                                 self.outer_momentum) if self._streaming else None)
+        self._probe = _diloco_stream.PendingProbe(comm)
         self._buffers = [self._outer.new_buffer()] + ([self._outer.new_buffer()] if overlap else [])
         self._pending = None  # overlapped mode: (request, buffer, flag request, flag) of the last round
         self._pending_fragment = None  # fragments with a delay: the fragment of _pending
@@ -151,6 +153,7 @@ class DiLoCo:
         self._counts = dict(inner_steps=0, allreduce_retries=0, topology_updates=0, syncs=0,
                             state_adoptions=0, world_size=0)
         self._times = dict(inner=0.0, outer=0.0, wait=0.0)
+        self._sync_tx = 0  # bytes the syncs sent (SyncInfo.tx_bytes), left out of the step peak
         self._mark = time.monotonic()
         base = comm.stats()
         self._bytes0 = (base.tx_bytes, base.rx_bytes)
@@ -160,7 +163,7 @@ class DiLoCo:
             self._sync()
             self._outer.write_model(self._outer.theta)  # every replica starts from the group's theta
             self._counts["world_size"] = comm.group_world_size
-        self._last_tx, self._peak_tx = comm.stats().tx_bytes, 0
+        self._last_tx, self._peak_tx = comm.stats().tx_bytes - self._sync_tx, 0
 
     # ---- the public interface --------------------------------------------------------------------------
 
@@ -189,7 +192,7 @@ class DiLoCo:
         elif self._round_steps >= self.inner_steps:
             with self._outer_work():
                 self._outer_round()
-        tx = self.comm.stats().tx_bytes
+        tx = self.comm.stats().tx_bytes - self._sync_tx
         self._peak_tx = max(self._peak_tx, tx - self._last_tx)
         self._last_tx = tx
         return result
@@ -199,12 +202,15 @@ class DiLoCo:
         the outer all-reduce still in flight; in every mode loads the outer parameters into the model,
         so that every replica holds bit-identical parameters (inner steps taken since the last outer
         step are dropped). A collective: every replica calls it at the same point, e.g. at the end of
-        training. The object stays usable."""
+        training; call it before closing the communicator (with fragment_delay > 0 a question to the
+        master runs in the background between a fragment's finish and the next sync point: flush() waits
+        for it). The object stays usable."""
         self._check_usable()
         with self._outer_work():
             self._round_steps = 0  # before a sync in the finish: a joiner it admits starts the schedule anew too
             if self._pending is not None:
                 self._finish_fragment() if self._streaming else self._finish_pending()
+            self._probe.cancel()  # nothing of DiLoCo's runs on the communicator after flush(): close() may follow
             self._outer.reset_start()
             self._outer.write_model(self._outer.theta)
             self._round_steps = 0
@@ -366,7 +372,15 @@ class DiLoCo:
             self._outer.write_model(self._outer.preview)
         else:
             self._outer.write_model(self._outer.theta)
-        flag = torch.tensor([1.0 if self._timed(self.comm.are_peers_pending) else 0.0])
+        self._issue(pg, self._timed(self.comm.are_peers_pending))
+
+    def _issued(self):
+        self._outer.round_t += 1
+
+    def _issue(self, pg, pending):
+        """pg's all-reduce in the background, with this replica's answer to "are peers pending?" beside it
+        (max over the replicas, so that every one of them decides alike): self._pending."""
+        flag = torch.tensor([1.0 if pending else 0.0])
         request = self.comm.all_reduce_async(pg, op="avg", tag=self.tag, quant=self.quant)
         try:
             flag_request = self.comm.all_reduce_async(flag, op="max", tag=self.tag + 1)
@@ -379,29 +393,35 @@ class DiLoCo:
         self._issued()
         self._pending = (request, pg, flag_request, flag)
 
-    def _issued(self):
-        self._outer.round_t += 1
-
-    def _finish_pending(self, fold_into=None):
-        """Waits for the round in flight and applies its average; returns True when some replica saw
-        peers pending at that round's boundary. When it failed (retryably): a new ring and a sync (which
-        admit the pending peers), then its pseudo-gradient is added to fold_into (the next round's: both
-        rounds are averaged together), or, without fold_into (flush), all-reduced again at once."""
+    def _wait_pending(self):
+        """Waits for both requests of self._pending (before anything else is called) and clears it; returns
+        (buffer, any replica saw peers pending). A retryable failure is counted and recovered from (a new
+        ring and a sync) and returns (buffer holding its input again, None); any other is raised."""
         request, buf, flag_request, flag = self._pending
         self._pending = None
         failure = None
-        for req in (request, flag_request):  # both are waited on before anything else is called
+        for req in (request, flag_request):
             try:
                 info = self._timed(req.wait)
                 if req is request:
                     self._counts["world_size"] = info.world_size
             except PcclError as e:
                 failure = failure or e
-        if failure is not None:
-            if not failure.retryable:
-                raise failure
-            self._counts["allreduce_retries"] += 1  # buf holds its input again
-            self._recover()
+        if failure is None:
+            return buf, bool(flag[0] > 0)
+        if not failure.retryable:
+            raise failure
+        self._counts["allreduce_retries"] += 1
+        self._recover()
+        return buf, None
+
+    def _finish_pending(self, fold_into=None):
+        """Waits for the round in flight and applies its average; returns True when some replica saw
+        peers pending at that round's boundary. When it failed (retryably): a new ring and a sync (which
+        admit the pending peers), then its pseudo-gradient is added to fold_into (the next round's: both
+        rounds are averaged together), or, without fold_into (flush), all-reduced again at once."""
+        buf, admit = self._wait_pending()
+        if admit is None:  # failed: buf holds its input again
             if fold_into is not None:
                 fold_into.add_(buf)
                 return False
@@ -409,7 +429,7 @@ class DiLoCo:
             self._outer.apply(buf)
             return False
         self._outer.apply(buf)
-        return bool(flag[0] > 0)
+        return admit
 
     # ---- Streaming DiLoCo: one fragment at a time --------------------------------------------------------
 
@@ -427,18 +447,7 @@ class DiLoCo:
             self._frags.merge(f, self.fragment_alpha)
             self._admit_if_pending()
             return
-        flag = torch.tensor([1.0 if self._timed(self.comm.are_peers_pending) else 0.0])
-        request = self.comm.all_reduce_async(pg, op="avg", tag=self.tag, quant=self.quant)
-        try:
-            flag_request = self.comm.all_reduce_async(flag, op="max", tag=self.tag + 1)
-        except BaseException:
-            try:
-                request.wait()
-            except PcclError:
-                pass
-            raise
-        self._issued()
-        self._pending = (request, pg, flag_request, flag)
+        self._issue(pg, self._timed(self._probe.take))
         self._pending_fragment = f
 
     def _finish_fragment(self):
@@ -446,27 +455,15 @@ class DiLoCo:
         it into the model, then admits joiners if some replica saw them pending (nothing is in flight). A
         retryable failure re-forms the ring (and syncs); the fragment then takes no outer step this time and
         keeps its local progress, which its next sync, H steps later, sends along with the next H steps'."""
-        request, buf, flag_request, flag = self._pending
-        f, self._pending = self._pending_fragment, None
-        failure = None
-        for req in (request, flag_request):
-            try:
-                info = self._timed(req.wait)
-                if req is request:
-                    self._counts["world_size"] = info.world_size
-            except PcclError as e:
-                failure = failure or e
-        if failure is not None:
-            if not failure.retryable:
-                raise failure
-            self._counts["allreduce_retries"] += 1
-            self._recover()
-            return
-        self._frags.apply(f, buf)
-        self._frags.merge(f, self.fragment_alpha)
-        if flag[0] > 0:
-            self._update_topology()
-            self._sync()
+        f = self._pending_fragment
+        buf, admit = self._wait_pending()
+        if admit is not None:
+            self._frags.apply(f, buf)
+            self._frags.merge(f, self.fragment_alpha)
+            if admit:
+                self._update_topology()
+                self._sync()
+        self._probe.start()  # the next sync point's "are peers pending?", asked during the inner steps
 
     # ---- pccl calls with the abort/retry loop ------------------------------------------------------------
 
@@ -494,6 +491,7 @@ class DiLoCo:
         self._sync()
 
     def _update_topology(self):
+        self._probe.cancel()
         for attempt in range(self.max_retries + 1):
             try:
                 self._timed(self.comm.update_topology)
@@ -513,6 +511,7 @@ class DiLoCo:
     def _sync(self):
         """sync_shared_state of the outer state; on a retryable failure: update_topology(), sync again."""
         state = self._outer.shared
+        self._probe.cancel()
         self._outer.schedule_t[0] = self._round_steps
         for attempt in range(self.max_retries + 1):
             # A replica that has synced before offers rounds + 1, a new one 0: the group's state wins over
@@ -526,6 +525,7 @@ class DiLoCo:
                     raise
                 self._update_topology()
         self._counts["syncs"] += 1
+        self._sync_tx += info.tx_bytes
         if info.keys_received > 0:
             # This replica was behind (a joiner): adopt the group's state. The inner optimizer's state
             # belonged to other weights: it restarts, as a joiner's would.

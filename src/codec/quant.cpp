@@ -216,6 +216,17 @@ void encodeFp4(const void* src_v, size_t count, uint8_t* wire) {
   uint8_t* codes = wire + nb * sizeof(W);
   uint8_t q[kernels::kFp4Block];
   for (size_t b = 0; b < nb; ++b) {
+#ifdef PCCL_X86
+    if constexpr (std::is_same_v<E, kernels::Plain<float>>) {
+      // Whole normal blocks fused (the same bits as below); a block that is not all finite comes here.
+      const size_t whole = count / kernels::kFp4Block;
+      if (kHasAvx2 && b < whole) {
+        b += fp4EncodeBlocksAvx2(src + b * kernels::kFp4Block, whole - b, wire + b * sizeof(W),
+                                 codes + b * (kernels::kFp4Block / 2));
+        if (b == nb) break;
+      }
+    }
+#endif
     const size_t first = b * kernels::kFp4Block;
     const size_t n = count - first < kernels::kFp4Block ? count - first : kernels::kFp4Block;
     const auto* x = src + first;
