@@ -353,6 +353,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "pccl-wanem: %s\n", error.c_str());
     return 2;
   }
+  for (size_t r = 0; r < topo.edge.size(); ++r) {
+    if (topo.edge[r] == EdgeKind::kFirewall) std::printf("pccl-wanem: rank %zu is behind a firewall (no connection in)\n", r);
+    if (topo.edge[r] == EdgeKind::kCone || topo.edge[r] == EdgeKind::kSymmetric) {
+      std::printf("pccl-wanem: rank %zu is behind a %s NAT, public address 10.202.%zu.2\n", r, edgeName(topo.edge[r]), r);
+    }
+  }
   std::vector<std::string> paths_lines;
   if (!a.paths.empty()) {
     std::ifstream again(a.paths);

@@ -65,6 +65,33 @@ uint16_t tcpPseudoChecksum(const uint8_t* ip, size_t ihl, size_t ip_len) {
   return static_cast<uint16_t>(~fold(acc));
 }
 
+bool rewriteTcpEndpoint(uint8_t* p, size_t n, bool source, uint32_t addr, uint16_t port) {
+  TcpFields t;
+  if (!parseTcp(p, n, &t)) return false;
+  VnetHdr vh;
+  std::memcpy(&vh, p, sizeof vh);
+  uint8_t* ip = p + kVnetHdrLen;
+  const size_t ihl = static_cast<size_t>(ip[0] & 0x0f) * 4;
+  uint8_t* tcp = ip + ihl;
+  uint8_t* a = ip + (source ? 12 : 16);
+  uint8_t* pt = tcp + (source ? 0 : 2);
+  const uint32_t old_addr = be32(a);
+  const uint16_t old_port = be16(pt);
+  // The one's complement sum of the checksummed words changes by (new - old); a partial checksum holds
+  // that sum itself over the pseudo-header (the ports are summed by the kernel), a complete one its
+  // complement over everything.
+  const bool partial = (vh.flags & kNeedsCsum) != 0;
+  uint32_t acc = partial ? be16(tcp + 16) : static_cast<uint16_t>(~be16(tcp + 16));
+  acc += (~old_addr >> 16 & 0xffff) + (~old_addr & 0xffff) + (addr >> 16) + (addr & 0xffff);
+  if (!partial) acc += static_cast<uint16_t>(~old_port) + port;
+  while ((acc >> 16) != 0) acc = (acc & 0xffff) + (acc >> 16);
+  put16(tcp + 16, partial ? static_cast<uint16_t>(acc) : static_cast<uint16_t>(~acc));
+  put32(a, addr);
+  put16(pt, port);
+  put16(ip + 10, ipv4HeaderChecksum(ip, ihl));
+  return true;
+}
+
 PacketInfo parsePacket(const uint8_t* p, size_t n) {
   PacketInfo info;
   if (n < kVnetHdrLen + 20) return info;

@@ -65,6 +65,13 @@ bool parseTcp(const uint8_t* p, size_t n, TcpFields* out);
 // dst:dport with sequence number `seq` (addresses and ports in host byte order).
 std::vector<uint8_t> makeRst(uint32_t src, uint32_t dst, uint16_t sport, uint16_t dport, uint32_t seq);
 
+// Rewrites one endpoint of a TCP/IPv4 packet as parsePacket takes it (the source when `source`, else the
+// destination) to addr:port (host byte order), keeping it valid: the IPv4 header checksum is recomputed,
+// and the TCP checksum adjusted for the change (RFC 1624), whether it is complete or the partial
+// pseudo-header sum of a packet with VIRTIO_NET_HDR_F_NEEDS_CSUM (which the kernel completes over the
+// TCP header, ports included). False, nothing changed, when the packet is not TCP over IPv4.
+bool rewriteTcpEndpoint(uint8_t* p, size_t n, bool source, uint32_t addr, uint16_t port);
+
 // The Internet checksum (RFC 1071) of an IPv4 header, and the TCP checksum over the pseudo-header and
 // the TCP segment; both return the value to store (already complemented), in network byte order bytes.
 uint16_t ipv4HeaderChecksum(const uint8_t* ip, size_t ihl);

@@ -76,6 +76,15 @@ void printReport(const RunReport& r, std::FILE* out) {
                  static_cast<unsigned long long>(f.down_segments), static_cast<unsigned long long>(f.burst_segments),
                  static_cast<unsigned long long>(f.resets_sent));
   }
+  for (size_t i = 0; i < s.edges.size(); ++i) {
+    const EdgeCounts& e = s.edges[i];
+    if (e.out_translated + e.in_translated + e.in_refused + e.mappings == 0) continue;
+    std::fprintf(out,
+                 "pccl-wanem: rank %zu's edge: %llu packets out translated, %llu in let through, %llu in refused, "
+                 "%llu public ports\n",
+                 i, static_cast<unsigned long long>(e.out_translated), static_cast<unsigned long long>(e.in_translated),
+                 static_cast<unsigned long long>(e.in_refused), static_cast<unsigned long long>(e.mappings));
+  }
   if (!r.phases.empty()) {
     std::fprintf(out, "pccl-wanem: verdict over the %zu timed phase(s): %s\n", r.phases.size(),
                  r.faithful() ? "faithful" : "NOT FAITHFUL");
@@ -97,7 +106,14 @@ void writeJson(const RunReport& r, std::ostream& out) {
   out << "}, \"faults\": {\"down\": " << f.down << ", \"burst\": " << f.burst << ", \"reset\": " << f.reset
       << ", \"forget\": " << f.forget << ", \"path\": " << f.path << ", \"down_segments\": " << f.down_segments
       << ", \"burst_segments\": " << f.burst_segments << ", \"resets_sent\": " << f.resets_sent;
-  out << "}, \"paths\": [";
+  out << "}, \"edges\": [";
+  for (size_t i = 0; i < r.stats.edges.size(); ++i) {
+    const EdgeCounts& e = r.stats.edges[i];
+    out << (i ? ", " : "") << "{\"rank\": " << i << ", \"out_translated\": " << e.out_translated
+        << ", \"in_passed\": " << e.in_translated << ", \"in_refused\": " << e.in_refused
+        << ", \"public_ports\": " << e.mappings << "}";
+  }
+  out << "], \"paths\": [";
   bool first = true;
   for (size_t i = 0; i < r.stats.paths_count.size(); ++i) {
     for (size_t j = 0; j < r.stats.paths_count[i].size(); ++j) {

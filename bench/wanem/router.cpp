@@ -55,6 +55,10 @@ Router::Router(std::vector<std::vector<int>> tun_fds, std::vector<uint32_t> rank
     up_.emplace_back(topo_.uplink[r]);
     down_.emplace_back(topo_.downlink[r]);
   }
+  for (size_t r = 0; r < n; ++r) {
+    const EdgeKind k = r < topo_.edge.size() ? topo_.edge[r] : EdgeKind::kOpen;
+    edges_.push_back(std::make_unique<Edge>(k, addrs_[r], natPublicAddr(addrs_[r])));
+  }
   path_links_.resize(n);
   for (size_t s = 0; s < n; ++s) {
     for (size_t d = 0; d < n; ++d) path_links_[s].emplace_back(topo_.paths[s][d].link);
@@ -104,6 +108,9 @@ void Router::stop() {
 int Router::rankOf(uint32_t addr) const {
   for (size_t i = 0; i < addrs_.size(); ++i) {
     if (addrs_[i] == addr) return static_cast<int>(i);
+  }
+  for (size_t i = 0; i < edges_.size(); ++i) {  // a packet for a NAT's public address goes to its rank
+    if (edges_[i]->kind() != EdgeKind::kOpen && edges_[i]->publicAddr() == addr) return static_cast<int>(i);
   }
   return -1;
 }
@@ -283,12 +290,17 @@ void Router::drainRank(Lane& lane, Buf& scratch, int from) {
       return;
     }
     scratch.len = static_cast<size_t>(n);
-    const PacketInfo info = parsePacket(scratch.bytes.data(), scratch.len);
+    PacketInfo info = parsePacket(scratch.bytes.data(), scratch.len);
     const int src = info.ipv4 ? rankOf(info.src) : -1, dst = info.ipv4 ? rankOf(info.dst) : -1;
-    if (src != from || dst < 0 || dst == from) {  // not from this rank to another (e.g. IGMP): dropped
-      std::lock_guard<std::mutex> lk(lane.mu);
+    if (src != from || dst < 0 || dst == from || info.src != addrs_[q]) {  // not from this rank to another
+      std::lock_guard<std::mutex> lk(lane.mu);                             // (e.g. IGMP): dropped
       lane.unknown += 1;
       continue;
+    }
+    // Leaving the rank: its firewall records the flow, its NAT gives it the public address and port.
+    if (edges_[q]->kind() != EdgeKind::kOpen) {
+      if (!edges_[q]->outbound(scratch.bytes.data(), scratch.len)) continue;
+      info = parsePacket(scratch.bytes.data(), scratch.len);
     }
     Buf pkt;
     {
@@ -328,6 +340,13 @@ int64_t Router::writeDue(Lane& lane, Buf& scratch) {
       continue;
     }
     lk.unlock();
+    // Arriving at the rank: its firewall or NAT lets in only what the rank asked for (and the NAT
+    // translates it back to the rank's own address and port).
+    if (!edges_[static_cast<size_t>(e.dst)]->inbound(e.buf.bytes.data(), e.buf.len)) {
+      lk.lock();
+      recycle(lane, std::move(e.buf));
+      continue;
+    }
     const int64_t now = monotonicNs();
     // The kernel delivers the packet inside this write (and runs the receiver's TCP, which may send).
     const int fd = lane.fds[static_cast<size_t>(e.dst)];
@@ -404,6 +423,7 @@ RouterStats Router::stats() const {
     for (const auto& l : row) add(&s.paths, l.stats());
   }
   s.faults = fault_counts_;
+  for (const auto& e : edges_) s.edges.push_back(e->counts());
   return s;
 }
 
@@ -437,7 +457,9 @@ bool Router::resetTakes(const Buf& buf, int src, int dst, int64_t now, std::vect
   if (f.gen == gen || (t.flags & kTcpFlagRst) != 0) return false;
   if (reset_silent_[s][d] != 0) return true;  // forgotten: dropped, and nobody is told
   if ((t.flags & kTcpFlagAck) != 0) {
-    std::vector<uint8_t> bytes = makeRst(addrs_[d], addrs_[s], t.dport, t.sport, t.ack);
+    // From the packet's destination to its source as they are on the wire (a NAT's public side).
+    const PacketInfo wire = parsePacket(buf.bytes.data(), buf.len);
+    std::vector<uint8_t> bytes = makeRst(wire.dst, wire.src, t.dport, t.sport, t.ack);
     Buf b;
     b.len = bytes.size();
     b.bytes = std::move(bytes);

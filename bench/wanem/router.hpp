@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "edge.hpp"
 #include "faults.hpp"
 #include "link.hpp"
 #include "packet.hpp"
@@ -59,6 +60,7 @@ struct RouterStats {
   uint64_t unknown = 0;            // packets not addressed to another rank, dropped
   LinkStats uplinks, downlinks, paths;  // summed per kind (max/min fields: over the links of that kind)
   FaultCounts faults;
+  std::vector<EdgeCounts> edges;   // per rank: its firewall's or NAT's counts (all zero when open)
 };
 
 class Router {
@@ -137,6 +139,7 @@ class Router {
 
   std::vector<uint32_t> addrs_;
   Topology topo_;
+  std::vector<std::unique_ptr<Edge>> edges_;  // per rank (edge.hpp); a NAT's public address also finds the rank
   int64_t origin_ns_;
   std::atomic<bool> stop_{false};
   std::vector<std::unique_ptr<Lane>> lanes_;

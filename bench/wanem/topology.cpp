@@ -26,6 +26,7 @@ struct Draft {
   std::vector<std::vector<PathModel>> paths;
   std::vector<std::vector<LinkDraft>> path_links;
   std::map<std::string, std::vector<int>> regions;
+  std::vector<EdgeKind> edge;
 };
 
 // "key=value" settings of a path or link line.
@@ -142,6 +143,19 @@ bool applyLine(const std::string& kind, std::istringstream& in, int ranks, Draft
     }
     return true;
   }
+  if (kind == "firewall" || kind == "nat") {
+    std::string who, what;
+    EdgeKind k = EdgeKind::kFirewall;
+    if (!(in >> who) || (kind == "nat" && (!(in >> what) || !parseEdgeKind(what, &k)))) {
+      return *error = kind == "nat" ? "expected 'nat RANK cone' or 'nat RANK symmetric'" : "expected 'firewall RANK'", false;
+    }
+    std::string extra;
+    if (in >> extra) return *error = "unexpected '" + extra + "' after '" + kind + " " + who + (what.empty() ? "" : " " + what) + "'", false;
+    std::vector<int> rs;
+    if (!ranksOf(*d, ranks, who, &rs, error)) return false;
+    for (int r : rs) d->edge[static_cast<size_t>(r)] = k;
+    return true;
+  }
   return *error = "unknown line kind '" + kind + "'", false;
 }
 
@@ -219,6 +233,7 @@ bool buildTopology(const TopologyDefaults& def, std::istream* file, const std::s
   d.down = d.up;
   d.paths.assign(un, std::vector<PathModel>(un, PathModel{def.delay_ms, def.jitter_ms, def.loss_pct / 100.0, {}}));
   d.path_links.assign(un, std::vector<LinkDraft>(un, LinkDraft{0, def.queue}));
+  d.edge.assign(un, EdgeKind::kOpen);
   std::vector<std::string> lines;
   if (file != nullptr) {
     std::string line;
@@ -245,6 +260,7 @@ bool buildTopology(const TopologyDefaults& def, std::istream* file, const std::s
   Topology t;
   t.ranks = n;
   t.paths = d.paths;
+  t.edge = d.edge;
   t.region.assign(un, "");
   for (const auto& [region, members] : d.regions) {
     for (int r : members) t.region[static_cast<size_t>(r)] = region;

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "edge.hpp"
 #include "link.hpp"
 
 namespace pccl::wanem {
@@ -36,6 +37,7 @@ struct Topology {
   std::vector<LinkParams> uplink, downlink;   // per rank
   std::vector<std::vector<PathModel>> paths;  // [src][dst]
   std::vector<std::string> region;            // per rank: its region from the 'rank' lines, "" when none
+  std::vector<EdgeKind> edge;                 // per rank: its 'firewall' / 'nat' line, else kOpen
   double rttMs(int a, int b) const;           // configured round trip a -> b -> a, jitter excluded
   double bottleneckMbit(int src, int dst) const;  // the slowest rate on src -> dst (0 = unlimited)
 };
