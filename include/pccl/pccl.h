@@ -136,12 +136,19 @@ typedef struct {
                                       "auto" (the master's cost model); NULL or "" = PCCL_ALGORITHM, else
                                       "auto". The master decides for the whole group: flat when any member
                                       asks for it (docs/algorithms.md §12). Copied by pcclCommCreate */
+  /* Appended after protocol 18 (an older struct is accepted: gather_bytes is then -1). */
+  int64_t gather_bytes;            /* small all-reduces gather (every input to every peer, 2 hops instead
+                                      of 2(N-1), (N-1) instead of 2(N-1)/N times the bytes) when (group size
+                                      - 1) x their wire bytes is at most this; 0 = never, at most 4194304;
+                                      every peer must use the same value; -1 (the default) =
+                                      PCCL_GATHER_BYTES, else 1 MiB when the ring spans hosts and 256 KiB on
+                                      one host (docs/algorithms.md §1) */
 } pcclCommConfig_t;
 
 #define PCCL_COMM_CONFIG_INIT                                                                 \
   {                                                                                           \
     (uint32_t) sizeof(pcclCommConfig_t), PCCL_CONFIG_VERSION, NULL, NULL, NULL, 0u, 0u, 1000u, \
-        10000u, 120000u, 5000u, NULL, 0u, 0, 1800000u, 1048576u, 1u, 1024u, -1, NULL, NULL    \
+        10000u, 120000u, 5000u, NULL, 0u, 0, 1800000u, 1048576u, 1u, 1024u, -1, NULL, NULL, -1 \
   }
 
 /* The longest region name, in bytes (pcclCommConfig_t.region, pcclGetRegion). */

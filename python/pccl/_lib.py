@@ -151,6 +151,7 @@ class CommConfig(ctypes.Structure):
         ("master_reconnect_ms", ctypes.c_int64),
         ("region", ctypes.c_char_p),
         ("algorithm", ctypes.c_char_p),
+        ("gather_bytes", ctypes.c_int64),
     ]
 
 
@@ -325,7 +326,7 @@ STRUCTS = {
 def comm_config_init():
     """PCCL_COMM_CONFIG_INIT."""
     return CommConfig(ctypes.sizeof(CommConfig), CONFIG_VERSION, None, None, None, 0, 0, 1000, 10000,
-                      120000, 5000, None, 0, 0, 1800000, 1048576, 1, 1024, -1, None)
+                      120000, 5000, None, 0, 0, 1800000, 1048576, 1, 1024, -1, None, None, -1)
 
 
 def reduce_options_init():

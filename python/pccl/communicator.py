@@ -55,6 +55,11 @@ class Communicator(_common.OwnedHandle):
             ``"hierarchical"`` (inside each region, then across regions) or ``"auto"`` (the master's cost
             model); None = PCCL_ALGORITHM, else ``"auto"``. The master decides for the whole group
             (docs/algorithms.md §12); :attr:`hierarchical` says what it decided.
+        gather_bytes: small all-reduces gather (2 hops instead of 2(N-1), for (N-1) instead of
+            2(N-1)/N times their bytes) when (group size - 1) x their wire bytes is at most this; 0 =
+            never (every all-reduce on the ring: the fewest bytes, e.g. for Streaming DiLoCo's fragments),
+            at most 4194304; every peer must use the same value; None or -1 = PCCL_GATHER_BYTES, else 1 MiB
+            across hosts and 256 KiB on one host (docs/algorithms.md §1).
 
     Raises InvalidArgumentError (a bad setting; ``.detail`` names it), PcclSystemError (cannot listen),
     LibraryNotFoundError.
@@ -72,7 +77,7 @@ class Communicator(_common.OwnedHandle):
                  secret=None, encrypt=False, advertise_host=None, heartbeat_interval_ms=None,
                  peer_timeout_ms=None, connect_timeout_ms=None, handshake_timeout_ms=None, op_timeout_ms=None,
                  segment_bytes=None, same_host_connections=None, max_concurrent_ops=None,
-                 master_reconnect_ms=None, region=None, algorithm=None):
+                 master_reconnect_ms=None, region=None, algorithm=None, gather_bytes=None):
         self._guard = None
         lib = load_library()
         cfg = comm_config_init()
@@ -98,6 +103,10 @@ class Communicator(_common.OwnedHandle):
             if not isinstance(region, str) or "\0" in region:
                 raise InvalidArgumentError(detail="region must be a str without NUL characters, got %r" % (region,))
             cfg.region = region.encode("utf-8")  # pcclCommCreate checks the name itself
+        if gather_bytes is not None:  # pcclCommCreate checks the range itself
+            if isinstance(gather_bytes, bool) or not isinstance(gather_bytes, int) or not -1 <= gather_bytes < 2 ** 63:
+                raise InvalidArgumentError(detail="gather_bytes must be an int >= -1, got %r" % (gather_bytes,))
+            cfg.gather_bytes = gather_bytes
         if algorithm is not None:
             if algorithm not in ("flat", "hierarchical", "auto"):
                 raise InvalidArgumentError(

@@ -349,5 +349,38 @@ class PeerGroupTest(unittest.TestCase):
             master.close()
 
 
+class GatherBytesTest(unittest.TestCase):
+    def test_gather_bytes_zero_sends_ring_bytes(self):
+        """A small all-reduce gathers by default ((N-1) x its bytes); gather_bytes=0 puts it on the ring
+        (2(N-1)/N x); a value out of range is refused at creation."""
+        n = 4096  # 16 KiB of float32: gathered by default on one host
+
+        def sent(**settings):
+            master = _support.make_master()
+            comms = []
+            try:
+                comms = [_support.make_comm(master, **settings) for _ in range(3)]
+                _support.connect_all(master, comms)
+                xs = [np.full(n, float(i + 1), dtype=np.float32) for i in range(3)]
+                infos = _support.run_parallel([lambda x=x, c=c: c.all_reduce(x, tag=7) for x, c in zip(xs, comms)])
+                for x in xs:
+                    self.assertTrue(np.all(x == 6.0))
+                return infos[0].tx_bytes
+            finally:
+                for c in comms:
+                    c.close()
+                master.close()
+
+        gathered, ring = sent(), sent(gather_bytes=0)
+        payload = 4 * n
+        self.assertGreaterEqual(gathered, 2 * payload)          # to both other peers
+        self.assertLess(ring, 1.5 * payload)                    # 2(N-1)/N = 4/3 of it, and headers
+        self.assertGreaterEqual(ring, 4 * payload // 3)
+        for bad in (-2, 4194305, True, 1.5):
+            with self.subTest(gather_bytes=bad):
+                with self.assertRaises(pccl.InvalidArgumentError):
+                    _support.make_comm("127.0.0.1:1", gather_bytes=bad)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

@@ -90,6 +90,7 @@ class StructLayoutTest(unittest.TestCase):
         self.assertEqual(str(_lib.master_stats_init().struct_size), self.c["init.pcclMasterStats_t"])
         self.assertIsNone(cc.region)
         self.assertEqual(self.c["init.pcclCommConfig_t.region"], "NULL")
+        self.assertEqual(str(cc.gather_bytes), self.c["init.pcclCommConfig_t.gather_bytes"])
         self.assertEqual(int(self.c["max_region_len"]), _lib.MAX_REGION_LEN)
         self.assertEqual(int(self.c["config_version"]), _lib.CONFIG_VERSION)
         v = pccl.version_info()

@@ -35,6 +35,7 @@ pccl::CommConfig commConfigFrom(const pcclCommConfig_t& config) {
   c.master_reconnect_ms = config.master_reconnect_ms;
   if (config.region != nullptr) c.region = config.region;
   if (config.algorithm != nullptr) c.algorithm = config.algorithm;
+  c.gather_bytes = config.gather_bytes;
   return c;
 }
 
@@ -49,12 +50,14 @@ pcclResult_t pcclCommCreate(const pcclCommConfig_t* config, pcclComm_t* comm) {
     PCCL_CHECK_PTR(config);
     PCCL_CHECK_PTR(comm);
     *comm = nullptr;
-    // A struct from an older header (before master_reconnect_ms, region or algorithm) is accepted: the
-    // fields it lacks keep their defaults.
+    // A struct from an older header (before master_reconnect_ms, region, algorithm or gather_bytes) is
+    // accepted: the fields it lacks keep their defaults.
     const uint32_t oldest = static_cast<uint32_t>(offsetof(pcclCommConfig_t, master_reconnect_ms));
     const uint32_t older = static_cast<uint32_t>(offsetof(pcclCommConfig_t, region));
     const uint32_t old = static_cast<uint32_t>(offsetof(pcclCommConfig_t, algorithm));
-    const bool known = config->struct_size == oldest || config->struct_size == older || config->struct_size == old;
+    const uint32_t recent = static_cast<uint32_t>(offsetof(pcclCommConfig_t, gather_bytes));
+    const bool known = config->struct_size == oldest || config->struct_size == older || config->struct_size == old ||
+                       config->struct_size == recent;
     pcclResult_t r = pccl::capi::checkConfigHeader(
         known ? static_cast<uint32_t>(sizeof(pcclCommConfig_t)) : config->struct_size, sizeof(pcclCommConfig_t),
         config->config_version, "pcclCommConfig_t");

@@ -228,6 +228,27 @@ int main(void) {
     c.struct_size = (uint32_t)offsetof(pcclCommConfig_t, algorithm);
     EXPECT(pcclCommCreate(&c, &comm) == pcclSuccess);
     EXPECT(pcclCommDestroy(comm) == pcclSuccess);
+    /* gather_bytes: -1 by default, 0..4 MiB, checked at create; a struct of protocol 12 ends before it. */
+    c.struct_size = (uint32_t)sizeof(pcclCommConfig_t);
+    c.algorithm = NULL;
+    {
+      pcclCommConfig_t fresh = PCCL_COMM_CONFIG_INIT;
+      EXPECT(fresh.gather_bytes == -1);
+    }
+    c.gather_bytes = 4194305;
+    EXPECT(pcclCommCreate(&c, &comm) == pcclInvalidArgument);
+    EXPECT(strstr(pcclGetLastError(NULL), "gather_bytes") != NULL);
+    c.gather_bytes = -2;
+    EXPECT(pcclCommCreate(&c, &comm) == pcclInvalidArgument);
+    c.gather_bytes = 0;
+    EXPECT(pcclCommCreate(&c, &comm) == pcclSuccess);
+    EXPECT(pcclCommDestroy(comm) == pcclSuccess);
+    c.gather_bytes = 4194305; /* not read */
+    c.struct_size = (uint32_t)offsetof(pcclCommConfig_t, gather_bytes);
+    EXPECT(pcclCommCreate(&c, &comm) == pcclSuccess);
+    EXPECT(pcclCommDestroy(comm) == pcclSuccess);
+    c.struct_size = (uint32_t)sizeof(pcclCommConfig_t);
+    c.gather_bytes = -1;
   }
 
   /* Arguments are checked, with a useful message. */
