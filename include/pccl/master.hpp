@@ -84,6 +84,9 @@ struct MasterStats {
   std::array<uint8_t, 16> run_id{};    // the run it leads (zero: none)
   uint64_t takeovers = 0;              // runs taken back from returning peers
   uint64_t step_downs = 0;             // times it lost a run to a newer master, or all of its members
+  // Members whose ring port the master could not dial when they joined (a firewall, a NAT, a wrong
+  // advertised address): other peers cannot dial them either (docs/concepts.md, "Reachability").
+  uint32_t unreachable = 0;
 };
 
 // Thread-safety: all methods may be called from any thread; the state lives on one internal event loop.

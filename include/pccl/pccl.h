@@ -330,10 +330,14 @@ typedef struct {
   uint64_t term;                   /* the run's term under this master (0: no run yet) */
   uint64_t takeovers;              /* runs taken over from returning peers (or by etcd election) */
   uint64_t step_downs;             /* times it gave a run up (a newer master, every member lost, etcd) */
+  /* Appended after protocol 19 (a struct from an older header is filled up to what it has): */
+  uint32_t unreachable;            /* members whose ring port the master could not dial when they joined
+                                      (a firewall, a NAT, an advertised address that is not theirs): no ring
+                                      neighbour can dial them either (docs/concepts.md, "Reachability") */
 } pcclMasterStats_t;
 
 #define PCCL_MASTER_STATS_INIT \
-  { (uint32_t) sizeof(pcclMasterStats_t), 0u, 0u, 0, 0u, 0u, 0u, 0, 0u, 0u, 0u, 0.0, 0.0, 0, 0u, 0u, 0u }
+  { (uint32_t) sizeof(pcclMasterStats_t), 0u, 0u, 0, 0u, 0u, 0u, 0, 0u, 0u, 0u, 0.0, 0.0, 0, 0u, 0u, 0u, 0u }
 
 /* ---- version -------------------------------------------------------------------------------- */
 

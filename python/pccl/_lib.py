@@ -292,6 +292,7 @@ class MasterStats(ctypes.Structure):
         ("term", u64),
         ("takeovers", u64),
         ("step_downs", u64),
+        ("unreachable", u32),
     ]
 
 
@@ -352,7 +353,7 @@ def comm_stats_init():
 
 def master_stats_init():
     """PCCL_MASTER_STATS_INIT."""
-    return MasterStats(ctypes.sizeof(MasterStats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0, 0)
+    return MasterStats(ctypes.sizeof(MasterStats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0.0, 0, 0, 0, 0, 0)
 
 
 # ---- function prototypes ----------------------------------------------------------------------------

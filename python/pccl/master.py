@@ -130,8 +130,9 @@ class Master(_common.OwnedHandle):
         """A snapshot of the run as a dict (pcclMasterStats_t): accepted, pending, building (bool), epoch,
         connections, collectives, measuring (bool), topology_surveys, links_measured, links_known,
         predicted_bottleneck and join_order_bottleneck (bytes/s; 0: not measured), role ("leader",
-        "standby", "recovering" or "follower"), term, takeovers and step_downs. Never blocks; any
-        thread. Raises InvalidUsageError (closed)."""
+        "standby", "recovering" or "follower"), term, takeovers, step_downs and unreachable (members
+        whose ring port the master could not dial when they joined: behind a firewall or NAT). Never
+        blocks; any thread. Raises InvalidUsageError (closed)."""
         s = master_stats_init()
         with self._guard as h:
             check(self._lib.pcclMasterGetStats(h, ctypes.byref(s)))
@@ -141,7 +142,7 @@ class Master(_common.OwnedHandle):
                 "links_known": s.links_known, "predicted_bottleneck": s.predicted_bottleneck,
                 "join_order_bottleneck": s.join_order_bottleneck,
                 "role": ("leader", "standby", "recovering", "follower")[s.role] if 0 <= s.role <= 3 else s.role,
-                "term": s.term, "takeovers": s.takeovers, "step_downs": s.step_downs}
+                "term": s.term, "takeovers": s.takeovers, "step_downs": s.step_downs, "unreachable": s.unreachable}
 
     def stop(self):
         """Closes every connection (peers then see MasterUnreachableError) and joins the serving thread;

@@ -76,6 +76,7 @@ int main(void) {
   OFF(pcclMasterStats_t, links_known); OFF(pcclMasterStats_t, predicted_bottleneck);
   OFF(pcclMasterStats_t, join_order_bottleneck); OFF(pcclMasterStats_t, role); OFF(pcclMasterStats_t, term);
   OFF(pcclMasterStats_t, takeovers); OFF(pcclMasterStats_t, step_downs);
+  OFF(pcclMasterStats_t, unreachable);
 
   SIZE(pcclLink_t);
   OFF(pcclLink_t, from_rank); OFF(pcclLink_t, to_rank); OFF(pcclLink_t, bandwidth); OFF(pcclLink_t, rtt_s);

@@ -21,12 +21,12 @@ void printStatus(const pccl::Master& master) {
   std::string run;
   for (size_t i = 0; i < 4; ++i) run += "0123456789abcdef"[s.run_id[i] >> 4], run += "0123456789abcdef"[s.run_id[i] & 15];
   std::printf("pccl-master status: role=%s run=%s term=%llu epoch=%llu accepted=%u pending=%u connections=%llu "
-              "collectives=%llu building=%d measuring=%d takeovers=%llu step_downs=%llu\n",
+              "collectives=%llu building=%d measuring=%d takeovers=%llu step_downs=%llu unreachable=%u\n",
               kRoles[s.role >= 0 && s.role <= 3 ? s.role : 0], run.c_str(), static_cast<unsigned long long>(s.term),
               static_cast<unsigned long long>(s.epoch), s.accepted, s.pending,
               static_cast<unsigned long long>(s.connections), static_cast<unsigned long long>(s.collectives),
               s.building ? 1 : 0, s.measuring ? 1 : 0, static_cast<unsigned long long>(s.takeovers),
-              static_cast<unsigned long long>(s.step_downs));
+              static_cast<unsigned long long>(s.step_downs), s.unreachable);
   std::fflush(stdout);
 }
 }  // namespace

@@ -107,8 +107,10 @@ pcclResult_t pcclMasterGetStats(pcclMaster_t master, pcclMasterStats_t* stats) {
     const size_t before_collectives = offsetof(pcclMasterStats_t, collectives);
     const size_t before_probes = offsetof(pcclMasterStats_t, measuring);
     const size_t before_roles = offsetof(pcclMasterStats_t, role);
+    const size_t before_reach = offsetof(pcclMasterStats_t, unreachable);
     if (stats->struct_size != sizeof(pcclMasterStats_t) && stats->struct_size != before_collectives &&
-        stats->struct_size != before_probes && stats->struct_size != before_roles) {
+        stats->struct_size != before_probes && stats->struct_size != before_roles &&
+        stats->struct_size != before_reach) {
       return fail(pcclInvalidArgument, "pcclMasterStats_t was not initialised with PCCL_MASTER_STATS_INIT");
     }
     const pccl::MasterStats s = m.impl->stats();
@@ -118,7 +120,8 @@ pcclResult_t pcclMasterGetStats(pcclMaster_t master, pcclMasterStats_t* stats) {
     stats->epoch = s.epoch;
     stats->connections = s.connections;
     if (stats->struct_size > before_collectives) stats->collectives = s.collectives;
-    if (stats->struct_size >= sizeof(pcclMasterStats_t)) {
+    if (stats->struct_size >= sizeof(pcclMasterStats_t)) stats->unreachable = s.unreachable;
+    if (stats->struct_size >= before_reach) {
       stats->role = s.role;
       stats->term = s.term;
       stats->takeovers = s.takeovers;

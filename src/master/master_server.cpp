@@ -322,6 +322,7 @@ Status MasterServer::onJoin(Session& s, const wire::JoinRequest& m) {
   PCCL_LOG_DEBUG(kLog, "join from {} ({})", s.conn->peerName(), m.client_version);
   sendAccepted(s, info.id, false);
   apply(membership_.join(info));
+  checkReachable(info.id, s.p2p, s.conn->peerName());
   return Status::ok();
 }
 
@@ -401,6 +402,7 @@ void MasterServer::forget(const Session* s, const Status& reason) {
 
 void MasterServer::removePeer(const wire::Uuid& id, wire::LeaveReason why, const std::string& detail) {
   held_.erase(id);
+  reachable_.erase(id);
   apply(ops_.peerGone(id, detail.empty() ? "left" : detail));
   bool failed = false;
   apply(resolver_.peerGone(id, &failed));
@@ -501,6 +503,7 @@ void MasterServer::publishStats() {
   }
   st.takeovers = takeovers_;
   st.step_downs = step_downs_;
+  for (const auto& [id, ok] : reachable_) st.unreachable += ok ? 0u : 1u;
   on_stats_(st);
 }
 

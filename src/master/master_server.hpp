@@ -75,6 +75,9 @@ class MasterServer {
   bool holdPeer(const Session& s, const Status& reason);
   void checkHeldAlive(const wire::Uuid& id, uint64_t gen, const net::HostPort& at, uint32_t attempts_left = 4);
   void backFromHold(const wire::Uuid& id);  // it came back on a new connection
+  // Whether a new member's ring port accepts connections from here (master_reach.cpp): dialled once on
+  // its join, authenticated like a ring connection and dropped; logged and counted in the stats.
+  void checkReachable(const wire::Uuid& id, const net::HostPort& at, const std::string& seen);
   void expireHolds(TimePoint now);          // from tick(): those past their deadline are removed
   void releaseLater(std::unique_ptr<Session> s);
   void apply(const Effects& fx);
@@ -114,6 +117,7 @@ class MasterServer {
     uint64_t gen = 0;  // which hold (a liveness answer for an older one is ignored)
   };
   std::map<wire::Uuid, Held> held_;
+  std::map<wire::Uuid, bool> reachable_;  // members whose dial-back ended: true when it authenticated
   uint64_t hold_gen_ = 0;
   uint64_t next_serial_ = 1;
   bool stopping_ = false;

@@ -304,6 +304,12 @@ int main(void) {
       ss.struct_size = (uint32_t)offsetof(pcclMasterStats_t, role);
       ss.role = 77;
       EXPECT(pcclMasterGetStats(master, &ss) == pcclSuccess && ss.role == 77);
+      /* One from the header before unreachable: filled up to step_downs. */
+      ss.struct_size = (uint32_t)offsetof(pcclMasterStats_t, unreachable);
+      ss.unreachable = 77;
+      EXPECT(pcclMasterGetStats(master, &ss) == pcclSuccess && ss.role == 1 && ss.unreachable == 77);
+      ss.struct_size = (uint32_t)sizeof(pcclMasterStats_t);
+      EXPECT(pcclMasterGetStats(master, &ss) == pcclSuccess && ss.unreachable == 0);
     }
     EXPECT(pcclMasterDestroy(master) == pcclSuccess);
     master = NULL;

@@ -1,0 +1,53 @@
+#!/usr/bin/python3
+"""One rank of tests/wanem_reach.sh inside pccl-wanem's rank namespace: rank 0 runs a pccl.Master on
+10.201.0.2:17400 and a peer; ranks 1 and 2 (behind a firewall and a cone NAT in the paths file) a peer
+each. Every peer is in a peer group of its own, so no peer dials another: each joins, whatever its
+reachability: rank 0 joins first and opens the FIFO UP (the others wait for that), then admits them.
+Then every rank waits for the test to write the FIFO GO; rank 0 prints the master's stats as one JSON
+line ("stats {...}") before they all close.
+    wanem_reach_peer.py GO UP
+"""
+
+import json
+import os
+import sys
+
+import pccl
+
+RANK = int(os.environ["PCCL_WANEM_RANK"])
+MASTER = "10.201.0.2:17400"
+
+
+def main():
+    go, up = sys.argv[1], sys.argv[2]
+    master = None
+    if RANK == 0:
+        master = pccl.Master(listen="0.0.0.0:17400", handshake_timeout_ms=2000)
+        master.start()
+    else:
+        os.close(os.open(up, os.O_RDONLY))  # returns once rank 0 opened the FIFO: its master and peer are up
+    comm = pccl.Communicator(MASTER, peer_group=RANK, connect_timeout_ms=60000, master_reconnect_ms=0)
+    try:
+        if master is not None:
+            comm.connect()  # the first member
+            signal = os.open(up, os.O_RDWR)  # a writer: the others' open() returns
+            master.wait_for_peers(accepted=1, pending=2, timeout_s=60)
+            comm.update_topology()  # admits them
+            master.wait_for_peers(accepted=3, timeout_s=60)
+            os.close(signal)
+            print("rank 0: every peer accepted", flush=True)
+        else:
+            comm.connect()  # pending until rank 0's update_topology
+            print("rank %d connected" % RANK, flush=True)
+        with open(go) as f:  # the test writes it once it saw the master's verdicts
+            f.read()
+        if master is not None:
+            print("stats " + json.dumps(master.stats()), flush=True)
+    finally:
+        comm.close()
+        if master is not None:
+            master.close()
+
+
+if __name__ == "__main__":
+    main()
