@@ -40,5 +40,6 @@ if [ "$(id -u)" -ne 0 ]; then
 fi
 echo "pccl: installing ${missing[*]}" >&2
 export DEBIAN_FRONTEND=noninteractive
-apt-get update -qq
-apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+# Another apt-get (a user's, an unattended upgrade) may hold the locks: wait for it rather than fail.
+apt-get -o DPkg::Lock::Timeout=600 update -qq
+apt-get -o DPkg::Lock::Timeout=600 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null

@@ -175,10 +175,11 @@ Scene sceneWithVictim(const std::string& kind = "allreduce", const Regions& regi
   std::vector<std::string> env = {"PCCL_LOG_LEVEL=error"};
   if (!regions.survivors.empty()) env.insert(env.end(), {"PCCL_REGION=" + regions.victim, "PCCL_ALGORITHM=hierarchical"});
   s.victim = std::make_unique<ChildProcess>(args, env);
-  REQUIRE(s.master->waitFor([n](const MasterStats& st) { return st.pending == n; }, 5000));
+  // Deadlines, not speeds: a sanitizer-built child process on a loaded machine can take seconds to start.
+  REQUIRE(s.master->waitFor([n](const MasterStats& st) { return st.pending == n; }, 20000));
   REQUIRE(s.survivors[0]->updateTopology().isOk());
   for (auto& j : joins) REQUIRE(j.get().isOk());
-  REQUIRE(s.victim->waitForLine("victim connected", 5000));
+  REQUIRE(s.victim->waitForLine("victim connected", 20000));
   if (!regions.survivors.empty()) REQUIRE(s.survivors[0]->topology().hierarchical);
   return s;
 }
