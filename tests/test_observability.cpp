@@ -180,7 +180,12 @@ TEST_CASE("observability: PCCL_LOG_LEVEL and PCCL_LOG_FILE give one line per eve
   INFO(mlog.substr(0, 4000));
   CHECK(linesMatching(mlog, std::regex(R"(INFO  \d+ master\] peer=[0-9a-f]{8} epoch=\d+: joined from 127\.0\.0\.1)")).size() == 2);
   CHECK(linesMatching(mlog, std::regex(R"(INFO  \d+ master\] epoch=\d+: ring of 2 peers is up)")).size() >= 1);
-  CHECK(linesMatching(mlog, std::regex(R"(DEBUG \d+ master\] epoch=\d+ tag=0 call=\d+: every member called .* \(2 peers\))")).size() >= 1);
+  CHECK(linesMatching(mlog, std::regex(R"(DEBUG \d+ master\] peer=[0-9a-f]{8} epoch=\d+: votes for a topology update)")).size() >= 1);
+  // A call is announced to the master only once it has run 5 ms (collective/op_reports.cpp): on a fast
+  // machine none of these may have. The ones it saw are logged with their epoch and tag.
+  for (const std::string& l : linesMatching(mlog, std::regex(R"(every member called)"))) {
+    CHECK(std::regex_search(l, std::regex(R"(DEBUG \d+ master\] epoch=\d+ tag=0 call=\d+: every member called .* \(2 peers\))")));
+  }
 }
 
 TEST_CASE("observability: bad log settings are reported, not fatal", "[observability]") {

@@ -21,16 +21,16 @@ TEST_CASE("wire: header byte layout is 20 little-endian bytes starting with PCCL
   h.epoch = 0x0102030405060708ull;
   h.length = 0x0A0B0C0Du;
   const HeaderBytes b = encodeHeader(h);
-  const HeaderBytes expected = {'P',  'C',  'C',  'L',  0x13, 0x00, 0x34, 0x12, 0x08, 0x07,
+  const HeaderBytes expected = {'P',  'C',  'C',  'L',  0x14, 0x00, 0x34, 0x12, 0x08, 0x07,
                                 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x0D, 0x0C, 0x0B, 0x0A};
   CHECK(b == expected);
   CHECK(kHeaderSize == 20);
-  CHECK(kProtocolVersion == 19);
+  CHECK(kProtocolVersion == 20);
 
   auto d = decodeHeader(b.data(), b.size(), 0xFFFFFFFFu);
   REQUIRE(d.isOk());
   CHECK(d->magic == kMagic);
-  CHECK(d->version == 19);
+  CHECK(d->version == 20);
   CHECK(d->type == 0x1234);
   CHECK(d->epoch == 0x0102030405060708ull);
   CHECK(d->length == 0x0A0B0C0Du);
@@ -47,7 +47,7 @@ TEST_CASE("wire: P2PHello frame byte layout") {
   const std::vector<uint8_t> frame = encodeFrame(m, 0x0000000000000105ull);
   std::vector<uint8_t> expected = {
       // header
-      'P', 'C', 'C', 'L', 0x13, 0x00, 0x30, 0x00,              // magic, version 19, type 48
+      'P', 'C', 'C', 'L', 0x14, 0x00, 0x30, 0x00,              // magic, version 20, type 48
       0x05, 0x01, 0x00, 0x00, 0x00, 0x00, 0x00, 0x00,          // epoch 0x105
       0x65, 0x00, 0x00, 0x00,                                  // length 101
       // payload: sender_id
@@ -132,12 +132,14 @@ TEST_CASE("wire: string and list byte layouts") {
   expected.insert(expected.end(), {0, 0});  // region (protocol 11): empty
   expected.push_back(0);                    // levels (protocol 12)
   expected.insert(expected.end(), 8, 0);    // two_level_bytes (protocol 14)
+  expected.push_back(1);                    // inbound (protocol 20): can be dialled
   CHECK(payloadOf(t) == expected);
   t.ring[0].region = "eu";
   t.ring[0].levels = 2;
   t.ring[0].two_level_bytes = 0x0102030405060708ull;
-  expected.resize(expected.size() - 11);
-  expected.insert(expected.end(), {2, 0, 'e', 'u', 2, 0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01});
+  t.ring[0].inbound = 0;
+  expected.resize(expected.size() - 12);
+  expected.insert(expected.end(), {2, 0, 'e', 'u', 2, 0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0});
   CHECK(payloadOf(t) == expected);
 }
 
@@ -228,12 +230,17 @@ TEST_CASE("wire: round trip of control-plane messages") {
     CHECK(out.region == "eu-west.zone_2");
     CHECK(out.ring_region == "auto-1");
     CHECK(out.levels == 2);
+    CHECK(out.inbound == 0);
   }
-  SECTION("JoinRequest: the regions (protocol 11) as strings, then the levels asked for (protocol 12), end it") {
+  SECTION("JoinRequest: the regions (protocol 11) as strings, the levels asked for (protocol 12), then inbound "
+          "(protocol 20) end it") {
     JoinRequest in = sample(Tag<JoinRequest>{});
     const std::vector<uint8_t> p = payloadOf(in);
-    const std::string tail(p.end() - 2 - 14 - 2 - 6 - 1, p.end());
-    CHECK(tail == std::string("\x0e\x00" "eu-west.zone_2" "\x06\x00" "auto-1" "\x02", 2 + 14 + 2 + 6 + 1));
+    const std::string tail(p.end() - 2 - 14 - 2 - 6 - 1 - 1, p.end());
+    CHECK(tail == std::string("\x0e\x00" "eu-west.zone_2" "\x06\x00" "auto-1" "\x02" "\x00", 2 + 14 + 2 + 6 + 1 + 1));
+    in.inbound = 1;
+    CHECK(payloadOf(in).back() == 1);
+    CHECK(roundTrip(in, 11).inbound == 1);
     in.region.clear();
     in.ring_region.clear();
     const JoinRequest out = roundTrip(in, 11);
@@ -380,14 +387,19 @@ TEST_CASE("wire: link survey messages round trip and refuse bad values") {
   CHECK(plan.has_source);
   CHECK(plan.source == sampleMember(4));
   CHECK(plan.source_connections == 2);
+  CHECK(plan.target_dials);
+  CHECK_FALSE(plan.dial_source);
   ProbePlan half;
   half.max_bytes = 1;
   half.has_source = true;
   half.source = sampleMember(1);
   half.source_connections = 1;
+  half.dial_source = true;
   const ProbePlan h2 = roundTrip(half, 0);
   CHECK_FALSE(h2.has_target);
   CHECK(h2.source == sampleMember(1));
+  CHECK(h2.dial_source);
+  CHECK(h2.source.inbound == 1);
   const ProbeReport rep = roundTrip(sample(Tag<ProbeReport>{}), 0);
   CHECK(rep.rtt_us == 40000);
   CHECK(rep.rx_rate == 125000000);
@@ -413,6 +425,11 @@ TEST_CASE("wire: link survey messages round trip and refuse bad values") {
     CHECK(decodeBytes(Tag<ProbePlan>{}, payloadOf(bad)).code() == Code::kProtocolError);
     bad.target_connections = 1025;
     CHECK(decodeBytes(Tag<ProbePlan>{}, payloadOf(bad)).code() == Code::kProtocolError);
+    // Who dials (protocol 20): the last byte is dial_source, 0 or 1.
+    p = payloadOf(sample(Tag<ProbePlan>{}));
+    REQUIRE(p.back() == 0);
+    p.back() = 2;
+    CHECK(decodeBytes(Tag<ProbePlan>{}, p).code() == Code::kProtocolError);
   }
   SECTION("a link page past its total, or a count the bytes cannot hold") {
     LinkReport bad = sample(Tag<LinkReport>{});
@@ -456,6 +473,7 @@ TEST_CASE("wire: round trip of TopologyUpdate with 0, 1 and many members") {
                                i * 0x01010101u, i % 9));
       in.ring.back().region = i % 5 == 0 ? std::string() : "r" + std::to_string(i % 17) + std::string(i % 60, '.');
       in.ring.back().levels = static_cast<uint8_t>(i % 3);
+      in.ring.back().inbound = static_cast<uint8_t>(i % 2);
     }
     const TopologyUpdate out = roundTrip(in, 3);
     CHECK(out.epoch == in.epoch);
@@ -469,6 +487,7 @@ TEST_CASE("wire: round trip of TopologyUpdate with 0, 1 and many members") {
       CHECK(out.ring[i].connections == in.ring[i].connections);
       CHECK(out.ring[i].region == in.ring[i].region);
       CHECK(out.ring[i].levels == in.ring[i].levels);
+      CHECK(out.ring[i].inbound == in.ring[i].inbound);
       CHECK(out.ring[i] == in.ring[i]);
     }
   }

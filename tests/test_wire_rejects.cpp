@@ -305,8 +305,25 @@ TEST_CASE("wire: a region with a byte outside [A-Za-z0-9._-] is refused in every
   CHECK_FALSE(isValidRegion(std::string(kMaxRegion + 1, 'x')));
 }
 
+TEST_CASE("wire: inbound (protocol 20) is 0 or 1 in a JoinRequest and in every member") {
+  JoinRequest j = sample(Tag<JoinRequest>{});
+  std::vector<uint8_t> p = payloadOf(j);
+  p.back() = 2;
+  auto rj = decodePayload<JoinRequest>(p.data(), p.size());
+  CHECK(rj.status().code() == Code::kProtocolError);
+  CHECK(contains(rj.status().message(), "JoinRequest inbound is 2 (0 or 1)"));
+  TopologyUpdate t = sample(Tag<TopologyUpdate>{});
+  t.ring.resize(1);
+  p = payloadOf(t);
+  REQUIRE(p.back() == t.ring[0].inbound);
+  p.back() = 0xFF;
+  auto rt = decodePayload<TopologyUpdate>(p.data(), p.size());
+  CHECK(rt.status().code() == Code::kProtocolError);
+  CHECK(contains(rt.status().message(), "member inbound is 255"));
+}
+
 namespace {
-// A TopologyUpdate payload of one real, minimal member (66 bytes) whose count says `claimed` members.
+// A TopologyUpdate payload of one real, minimal member (67 bytes) whose count says `claimed` members.
 std::vector<uint8_t> oneMemberClaiming(uint32_t claimed) {
   std::vector<uint8_t> p;
   ByteWriter w(&p);
@@ -322,6 +339,7 @@ std::vector<uint8_t> oneMemberClaiming(uint32_t claimed) {
   w.str("");  // region (protocol 11)
   w.u8(1);    // levels (protocol 12): flat
   w.u64(0);   // two_level_bytes (protocol 14)
+  w.u8(1);    // inbound (protocol 20)
   return p;
 }
 }  // namespace

@@ -21,6 +21,9 @@ wanem_scenario_start wanem_reach "$@"
 
 printf 'firewall 1\nnat 2 cone\n' > "$dir/reach.paths"
 mkfifo "$dir/go" "$dir/up"
+# Held open (read-write: no wait for a reader) for the whole run, so that a line written to it waits for
+# a rank that opens it later.
+exec 3<> "$dir/go"
 PCCL_LOG_LEVEL=info PCCL_LIBRARY="$BUILD_DIR/src/libpccl.so" PYTHONPATH="$ROOT/python" \
   timeout -k 10 180 "$BUILD_DIR/bench/pccl-wanem" --ranks 3 --delay-ms 2 --paths "$dir/reach.paths" \
   -- /usr/bin/python3 "$ROOT/tests/wanem_reach_peer.py" "$dir/go" "$dir/up" > "$dir/run.log" 2>&1 &
@@ -31,13 +34,14 @@ finish() {
   rm -rf "$dir"
 }
 trap finish EXIT
-# Wait (deadline 90 s) until the master has judged all three members.
-if ! timeout 90 bash -c "tail -n +1 -F '$dir/run.log' 2> /dev/null | grep -m 3 -E 'ring port .* (accepts connections|is not reachable)' > '$dir/verdicts'"; then
+# Wait (deadline 90 s) until the master has judged all three members and every rank is connected (a
+# member joins once judged: it may not be connected yet when its verdict is logged).
+if ! timeout 90 bash -c "tail -n +1 -F '$dir/run.log' 2> /dev/null | grep -m 6 -E 'ring port .* (accepts connections|is not reachable)|^rank [12] connected|^rank 0: every peer accepted' > '$dir/verdicts'"; then
   cat "$dir/run.log"
-  echo "FAIL: the master did not judge every member's reachability within 90 s"
+  echo "FAIL: the master did not judge every member's reachability, or a rank did not connect, within 90 s"
   exit 1
 fi
-echo go > "$dir/go"
+printf 'go\ngo\ngo\n' >&3  # one line for each rank
 status=0
 wait "$run" || status=$?
 run=

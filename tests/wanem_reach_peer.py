@@ -39,8 +39,13 @@ def main():
         else:
             comm.connect()  # pending until rank 0's update_topology
             print("rank %d connected" % RANK, flush=True)
-        with open(go) as f:  # the test writes it once it saw the master's verdicts
-            f.read()
+        # The test holds the FIFO open and writes "go\n" once per rank when it saw the verdicts: each rank
+        # takes exactly its 3 bytes (unbuffered), whenever it opens the FIFO.
+        fd = os.open(go, os.O_RDONLY)
+        try:
+            os.read(fd, 3)
+        finally:
+            os.close(fd)
         if master is not None:
             print("stats " + json.dumps(master.stats()), flush=True)
     finally:

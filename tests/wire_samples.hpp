@@ -106,6 +106,7 @@ inline JoinRequest sample(Tag<JoinRequest>) {
   m.region = "eu-west.zone_2";
   m.ring_region = "auto-1";
   m.levels = 2;
+  m.inbound = 0;
   return m;
 }
 inline JoinAccepted sample(Tag<JoinAccepted>) {
@@ -143,6 +144,7 @@ inline TopologyUpdate sample(Tag<TopologyUpdate>) {
   m.ring[2].region = "auto-0";
   m.ring[3].region = std::string(kMaxRegion, 'R');
   m.ring[4].region = "a.b_c-D9";
+  m.ring[1].inbound = 0;
   return m;
 }
 template <MsgType T>
@@ -297,6 +299,7 @@ inline MemberInfo sampleMember(uint8_t seed) {
   mi.host_connections = 1;
   mi.ring_key = pattern<32>(static_cast<uint8_t>(seed + 1));
   mi.region = "region-" + std::to_string(seed);
+  mi.inbound = seed % 2;
   return mi;
 }
 inline ProbePlan sample(Tag<ProbePlan>) {
@@ -310,6 +313,7 @@ inline ProbePlan sample(Tag<ProbePlan>) {
   m.has_source = true;
   m.source = sampleMember(4);
   m.source_connections = 2;
+  m.target_dials = true;
   return m;
 }
 inline ProbeReport sample(Tag<ProbeReport>) {

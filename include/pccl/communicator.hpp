@@ -50,6 +50,11 @@ struct CommConfig {
   // frame through the socket), -1: PCCL_SAME_HOST_READS, else on. Peers need not agree: a link lends
   // only when its receiver accepts, and either way the result is the same bits.
   int same_host_reads = -1;
+  // Whether other peers can open connections to this peer's ring port (docs/concepts.md
+  // "Reachability"): 1 yes, 0 no (behind a firewall or a NAT that drops what comes in: its links are
+  // then opened from here, and the master does not try to dial it), -1: PCCL_INBOUND, else 1. With 1
+  // the master still dials the port back once on join and treats the peer as 0 when that fails.
+  int inbound = -1;
   // How long a peer that lost its master keeps trying to reach one (every address of master_address,
   // in turn) before its calls fail with MasterUnreachable; meanwhile collectives go on on the ring.
   // 0..86400000 ms, 0 = never (the master's loss ends the communicator); -1: PCCL_RECONNECT_MS, else
@@ -81,6 +86,9 @@ struct RingMember {
   // Its region in this ring, the same on every peer: the one it declared, else the one the master
   // detected from the measured links ("auto-0", "auto-1", ...), else "" (the unnamed region).
   std::string region;
+  // Whether other peers can dial it: false when it declared CommConfig::inbound = 0 or the master's
+  // dial-back of its ring port failed (docs/concepts.md "Reachability"); its links are opened from it.
+  bool inbound = true;
 };
 
 // What the last completed topology update installed.

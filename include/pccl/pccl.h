@@ -143,12 +143,18 @@ typedef struct {
                                       every peer must use the same value; -1 (the default) =
                                       PCCL_GATHER_BYTES, else 1 MiB when the ring spans hosts and 256 KiB on
                                       one host (docs/algorithms.md §1) */
+  /* Appended with protocol 20 (an older struct is accepted: inbound is then -1). */
+  int32_t inbound;                 /* 1: other peers can open connections to this peer's ring port; 0: they
+                                      cannot (a firewall, a NAT): its links are opened from here and the
+                                      master does not dial it back; -1 (the default) = PCCL_INBOUND, else 1
+                                      (the master's dial-back on join decides; docs/concepts.md
+                                      "Reachability") */
 } pcclCommConfig_t;
 
 #define PCCL_COMM_CONFIG_INIT                                                                 \
   {                                                                                           \
     (uint32_t) sizeof(pcclCommConfig_t), PCCL_CONFIG_VERSION, NULL, NULL, NULL, 0u, 0u, 1000u, \
-        10000u, 120000u, 5000u, NULL, 0u, 0, 1800000u, 1048576u, 1u, 1024u, -1, NULL, NULL, -1 \
+        10000u, 120000u, 5000u, NULL, 0u, 0, 1800000u, 1048576u, 1u, 1024u, -1, NULL, NULL, -1, -1 \
   }
 
 /* The longest region name, in bytes (pcclCommConfig_t.region, pcclGetRegion). */
@@ -418,6 +424,12 @@ PCCL_API pcclResult_t pcclGetLinks(pcclComm_t comm, pcclLink_t* links, size_t ca
  * PCCL_ATTR_WORLD_SIZE; capacity <= *length with buf set: *length then says the length and buf holds
  * "" when capacity > 0), pcclInvalidUsage (no ring installed yet: before pcclConnect returns). */
 PCCL_API pcclResult_t pcclGetRegion(pcclComm_t comm, uint32_t rank, char* buf, size_t capacity, size_t* length);
+
+/* *inbound = 1 when other peers can dial ring member `rank` (pcclGetRegion's numbering) in the last
+ * completed ring, 0 when it declared inbound = 0 or the master's dial-back of its ring port failed: its
+ * links are opened from its side (docs/concepts.md "Reachability"). Never blocks; any thread. Errors:
+ * pcclInvalidArgument (NULL inbound; rank >= PCCL_ATTR_WORLD_SIZE), pcclInvalidUsage (no ring yet). */
+PCCL_API pcclResult_t pcclGetInbound(pcclComm_t comm, uint32_t rank, int* inbound);
 
 /* *pending = 1 when pcclUpdateTopology would change something (peers wait for admission, a member
  * already voted, or a member left since the ring was built), else 0. One round trip to the master:

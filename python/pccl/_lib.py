@@ -152,6 +152,7 @@ class CommConfig(ctypes.Structure):
         ("region", ctypes.c_char_p),
         ("algorithm", ctypes.c_char_p),
         ("gather_bytes", ctypes.c_int64),
+        ("inbound", ctypes.c_int32),
     ]
 
 
@@ -327,7 +328,7 @@ STRUCTS = {
 def comm_config_init():
     """PCCL_COMM_CONFIG_INIT."""
     return CommConfig(ctypes.sizeof(CommConfig), CONFIG_VERSION, None, None, None, 0, 0, 1000, 10000,
-                      120000, 5000, None, 0, 0, 1800000, 1048576, 1, 1024, -1, None, None, -1)
+                      120000, 5000, None, 0, 0, 1800000, 1048576, 1, 1024, -1, None, None, -1, -1)
 
 
 def reduce_options_init():
@@ -372,6 +373,7 @@ PROTOTYPES = {
     "pcclOptimizeTopology": (c_enum, [comm_t]),
     "pcclGetLinks": (c_enum, [comm_t, P(Link), ctypes.c_size_t, P(ctypes.c_size_t)]),
     "pcclGetRegion": (c_enum, [comm_t, u32, ctypes.c_char_p, ctypes.c_size_t, P(ctypes.c_size_t)]),
+    "pcclGetInbound": (c_enum, [comm_t, u32, P(ctypes.c_int)]),
     "pcclArePeersPending": (c_enum, [comm_t, P(ctypes.c_int)]),
     "pcclGetAttribute": (c_enum, [comm_t, c_enum, P(ctypes.c_int64)]),
     "pcclGetStats": (c_enum, [comm_t, P(CommStats)]),

@@ -60,6 +60,10 @@ class Communicator(_common.OwnedHandle):
             never (every all-reduce on the ring: the fewest bytes, e.g. for Streaming DiLoCo's fragments),
             at most 4194304; every peer must use the same value; None or -1 = PCCL_GATHER_BYTES, else 1 MiB
             across hosts and 256 KiB on one host (docs/algorithms.md §1).
+        inbound: whether other peers can open connections to this peer's ring port: False behind a
+            firewall or a NAT (its links are then opened from this side and the master does not dial it
+            back); None = PCCL_INBOUND, else True (the master's dial-back on join decides;
+            docs/concepts.md "Reachability"). :meth:`inbound_of` reports what the ring decided.
 
     Raises InvalidArgumentError (a bad setting; ``.detail`` names it), PcclSystemError (cannot listen),
     LibraryNotFoundError.
@@ -77,7 +81,8 @@ class Communicator(_common.OwnedHandle):
                  secret=None, encrypt=False, advertise_host=None, heartbeat_interval_ms=None,
                  peer_timeout_ms=None, connect_timeout_ms=None, handshake_timeout_ms=None, op_timeout_ms=None,
                  segment_bytes=None, same_host_connections=None, max_concurrent_ops=None,
-                 master_reconnect_ms=None, region=None, algorithm=None, gather_bytes=None):
+                 master_reconnect_ms=None, region=None, algorithm=None, gather_bytes=None,
+                 inbound=None):
         self._guard = None
         lib = load_library()
         cfg = comm_config_init()
@@ -107,6 +112,10 @@ class Communicator(_common.OwnedHandle):
             if isinstance(gather_bytes, bool) or not isinstance(gather_bytes, int) or not -1 <= gather_bytes < 2 ** 63:
                 raise InvalidArgumentError(detail="gather_bytes must be an int >= -1, got %r" % (gather_bytes,))
             cfg.gather_bytes = gather_bytes
+        if inbound is not None:
+            if not isinstance(inbound, bool):
+                raise InvalidArgumentError(detail="inbound must be True, False or None, got %r" % (inbound,))
+            cfg.inbound = 1 if inbound else 0
         if algorithm is not None:
             if algorithm not in ("flat", "hierarchical", "auto"):
                 raise InvalidArgumentError(
@@ -200,6 +209,21 @@ class Communicator(_common.OwnedHandle):
         """This peer's region in the current ring (``regions()[rank]``). Raises InvalidUsageError (no ring yet)."""
         with self._guard as h:
             return self._region_of(h, self._attribute_of(h, Attribute.RANK))
+
+    def inbound_of(self, rank=None):
+        """Whether other peers can dial ring member ``rank`` (default: this peer) in the current ring:
+        False when it declared ``inbound=False`` or the master's dial-back of its ring port failed; its
+        links are then opened from its side (docs/concepts.md "Reachability"). Never blocks; any thread.
+
+        Raises InvalidUsageError (no ring yet), InvalidArgumentError (rank outside the ring)."""
+        with self._guard as h:
+            if rank is None:
+                rank = self._attribute_of(h, Attribute.RANK)
+            if isinstance(rank, bool) or not isinstance(rank, int) or not 0 <= rank < 2 ** 32:
+                raise InvalidArgumentError(detail="rank must be an int >= 0, got %r" % (rank,))
+            value = ctypes.c_int(0)
+            check(self._lib.pcclGetInbound(h, rank, ctypes.byref(value)), h)
+            return value.value == 1
 
     def _attribute_of(self, h, attr):
         value = ctypes.c_int64(0)

@@ -25,7 +25,7 @@ int main(void) {
   OFF(pcclCommConfig_t, encrypt); OFF(pcclCommConfig_t, op_timeout_ms); OFF(pcclCommConfig_t, segment_bytes);
   OFF(pcclCommConfig_t, same_host_connections); OFF(pcclCommConfig_t, max_concurrent_ops);
   OFF(pcclCommConfig_t, master_reconnect_ms); OFF(pcclCommConfig_t, region); OFF(pcclCommConfig_t, algorithm);
-  OFF(pcclCommConfig_t, gather_bytes);
+  OFF(pcclCommConfig_t, gather_bytes); OFF(pcclCommConfig_t, inbound);
 
   SIZE(pcclReduceOptions_t);
   OFF(pcclReduceOptions_t, struct_size); OFF(pcclReduceOptions_t, tag); OFF(pcclReduceOptions_t, quant);
@@ -85,6 +85,7 @@ int main(void) {
   printf("init.pcclCommConfig_t.region %s\n", cc.region == NULL ? "NULL" : "set");
   printf("max_region_len %d\n", PCCL_MAX_REGION_LEN);
   printf("init.pcclCommConfig_t.gather_bytes %lld\n", (long long)cc.gather_bytes);
+  printf("init.pcclCommConfig_t.inbound %d\n", (int)cc.inbound);
   printf("init.pcclCommConfig_t %u %u %u %u %u %u %u %u %d %u %u %u %u %lld\n", cc.struct_size, cc.config_version,
          cc.peer_group, cc.connections_per_peer, cc.heartbeat_interval_ms, cc.peer_timeout_ms, cc.connect_timeout_ms,
          cc.handshake_timeout_ms, cc.encrypt, cc.op_timeout_ms, cc.segment_bytes, cc.same_host_connections,

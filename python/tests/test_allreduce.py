@@ -382,5 +382,36 @@ class GatherBytesTest(unittest.TestCase):
                     _support.make_comm("127.0.0.1:1", gather_bytes=bad)
 
 
+class InboundTest(unittest.TestCase):
+    def test_inbound_declared_and_reported(self):
+        """A peer that declares inbound=False is reported so by every member (loopback still reaches
+        it: same host); the other's port answered the master's dial-back. Bad values are refused."""
+        master = _support.make_master()
+        comms = []
+        try:
+            comms = [_support.make_comm(master), _support.make_comm(master, inbound=False)]
+            _support.connect_all(master, comms)
+            closed_rank = comms[1].rank
+            for c in comms:
+                self.assertEqual(c.inbound_of(closed_rank), False)
+                self.assertEqual(c.inbound_of(1 - closed_rank), True)
+            self.assertFalse(comms[1].inbound_of())
+            self.assertTrue(comms[0].inbound_of())
+            xs = [np.full(1000, float(i + 1), dtype=np.float32) for i in range(2)]
+            _support.run_parallel([lambda x=x, c=c: c.all_reduce(x, tag=3) for x, c in zip(xs, comms)])
+            for x in xs:
+                self.assertTrue(np.all(x == 3.0))
+            with self.assertRaises(pccl.InvalidArgumentError):
+                comms[0].inbound_of(2)
+        finally:
+            for c in comms:
+                c.close()
+            master.close()
+        for bad in (0, 1, "no", 2):
+            with self.subTest(inbound=bad):
+                with self.assertRaises(pccl.InvalidArgumentError):
+                    _support.make_comm("127.0.0.1:1", inbound=bad)
+
+
 if __name__ == "__main__":
     unittest.main(verbosity=2)

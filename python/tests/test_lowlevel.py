@@ -91,6 +91,7 @@ class StructLayoutTest(unittest.TestCase):
         self.assertIsNone(cc.region)
         self.assertEqual(self.c["init.pcclCommConfig_t.region"], "NULL")
         self.assertEqual(str(cc.gather_bytes), self.c["init.pcclCommConfig_t.gather_bytes"])
+        self.assertEqual(str(cc.inbound), self.c["init.pcclCommConfig_t.inbound"])
         self.assertEqual(int(self.c["max_region_len"]), _lib.MAX_REGION_LEN)
         self.assertEqual(int(self.c["config_version"]), _lib.CONFIG_VERSION)
         v = pccl.version_info()

@@ -161,21 +161,31 @@ Status resolveGatherBytes(CommConfig& config) {
   return Status::ok();
 }
 
-Status resolveSameHostReads(CommConfig& config) {
-  if (config.same_host_reads < -1 || config.same_host_reads > 1) {
-    return Status::invalidArgument(
-        fmt::format("same_host_reads must be -1 (PCCL_SAME_HOST_READS, else on), 0 or 1, got {}", config.same_host_reads));
+namespace {
+// A -1/0/1 setting: -1 becomes the variable `env` ("0" or "1") when set, else 1.
+Status resolveSwitch(int& value, const char* field, const char* env_name, const char* meaning) {
+  if (value < -1 || value > 1) {
+    return Status::invalidArgument(fmt::format("{} must be -1 ({}, else {}), 0 or 1, got {}", field, env_name, meaning, value));
   }
-  if (config.same_host_reads >= 0) return Status::ok();
-  const char* env = std::getenv("PCCL_SAME_HOST_READS");
+  if (value >= 0) return Status::ok();
+  const char* env = std::getenv(env_name);
   if (env == nullptr || *env == '\0') {
-    config.same_host_reads = 1;
+    value = 1;
     return Status::ok();
   }
   const std::string v(env);
-  if (v != "0" && v != "1") return Status::invalidArgument(fmt::format("PCCL_SAME_HOST_READS='{}': 0 or 1 expected", v));
-  config.same_host_reads = v == "1" ? 1 : 0;
+  if (v != "0" && v != "1") return Status::invalidArgument(fmt::format("{}='{}': 0 or 1 expected", env_name, v));
+  value = v == "1" ? 1 : 0;
   return Status::ok();
+}
+}  // namespace
+
+Status resolveSameHostReads(CommConfig& config) {
+  return resolveSwitch(config.same_host_reads, "same_host_reads", "PCCL_SAME_HOST_READS", "on");
+}
+
+Status resolveInbound(CommConfig& config) {
+  return resolveSwitch(config.inbound, "inbound", "PCCL_INBOUND", "accepted");
 }
 
 uint64_t gatherLimit(const CommConfig& config, bool one_host) {
@@ -208,7 +218,7 @@ Topology topologyFrom(const std::vector<wire::MemberInfo>& ring, const wire::Uui
       t.group_rank = t.group_world_size;
     }
     if (m.group == group) ++t.group_world_size;
-    t.ring.push_back(RingMember{m.id, m.host, m.port, m.group, m.region});
+    t.ring.push_back(RingMember{m.id, m.host, m.port, m.group, m.region, m.inbound != 0});
     if (m.id == self) t.hierarchical = m.levels == static_cast<uint8_t>(wire::Levels::kTwoLevel);
   }
   return t;
@@ -252,6 +262,9 @@ void addTwoLevelLinks(peer::RingPlan& plan, const std::vector<wire::MemberInfo>&
     x.peer = *group[link.peer];
     x.rank = link.peer;
     x.dial = link.dial;
+    // Whoever can dial, dials: a member that cannot be dialled opens its links (wire::opensLink).
+    const wire::MemberInfo& me = *group[rank];
+    if (me.inbound != x.peer.inbound && !wire::sameHost(me.host, x.peer.host)) x.dial = me.inbound == 0;
     x.connections = link.dial ? wire::linkConnections(*group[rank], x.peer) : wire::linkConnections(x.peer, *group[rank]);
     plan.extra.push_back(std::move(x));
   }

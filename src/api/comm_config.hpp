@@ -36,6 +36,9 @@ uint64_t gatherLimit(const CommConfig& config, bool one_host);
 // another value of either.
 Status resolveSameHostReads(CommConfig& config);
 
+// inbound = -1 becomes PCCL_INBOUND ("0" or "1") when set, else 1; InvalidArgument for another value.
+Status resolveInbound(CommConfig& config);
+
 // With connections_per_peer 0 (each link tunes itself), max_connections_per_peer 0 becomes
 // PCCL_MAX_CONNECTIONS when set, else kDefaultMaxConnections; InvalidArgument for a bad variable.
 inline constexpr uint32_t kDefaultMaxConnections = 32;

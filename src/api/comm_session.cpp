@@ -65,6 +65,7 @@ void Communicator::Impl::sendJoin(MasterSession::Join kind, const wire::Uuid& ru
   join.client_version = kClientVersion;
   join.region = config_.region;
   join.levels = levelsAsked(config_);
+  join.inbound = config_.inbound == 0 ? 0 : 1;
   if (kind == MasterSession::Join::kAnyMaster) join.resume_flags = wire::JoinRequest::kAnyMaster;
   if (kind == MasterSession::Join::kResume) {
     std::lock_guard<std::mutex> lk(mu_);
@@ -76,7 +77,11 @@ void Communicator::Impl::sendJoin(MasterSession::Join kind, const wire::Uuid& ru
     if (member && topology_.epoch != 0) {
       join.epoch = topology_.epoch;
       for (const RingMember& r : topology_.ring) join.ring.push_back(r.id);
-      if (topology_.rank < topology_.ring.size()) join.ring_region = topology_.ring[topology_.rank].region;
+      if (topology_.rank < topology_.ring.size()) {
+        join.ring_region = topology_.ring[topology_.rank].region;
+        // What the ring's master found (its dial-back), for a master that takes the run over.
+        join.inbound = topology_.ring[topology_.rank].inbound ? 1 : 0;
+      }
       if (last_build_.isOk() && colls_->ringUsable()) join.resume_flags |= wire::JoinRequest::kRingUp;
     }
   }

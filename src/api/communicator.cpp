@@ -137,6 +137,7 @@ Result<std::unique_ptr<Communicator>> Communicator::create(CommConfig config) {
   PCCL_RETURN_IF_ERROR(resolveCredentials(config));
   PCCL_RETURN_IF_ERROR(resolveGatherBytes(config));
   PCCL_RETURN_IF_ERROR(resolveSameHostReads(config));
+  PCCL_RETURN_IF_ERROR(resolveInbound(config));
   PCCL_RETURN_IF_ERROR(resolveReconnect(config));
   PCCL_RETURN_IF_ERROR(resolveConnections(config));
   PCCL_RETURN_IF_ERROR(resolveRegion(config));

@@ -36,6 +36,7 @@ pccl::CommConfig commConfigFrom(const pcclCommConfig_t& config) {
   if (config.region != nullptr) c.region = config.region;
   if (config.algorithm != nullptr) c.algorithm = config.algorithm;
   c.gather_bytes = config.gather_bytes;
+  c.inbound = config.inbound;
   return c;
 }
 
@@ -50,14 +51,15 @@ pcclResult_t pcclCommCreate(const pcclCommConfig_t* config, pcclComm_t* comm) {
     PCCL_CHECK_PTR(config);
     PCCL_CHECK_PTR(comm);
     *comm = nullptr;
-    // A struct from an older header (before master_reconnect_ms, region, algorithm or gather_bytes) is
+    // A struct from an older header (before master_reconnect_ms, region, algorithm, gather_bytes or inbound) is
     // accepted: the fields it lacks keep their defaults.
     const uint32_t oldest = static_cast<uint32_t>(offsetof(pcclCommConfig_t, master_reconnect_ms));
     const uint32_t older = static_cast<uint32_t>(offsetof(pcclCommConfig_t, region));
     const uint32_t old = static_cast<uint32_t>(offsetof(pcclCommConfig_t, algorithm));
     const uint32_t recent = static_cast<uint32_t>(offsetof(pcclCommConfig_t, gather_bytes));
+    const uint32_t latest = static_cast<uint32_t>(offsetof(pcclCommConfig_t, inbound));
     const bool known = config->struct_size == oldest || config->struct_size == older || config->struct_size == old ||
-                       config->struct_size == recent;
+                       config->struct_size == recent || config->struct_size == latest;
     pcclResult_t r = pccl::capi::checkConfigHeader(
         known ? static_cast<uint32_t>(sizeof(pcclCommConfig_t)) : config->struct_size, sizeof(pcclCommConfig_t),
         config->config_version, "pcclCommConfig_t");
@@ -110,18 +112,28 @@ pcclResult_t pcclGetLinks(pcclComm_t comm, pcclLink_t* links, size_t capacity, s
   });
 }
 
+namespace {
+// Member `rank` of the last completed ring.
+pcclResult_t ringMember(CommEntry& c, uint32_t rank, pccl::RingMember* out) {
+  const pccl::Topology t = c.impl->topology();
+  if (t.ring.empty()) return fail(pcclInvalidUsage, "no ring installed yet: call pcclConnect first");
+  if (rank >= t.ring.size()) {
+    return fail(pcclInvalidArgument, "rank " + std::to_string(rank) + " is outside the ring of " +
+                                         std::to_string(t.ring.size()) + " members (epoch " + std::to_string(t.epoch) +
+                                         ")");
+  }
+  *out = t.ring[rank];
+  return pcclSuccess;
+}
+}  // namespace
+
 pcclResult_t pcclGetRegion(pcclComm_t comm, uint32_t rank, char* buf, size_t capacity, size_t* length) {
   return onComm(comm, [&](CommEntry& c) -> pcclResult_t {
     PCCL_CHECK_PTR(length);
     if (buf == nullptr && capacity != 0) return fail(pcclInvalidArgument, "buf is NULL but capacity is not 0");
-    const pccl::Topology t = c.impl->topology();
-    if (t.ring.empty()) return fail(pcclInvalidUsage, "no ring installed yet: call pcclConnect first");
-    if (rank >= t.ring.size()) {
-      return fail(pcclInvalidArgument, "rank " + std::to_string(rank) + " is outside the ring of " +
-                                           std::to_string(t.ring.size()) + " members (epoch " +
-                                           std::to_string(t.epoch) + ")");
-    }
-    const std::string& region = t.ring[rank].region;
+    pccl::RingMember member;
+    if (pcclResult_t r = ringMember(c, rank, &member); r != pcclSuccess) return r;
+    const std::string& region = member.region;
     *length = region.size();
     if (buf == nullptr) return pcclSuccess;  // a size query
     if (capacity <= region.size()) {
@@ -131,6 +143,16 @@ pcclResult_t pcclGetRegion(pcclComm_t comm, uint32_t rank, char* buf, size_t cap
                                            std::to_string(region.size() + 1) + ")");
     }
     std::memcpy(buf, region.c_str(), region.size() + 1);
+    return pcclSuccess;
+  });
+}
+
+pcclResult_t pcclGetInbound(pcclComm_t comm, uint32_t rank, int* inbound) {
+  return onComm(comm, [&](CommEntry& c) -> pcclResult_t {
+    PCCL_CHECK_PTR(inbound);
+    pccl::RingMember member;
+    if (pcclResult_t r = ringMember(c, rank, &member); r != pcclSuccess) return r;
+    *inbound = member.inbound ? 1 : 0;
     return pcclSuccess;
   });
 }

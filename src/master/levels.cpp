@@ -160,10 +160,17 @@ std::map<uint32_t, LevelsChoice> decideLevels(const std::vector<wire::MemberInfo
     }
     const bool nothing = regions.size() <= 1 ||
                          std::all_of(regions.begin(), regions.end(), [](const Members& r) { return r.size() <= 1; });
+    // Two levels link members that are not ring neighbours: two that cannot be dialled might be paired.
+    bool unlinkable = false;
+    for (const auto* a : members) {
+      for (const auto* b : members) unlinkable = unlinkable || (a != b && !wire::linkable(*a, *b));
+    }
     if (flat) {
       out[group] = {wire::Levels::kFlat, 0, "flat (asked)"};
     } else if (nothing) {
       out[group] = {wire::Levels::kFlat, 0, regions.size() <= 1 ? "flat (one region)" : "flat (one member per region)"};
+    } else if (unlinkable) {
+      out[group] = {wire::Levels::kFlat, 0, "flat (two members cannot be dialled: two levels might pair them)"};
     } else if (two) {
       out[group] = {wire::Levels::kTwoLevel, 0, "two-level (asked)"};
     } else {

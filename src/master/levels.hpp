@@ -1,8 +1,9 @@
 // Flat or two-level (docs/algorithms.md §12): how each group's all-reduces run, decided by the master
 // at every ring build, after the regions, and sent in the TopologyUpdate (wire::MemberInfo::levels,
 // the same for every member of a group). Per group:
-//   - flat when a member asked for flat (JoinRequest::levels), or when two levels have nothing to work
-//     with: one region, or no region with more than one member;
+//   - flat when a member asked for flat (JoinRequest::levels), when two members cannot link directly
+//     (neither can be dialled, wire::linkable: two levels might pair them), or when two levels have
+//     nothing to work with: one region, or no region with more than one member;
 //   - else two-level when a member asked for it;
 //   - else (every member asked auto) the cost model below, over the measured links; without a
 //     measured link for every pair it needs, two-level (members declared or were found in regions

@@ -133,10 +133,12 @@ Effects LinkSurvey::startRound(TimePoint now) {
     tx.has_target = true;
     tx.target = members_[p.second];
     tx.target_connections = wire::linkConnections(members_[p.first], members_[p.second]);
+    tx.target_dials = !wire::opensLink(members_[p.first], members_[p.second]);
     wire::ProbePlan& rx = plans[p.second];
     rx.has_source = true;
     rx.source = members_[p.first];
     rx.source_connections = wire::linkConnections(members_[p.first], members_[p.second]);
+    rx.dial_source = tx.target_dials;
   }
   for (auto& [index, plan] : plans) {
     plan.probe_id = probe_id_;

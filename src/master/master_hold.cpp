@@ -31,7 +31,8 @@ bool MasterServer::holdPeer(const Session& s, const Status& reason) {
   h.gen = ++hold_gen_;
   PCCL_LOG_INFO(kLog, "peer={}: its connection from {} broke ({}); holding its place for {} ms for it to come back",
                 shortId(s.id), s.conn->peerName(), h.why, grace.count());
-  checkHeldAlive(s.id, h.gen, s.p2p);
+  // A member that cannot be dialled (a firewall may well refuse the dial) waits for its deadline.
+  if (dialable(s.id)) checkHeldAlive(s.id, h.gen, s.p2p);
   publishStats();  // one connection fewer
   return true;
 }
@@ -72,6 +73,15 @@ void MasterServer::checkHeldAlive(const wire::Uuid& id, uint64_t gen, const net:
       });
     });
   });
+}
+
+bool MasterServer::dialable(const wire::Uuid& id) const {
+  auto r = reachable_.find(id);
+  if (r != reachable_.end()) return r->second;
+  for (const wire::MemberInfo& m : membership_.ring()) {
+    if (m.id == id) return m.inbound != 0;
+  }
+  return true;
 }
 
 void MasterServer::backFromHold(const wire::Uuid& id) {

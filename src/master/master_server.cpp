@@ -44,7 +44,7 @@ void MasterServer::freshBooks() {
   membership_.configureSurveys(survey, config_.auto_optimize == 1);
   ops_ = OpCoordinator(config_.max_concurrent_ops, Millis(config_.announce_window_ms));
   resolver_ = OpResolver();
-  syncs_ = SyncCoordinator();
+  syncs_ = SyncCoordinator(&membership_);
 }
 
 MasterServer::~MasterServer() = default;
@@ -321,8 +321,15 @@ Status MasterServer::onJoin(Session& s, const wire::JoinRequest& m) {
   serial_by_id_[info.id] = s.serial;
   PCCL_LOG_DEBUG(kLog, "join from {} ({})", s.conn->peerName(), m.client_version);
   sendAccepted(s, info.id, false);
+  if (info.inbound != 0) {
+    checkReachable(info, s.conn->peerName());  // joins it once its ring port answered or did not
+    return Status::ok();
+  }
+  PCCL_LOG_INFO(kLog, "peer={}: declared that it cannot be dialled (inbound = false): its links are opened from "
+                "its side; its connection came from {}", shortId(info.id), s.conn->peerName());
+  reachable_[info.id] = false;
   apply(membership_.join(info));
-  checkReachable(info.id, s.p2p, s.conn->peerName());
+  publishStats();
   return Status::ok();
 }
 
@@ -345,6 +352,7 @@ wire::MemberInfo MasterServer::memberInfo(const Session& s, const wire::JoinRequ
   info.ring_key = m.ring_key;
   info.region = m.region;  // declared; a build puts the effective one in the ring (master/regions.hpp)
   info.levels = m.levels;  // asked; a build puts the group's decision in the ring (master/levels.hpp)
+  info.inbound = m.inbound;  // declared; a new member's dial-back may turn 1 into 0 (master_reach.cpp)
   return info;
 }
 

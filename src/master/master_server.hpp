@@ -75,9 +75,12 @@ class MasterServer {
   bool holdPeer(const Session& s, const Status& reason);
   void checkHeldAlive(const wire::Uuid& id, uint64_t gen, const net::HostPort& at, uint32_t attempts_left = 4);
   void backFromHold(const wire::Uuid& id);  // it came back on a new connection
-  // Whether a new member's ring port accepts connections from here (master_reach.cpp): dialled once on
-  // its join, authenticated like a ring connection and dropped; logged and counted in the stats.
-  void checkReachable(const wire::Uuid& id, const net::HostPort& at, const std::string& seen);
+  // Whether a new member's ring port accepts connections from here (master_reach.cpp): dialled once,
+  // as its ring neighbours would; the member joins the membership with the verdict in
+  // MemberInfo::inbound. `seen`: where its control connection came from (logged).
+  void checkReachable(wire::MemberInfo info, const std::string& seen);
+  // Whether others can dial member `id` (its dial-back, else its place in the ring).
+  bool dialable(const wire::Uuid& id) const;
   void expireHolds(TimePoint now);          // from tick(): those past their deadline are removed
   void releaseLater(std::unique_ptr<Session> s);
   void apply(const Effects& fx);

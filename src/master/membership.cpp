@@ -43,7 +43,8 @@ size_t Membership::pendingCount() const { return peers_.size() - acceptedCount()
 wire::MembershipStatus Membership::status() const {
   wire::MembershipStatus s;
   s.accepted = static_cast<uint32_t>(acceptedCount());
-  s.pending = static_cast<uint32_t>(pendingCount());
+  // Peers that a build would keep waiting do not make arePeersPending() true (no rebuild would take them).
+  s.pending = static_cast<uint32_t>(pendingCount() - withheldNow(joinOrder()).size());
   s.vote_open =
       std::any_of(peers_.begin(), peers_.end(), [](const auto& kv) { return kv.second.vote != Vote::kNone; }) ? 1 : 0;
   s.stale = stale_ ? 1 : 0;
@@ -204,6 +205,40 @@ std::vector<wire::MemberInfo> Membership::joinOrder() const {
   return out;
 }
 
+std::vector<size_t> Membership::withheldNow(const std::vector<wire::MemberInfo>& all) const {
+  std::vector<bool> pending;
+  for (const auto& m : all) pending.push_back(peers_.at(m.id).phase == PeerPhase::kPending);
+  return withheld(all, pending);
+}
+
+std::vector<wire::MemberInfo> Membership::admissible() {
+  std::vector<wire::MemberInfo> all = joinOrder();
+  const std::vector<size_t> out = withheldNow(all);
+  std::set<wire::Uuid> now;
+  for (size_t i : out) {
+    now.insert(all[i].id);
+    if (withheld_.count(all[i].id) != 0) continue;
+    std::string others;
+    for (const auto& m : all) {
+      if (m.group == all[i].group && m.inbound == 0 && m.id != all[i].id) others += (others.empty() ? "" : ", ") + shortId(m.id);
+    }
+    PCCL_LOG_WARN(kLog, "peer={} epoch={}: cannot be dialled, and neither can {} of group {}: it waits pending until "
+                  "enough members that can be dialled joined (a ring needs one between any two that cannot; no "
+                  "relay yet, docs/concepts.md \"Reachability\")",
+                  shortId(all[i].id), epoch_, others, all[i].group);
+  }
+  withheld_ = std::move(now);
+  std::vector<wire::MemberInfo> in;
+  for (size_t i = 0, w = 0; i < all.size(); ++i) {
+    if (w < out.size() && out[w] == i) {
+      ++w;
+      continue;
+    }
+    in.push_back(std::move(all[i]));
+  }
+  return in;
+}
+
 void Membership::clearVotes() {
   for (auto& kv : peers_) {
     kv.second.vote = Vote::kNone;
@@ -223,7 +258,7 @@ void Membership::maybeStartBuild(Effects& fx) {
     if (kv.second.vote == Vote::kOptimize) ++optimizes;
   }
   const bool bootstrap = accepted == 0 && !peers_.empty();  // the first peer(s) are admitted at once
-  if (bootstrap) return startBuild(fx, joinOrder());
+  if (bootstrap) return startBuild(fx, admissible());
   if (accepted == 0 || updates + optimizes != accepted) return;
   if (updates != 0 && optimizes != 0) {
     std::string opt, upd;
@@ -237,7 +272,7 @@ void Membership::maybeStartBuild(Effects& fx) {
                                  "pcclUpdateTopology; every peer must make the same call",
                                  opt, upd));
   }
-  std::vector<wire::MemberInfo> members = joinOrder();
+  std::vector<wire::MemberInfo> members = admissible();
   if (optimizes != 0) return startSurvey(fx, members, linksToMeasure(members, book_, true));
   if (auto_optimize_) return startSurvey(fx, members, linksToMeasure(members, book_, false));
   startBuild(fx, members);

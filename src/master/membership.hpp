@@ -18,6 +18,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -113,6 +114,10 @@ class Membership {
   };
 
   void maybeStartBuild(Effects& fx);
+  // The members the next ring takes (join order): all but those master::withheld() keeps pending,
+  // each logged when it starts waiting.
+  std::vector<wire::MemberInfo> admissible();
+  std::vector<size_t> withheldNow(const std::vector<wire::MemberInfo>& all) const;  // indices into `all`
   // Measures `pairs` among `members` (join order), then builds; builds at once when there is nothing to measure.
   void startSurvey(Effects& fx, const std::vector<wire::MemberInfo>& members, std::vector<ProbePair> pairs);
   // A ring of `members` (join order), ordered by the links the book holds where it can.
@@ -131,6 +136,7 @@ class Membership {
   std::vector<wire::MemberInfo> ring_;
   std::map<wire::Uuid, std::string> regions_;  // ring_'s regions as last logged
   std::map<uint32_t, std::string> levels_;     // each group's levels as last logged
+  std::set<wire::Uuid> withheld_;              // pending peers kept out of the last ring (logged once)
   uint64_t next_seq_ = 0;
   uint64_t epoch_ = 0;
   RunPhase phase_ = RunPhase::kStable;

@@ -25,13 +25,39 @@ std::vector<std::vector<size_t>> groupsOf(const std::vector<wire::MemberInfo>& j
   return groups;
 }
 
-bool covered(const std::vector<wire::Uuid>& ids, const LinkBook& book) {
-  for (const auto& a : ids) {
-    for (const auto& b : ids) {
-      if (a != b && !book.has(a, b)) return false;
+// Every pair of the group that can have a direct link was measured.
+bool covered(const std::vector<const wire::MemberInfo*>& members, const LinkBook& book) {
+  for (const auto* a : members) {
+    for (const auto* b : members) {
+      if (a != b && wire::linkable(*a, *b) && !book.has(a->id, b->id)) return false;
     }
   }
   return true;
+}
+
+// Whether the ring `order` (indices into `members`) puts two members that cannot link side by side.
+bool adjacentUnlinkable(const std::vector<const wire::MemberInfo*>& members, const std::vector<uint32_t>& order) {
+  if (order.size() < 2) return false;
+  for (size_t i = 0; i < order.size(); ++i) {
+    if (!wire::linkable(*members[order[i]], *members[order[(i + 1) % order.size()]])) return true;
+  }
+  return false;
+}
+
+// `order` with a member that can be dialled after each one that cannot, where there are enough: the
+// dialable ones in their order, each followed by the next undialable one still to place.
+std::vector<uint32_t> spreadUndialable(const std::vector<const wire::MemberInfo*>& members,
+                                       const std::vector<uint32_t>& order) {
+  std::vector<uint32_t> open, closed;
+  for (uint32_t i : order) (members[i]->inbound != 0 ? open : closed).push_back(i);
+  if (closed.size() > open.size()) return order;  // no such ring: the build reports the link that fails
+  std::vector<uint32_t> out;
+  size_t next = 0;
+  for (uint32_t i : open) {
+    out.push_back(i);
+    if (next < closed.size()) out.push_back(closed[next++]);
+  }
+  return out;
 }
 
 std::string names(const std::vector<wire::Uuid>& ids, const std::vector<uint32_t>& order) {
@@ -51,12 +77,21 @@ RingOrder orderRing(const std::vector<wire::MemberInfo>& joined, const std::vect
   bool known = true;
   for (const std::vector<size_t>& group : groupsOf(joined)) {
     std::vector<wire::Uuid> ids;
-    for (size_t i : group) ids.push_back(joined[i].id);
+    std::vector<const wire::MemberInfo*> members;
+    for (size_t i : group) {
+      ids.push_back(joined[i].id);
+      members.push_back(&joined[i]);
+    }
     std::vector<uint32_t> identity(group.size());
     for (uint32_t i = 0; i < identity.size(); ++i) identity[i] = i;
     std::vector<uint32_t> order;
-    const bool have_links = group.size() >= 2 && covered(ids, book);
+    const bool have_links = group.size() >= 2 && covered(members, book);
     LinkMatrix m = have_links ? book.matrix(ids) : LinkMatrix(0);
+    for (size_t a = 0; have_links && a < members.size(); ++a) {  // no direct link: unusable
+      for (size_t b = 0; b < members.size(); ++b) {
+        if (a != b && !wire::linkable(*members[a], *members[b])) m.set(a, b, 0.0, 0.0);
+      }
+    }
     if (have_links && group.size() >= 3) {
       Result<RingChoice> choice = solveRing(m, options);
       if (choice.isOk()) {
@@ -81,6 +116,12 @@ RingOrder orderRing(const std::vector<wire::MemberInfo>& joined, const std::vect
       for (uint32_t i = 0; i < ids.size(); ++i) {
         if (std::find(order.begin(), order.end(), i) == order.end()) order.push_back(i);
       }
+      if (adjacentUnlinkable(members, order)) order = spreadUndialable(members, order);
+    }
+    if (adjacentUnlinkable(members, order)) {
+      PCCL_LOG_WARN(kLog, "group {}: no ring keeps apart the members that cannot be dialled ({}): a link between "
+                    "two of them cannot connect (docs/concepts.md \"Reachability\")",
+                    joined[group[0]].group, names(ids, order));
     }
     for (uint32_t i : order) out.ring.push_back(joined[group[i]]);
     if (group.size() >= 2) {
@@ -105,11 +146,29 @@ std::vector<ProbePair> linksToMeasure(const std::vector<wire::MemberInfo>& joine
     if (!all && group.size() < 3) continue;  // two peers have one ring whatever was measured
     for (size_t a : group) {
       for (size_t b : group) {
-        if (a != b && (all || !book.has(joined[a].id, joined[b].id))) pairs.emplace_back(a, b);
+        if (a == b || !wire::linkable(joined[a], joined[b])) continue;
+        if (all || !book.has(joined[a].id, joined[b].id)) pairs.emplace_back(a, b);
       }
     }
   }
   return pairs;
+}
+
+std::vector<size_t> withheld(const std::vector<wire::MemberInfo>& joined, const std::vector<bool>& pending) {
+  std::vector<size_t> out;
+  for (const std::vector<size_t>& group : groupsOf(joined)) {
+    size_t n = group.size();
+    size_t closed = 0;
+    for (size_t i : group) closed += joined[i].inbound == 0 ? 1 : 0;
+    for (auto it = group.rbegin(); it != group.rend() && n >= 2 && closed > n / 2; ++it) {
+      if (joined[*it].inbound != 0 || !pending[*it]) continue;
+      out.push_back(*it);
+      --n;
+      --closed;
+    }
+  }
+  std::sort(out.begin(), out.end());
+  return out;
 }
 
 }  // namespace pccl::master

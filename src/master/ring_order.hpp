@@ -1,6 +1,8 @@
 // The order of the next ring (docs/algorithms.md §10): per peer group, the measured best ring when the
 // master holds every link among the group's members, else the previous ring's order with newcomers
-// appended in join order. Pure.
+// appended in join order. Members that cannot be dialled (MemberInfo::inbound 0, docs/concepts.md
+// "Reachability") are never ring neighbours of each other when another order exists: the solver sees
+// their links as unusable, the join order puts a dialable member after each of them. Pure.
 // Thread: MasterServer's event loop only.
 #ifndef PCCL_MASTER_RING_ORDER_HPP_
 #define PCCL_MASTER_RING_ORDER_HPP_
@@ -27,9 +29,15 @@ struct RingOrder {
 RingOrder orderRing(const std::vector<wire::MemberInfo>& joined, const std::vector<wire::MemberInfo>& previous,
                     const LinkBook& book, const SolveOptions& options = {});
 
+// Of `joined` (join order), the members that wait pending (indices): per group, while more than half of
+// its members cannot be dialled (no ring could then put a dialable member between any two of them; no
+// relay yet), the latest-joined pending one that cannot be. `pending[i]`: joined[i] is not a member of
+// the current ring (members already in it are never withheld). One member alone is always placeable.
+std::vector<size_t> withheld(const std::vector<wire::MemberInfo>& joined, const std::vector<bool>& pending);
+
 // The links to measure so that orderRing can solve every group of three or more among `joined`:
-// every ordered pair within a group (all of them when `all`, else those not in the book), as indices
-// into `joined`.
+// every ordered pair within a group that can have a direct link (wire::linkable; all of them when `all`,
+// else those not in the book), as indices into `joined`.
 std::vector<ProbePair> linksToMeasure(const std::vector<wire::MemberInfo>& joined, const LinkBook& book, bool all);
 
 }  // namespace pccl::master

@@ -56,7 +56,19 @@ Effects SyncCoordinator::start(uint32_t group, uint64_t epoch) {
   Pending p = std::move(pending_[group]);
   pending_.erase(group);
   std::vector<SyncParticipant> parts;
-  for (const auto& id : p.members) parts.push_back(SyncParticipant{id, p.announced[id]});
+  const std::vector<wire::MemberInfo> none;
+  const std::vector<wire::MemberInfo>& ring = membership_ != nullptr ? membership_->ring() : none;
+  for (const auto& id : p.members) {
+    SyncParticipant part;
+    part.id = id;
+    part.announce = p.announced[id];
+    for (const wire::MemberInfo& m : ring) {
+      if (m.id != id) continue;
+      part.inbound = m.inbound != 0;
+      part.host = m.host;
+    }
+    parts.push_back(std::move(part));
+  }
   const SyncElection e = electSharedState(parts);
   const uint64_t sync_id = ++next_sync_id_;
   Running run;

@@ -20,6 +20,9 @@ namespace pccl::master {
 
 class SyncCoordinator {
  public:
+  // `membership`: where the participants' reachability is read (MemberInfo::inbound and host; null:
+  // every one can be dialled). Must outlive this.
+  explicit SyncCoordinator(const Membership* membership = nullptr) : membership_(membership) {}
   // `members`: the accepted peers of the announcer's group in the current ring; `blocked`: why no
   // collective can run now, or OK.
   Effects announce(const wire::Uuid& peer, uint32_t group, const std::vector<wire::Uuid>& members,
@@ -56,6 +59,7 @@ class SyncCoordinator {
   std::map<uint64_t, Running> running_;   // by sync id
   std::map<wire::Uuid, std::vector<uint8_t>> completed_;  // the SyncComplete of each peer's last sync
   uint64_t next_sync_id_ = 0;
+  const Membership* membership_ = nullptr;
 };
 
 }  // namespace pccl::master

@@ -7,6 +7,8 @@
 #include <string>
 #include <tuple>
 
+#include "wire/control_messages.hpp"
+
 namespace pccl::master {
 
 namespace {
@@ -138,12 +140,39 @@ SyncElection electSharedState(const std::vector<SyncParticipant>& peers) {
     for (size_t i = 0; i < peers.size(); ++i) {
       if (!valid[i] || !receives(peers[i]) || key_of[i]->digest == win->first) continue;
       const auto index = static_cast<uint32_t>(key_of[i] - peers[i].announce.keys.data());
-      std::vector<wire::Uuid> mine = sources;
+      std::vector<wire::Uuid> mine;
+      for (size_t j = 0; j < peers.size(); ++j) {  // the holders it can dial
+        const bool dialable = peers[j].inbound || wire::sameHost(peers[j].host, peers[i].host);
+        if (std::find(sources.begin(), sources.end(), peers[j].id) != sources.end() && dialable) {
+          mine.push_back(peers[j].id);
+        }
+      }
+      if (mine.empty()) {
+        e.plans[i].status = Status::unsupported(fmt::format(
+            "shared-state key '{}': every peer that holds the elected content ({}) cannot be dialled, and neither "
+            "can this peer: no transfer can connect (no relay yet, docs/concepts.md \"Reachability\")",
+            name, wire::shortId(sources.front())));
+        e.plans[i].fetches.clear();
+        valid[i] = false;
+        continue;
+      }
       if (mine.size() > wire::kMaxSyncFetchSources) {  // a window of the holders, rotated per receiver
         std::rotate(mine.begin(), mine.begin() + static_cast<std::ptrdiff_t>(i % mine.size()), mine.end());
         mine.resize(wire::kMaxSyncFetchSources);
       }
       e.plans[i].fetches.push_back(wire::SyncFetch{index, win->first, std::move(mine)});
+    }
+  }
+  // A peer that cannot take part serves no one: its place as a source is dropped (a fetch left with none
+  // fails its receiver alike).
+  for (size_t i = 0; i < peers.size(); ++i) {
+    if (e.plans[i].status.isOk()) continue;
+    for (size_t r = 0; r < peers.size(); ++r) {
+      for (wire::SyncFetch& f : e.plans[r].fetches) {
+        f.sources.erase(std::remove(f.sources.begin(), f.sources.end(), peers[i].id), f.sources.end());
+        if (f.sources.empty() && e.plans[r].status.isOk()) e.plans[r].status = e.plans[i].status;
+      }
+      if (!e.plans[r].status.isOk()) e.plans[r].fetches.clear();
     }
   }
   return e;

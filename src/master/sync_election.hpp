@@ -9,11 +9,15 @@
 //                  digest, so every master decides alike).
 //   receivers      enforce-popular and receive-only peers whose digest of a key differs fetch that
 //                  key; send-only peers never receive. Sources of a key: every peer with the
-//                  reference schema that holds the elected digest.
+//                  reference schema that holds the elected digest that the receiver can dial (a
+//                  receiver opens its transfer's connections: a holder that cannot be dialled,
+//                  MemberInfo::inbound 0, serves only receivers on its host). A receiver that can
+//                  dial no holder of a key gets Unsupported naming it (no relay yet).
 // No candidate with the reference schema (e.g. everybody receive-only) is InvalidUsage for all.
 #ifndef PCCL_MASTER_SYNC_ELECTION_HPP_
 #define PCCL_MASTER_SYNC_ELECTION_HPP_
 
+#include <string>
 #include <vector>
 
 #include "pccl/status.hpp"
@@ -24,6 +28,8 @@ namespace pccl::master {
 struct SyncParticipant {
   wire::Uuid id{};
   wire::SyncAnnounce announce;
+  bool inbound = true;  // others can dial it (MemberInfo::inbound)
+  std::string host;     // its ring host (wire::sameHost: a peer on its host dials it whatever inbound says)
 };
 
 struct SyncPeerPlan {

@@ -76,7 +76,7 @@ void HelloAcceptor::acceptNew(const std::shared_ptr<net::FrameIo>& io, const wir
   // Claimed now, not when the P2PAccept is written: another connection may say the same index meanwhile.
   const uint64_t id = round_.id;
   claimed_[index] = true;
-  std::string who = std::string(index < round_.connections ? rules_.who : "linked peer") + " " +
+  std::string who = std::string(slotName(index)) + " " +
                     wire::shortId(hello.sender_id);
   wire::P2PAccept accept;
   const bool resumable =
@@ -127,6 +127,16 @@ void HelloAcceptor::onResume(const std::shared_ptr<net::FrameIo>& io, const wire
   });
 }
 
+const char* HelloAcceptor::slotName(uint32_t index) const {
+  if (index < round_.connections) return rules_.who;
+  uint32_t at = round_.connections;
+  for (const Sender& m : round_.more) {
+    at += m.connections;
+    if (index < at) return m.who;
+  }
+  return "linked peer";
+}
+
 Result<uint32_t> HelloAcceptor::check(const net::FrameIo& io, const wire::P2PHello& hello) const {
   if (!round_.accepts || hello.epoch != round_.id) return rules_.refuse(hello, round_.id);
   PCCL_ASSIGN_OR_RETURN(uint32_t slot, slotOf(io, hello));
@@ -140,13 +150,14 @@ Result<uint32_t> HelloAcceptor::slotOf(const net::FrameIo& io, const wire::P2PHe
   // Which sender: the first, or one of the others (their slots follow).
   const wire::SignKey* key = nullptr;
   uint32_t base = 0, connections = 0;
-  if (hello.sender_id == round_.sender) {
+  const bool reverse = (hello.flags & wire::kHelloReverse) != 0;
+  if (hello.sender_id == round_.sender && round_.connections != 0 && !reverse) {
     key = &round_.sender_key;
     connections = round_.connections;
   } else {
     base = round_.connections;
     for (const Sender& m : round_.more) {
-      if (m.id == hello.sender_id) {
+      if (m.id == hello.sender_id && m.reverse == reverse) {
         key = &m.key;
         connections = m.connections;
         break;

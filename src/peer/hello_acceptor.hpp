@@ -53,6 +53,10 @@ class HelloAcceptor {
     wire::Uuid id{};
     wire::SignKey key{};
     uint32_t connections = 0;  // its indices 0..connections-1, each accepted once
+    // Its hellos say kHelloReverse: it dials because it cannot be dialled, and the connections carry
+    // data from us to it (wire::opensLink). A sender may be listed twice, once each way.
+    bool reverse = false;
+    const char* who = "linked peer";  // an accepted connection's name, before the sender's short id
   };
   struct Round {
     uint64_t id = 0;
@@ -60,7 +64,8 @@ class HelloAcceptor {
     wire::Uuid sender{};
     wire::SignKey sender_key{};
     uint32_t connections = 0;  // indices 0..connections-1, each accepted once
-    // Further senders (a ring's two-level links): their slots follow the first sender's, in this order.
+    // Further senders (a ring's two-level links, a successor that cannot be dialled): their slots follow
+    // the first sender's, in this order. The first sender's hellos never say kHelloReverse.
     std::vector<Sender> more;
   };
   // A connection was accepted into slot `index` (channels()[index]); `resumable`: both ends agreed it
@@ -92,6 +97,8 @@ class HelloAcceptor {
   };
   void onHello(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello);
   void onResume(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello);
+  // The name of slot `index`'s connections in messages.
+  const char* slotName(uint32_t index) const;
   // Takes a checked hello's connection into slot `index` (claimed at once, filled once accepted).
   void acceptNew(const std::shared_ptr<net::FrameIo>& io, const wire::P2PHello& hello, uint32_t index);
   // The slot of a hello for the current round: the sender is one the round lists, the signature

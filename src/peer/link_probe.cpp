@@ -60,7 +60,9 @@ LinkProber::~LinkProber() {
 
 void LinkProber::closeAll() {
   std::vector<Out> out = std::move(out_);
-  std::vector<std::shared_ptr<net::DataChannel>> in = acceptor_.release();
+  std::vector<std::shared_ptr<net::DataChannel>> in = std::move(in_);
+  in_.clear();
+  for (auto& c : acceptor_.release()) in.push_back(c);  // every channel is in one of out_, in_ (or not yet)
   out_.clear();
   for (auto& o : out) {
     if (o.ch) o.ch->close(Status::ok());
@@ -101,7 +103,10 @@ void LinkProber::start(const wire::Uuid& self, const wire::ProbePlan& plan, Repo
   samples_.clear();
   rx_start_ = Clock::now();
   if (plan.has_target) out_.assign(plan.target_connections, Out{});
-  if (plan.has_source) in_ended_.assign(plan.source_connections, false);
+  if (plan.has_source) {
+    in_.assign(plan.source_connections, nullptr);
+    in_ended_.assign(plan.source_connections, false);
+  }
   // Both sides are bounded: the connections, the pings and the budget, with room for a slow start.
   const Millis bound = Millis(plan.budget_ms) + 3 * handshake_timeout_;
   deadline_.expires_after(bound);
@@ -112,41 +117,72 @@ void LinkProber::start(const wire::Uuid& self, const wire::ProbePlan& plan, Repo
                                                                        wire::shortId(plan_.source.id), bound.count())
                                                          : std::string());
   });
-  for (uint32_t i = 0; i < plan.target_connections && plan.has_target; ++i) dial(i);
+  // Whoever can dial, dials (wire::opensLink): the target may open our sending side, and we the
+  // source's, with kHelloReverse hellos.
+  const bool dial_target = plan.has_target && !plan.target_dials;
+  const bool accept_source = plan.has_source && !plan.dial_source;
+  for (uint32_t i = 0; dial_target && i < plan.target_connections; ++i) dial(plan.target, false, i);
+  for (uint32_t i = 0; plan.has_source && plan.dial_source && i < plan.source_connections; ++i) {
+    dial(plan.source, true, i);
+  }
   HelloAcceptor::Round round;
   round.id = plan.probe_id;
-  round.accepts = plan.has_source;
+  round.accepts = accept_source || (plan.has_target && plan.target_dials);
   round.sender = plan.source.id;
   round.sender_key = plan.source.ring_key;
-  round.connections = plan.has_source ? plan.source_connections : 0;
+  round.connections = accept_source ? plan.source_connections : 0;
+  if (plan.has_target && plan.target_dials) {
+    round.more.push_back(
+        HelloAcceptor::Sender{plan.target.id, plan.target.ring_key, plan.target_connections, true, "probe target"});
+  }
   // Replays what came before the plan.
-  acceptor_.open(round, [this](uint32_t index, bool) { acceptor_.channels()[index]->start(this); });
+  acceptor_.open(round, [this, from_source = round.connections](uint32_t index, bool) {
+    const auto& ch = acceptor_.channels()[index];
+    if (index < from_source) return receiveOn(index, ch);
+    sendOn(index - from_source, ch);
+  });
   maybeReport();
 }
 
 // ---- send side -------------------------------------------------------------------------------------
 
-void LinkProber::dial(uint32_t index) {
+void LinkProber::dial(const wire::MemberInfo& to, bool reverse, uint32_t index) {
   const uint64_t id = plan_.probe_id;
-  HelloDial d =
-      HelloDial::toMember(io_, plan_.target, wire::Role::kProbe, key_, identity_, handshake_timeout_, "probe target");
+  HelloDial d = HelloDial::toMember(io_, to, wire::Role::kProbe, key_, identity_, handshake_timeout_,
+                                    reverse ? "probe source" : "probe target");
   d.self = self_;
   d.epoch = id;
   d.index = index;
+  if (reverse) d.flags = wire::kHelloReverse;  // it sends, we dial
   auto alive = alive_;
-  auto stale = [this, alive, id] { return !*alive || !running_ || plan_.probe_id != id || tx_over_; };
-  dialWithHello(d, stale, [this](const Status& s) { txFinish(s.toString()); },
-                [this, index, id, who = d.who](net::Link link, const wire::P2PAccept&) {
-                  out_[index].ch = std::make_shared<net::DataChannel>(std::move(link), id, who);
-                  // As the ring's striped connections: little unsent in the kernel, so that what was written
-                  // was sent, and the round ends soon after its budget.
-                  out_[index].ch->setNotSentLowat(kProbeNotSentLowat);
-                  out_[index].ch->start(this);
-                  if (++out_up_ == out_.size()) {
-                    pings_left_ = kPings;
-                    ping();
-                  }
+  auto stale = [this, alive, id, reverse] {
+    return !*alive || !running_ || plan_.probe_id != id || (reverse ? rx_over_ : tx_over_);
+  };
+  dialWithHello(d, stale,
+                [this, reverse](const Status& s) { reverse ? rxFinish(s.toString()) : txFinish(s.toString()); },
+                [this, index, id, reverse, who = d.who](net::Link link, const wire::P2PAccept&) {
+                  auto ch = std::make_shared<net::DataChannel>(std::move(link), id, who);
+                  reverse ? receiveOn(index, ch) : sendOn(index, ch);
                 });
+}
+
+void LinkProber::sendOn(uint32_t index, const std::shared_ptr<net::DataChannel>& ch) {
+  if (index >= out_.size() || out_[index].ch) return ch->close(Status::ok());
+  out_[index].ch = ch;
+  // As the ring's striped connections: little unsent in the kernel, so that what was written was sent,
+  // and the round ends soon after its budget.
+  ch->setNotSentLowat(kProbeNotSentLowat);
+  ch->start(this);
+  if (++out_up_ == out_.size()) {
+    pings_left_ = kPings;
+    ping();
+  }
+}
+
+void LinkProber::receiveOn(uint32_t index, const std::shared_ptr<net::DataChannel>& ch) {
+  if (index >= in_.size() || in_[index]) return ch->close(Status::ok());
+  in_[index] = ch;
+  ch->start(this);
 }
 
 void LinkProber::ping() {
@@ -196,6 +232,7 @@ void LinkProber::txFinish(const std::string& error) {
   tx_over_ = true;
   tx_error_ = error;
   if (!error.empty()) rtt_us_ = 0;  // the link did not work: the master marks it unusable
+  if (rx_over_ && plan_.target_dials) acceptor_.stop();  // the target's connections: no more wanted
   maybeReport();
 }
 
@@ -255,13 +292,13 @@ Status LinkProber::deliver(net::DataChannel& ch, const wire::DataHeader& h, cons
       return Status::ok();
     }
     case kProbeEnd:
-      for (size_t i = 0; i < acceptor_.channels().size(); ++i) {
-        if (acceptor_.channels()[i].get() == &ch && !in_ended_[i]) {
+      for (size_t i = 0; i < in_.size(); ++i) {
+        if (in_[i].get() == &ch && !in_ended_[i]) {
           in_ended_[i] = true;
           ++ends_;
         }
       }
-      if (ends_ == acceptor_.channels().size()) rxFinish("");
+      if (ends_ == in_.size()) rxFinish("");
       return Status::ok();
     default:
       if (samples_.empty()) rx_start_ = now;
@@ -280,9 +317,8 @@ void LinkProber::channelClosed(net::DataChannel& ch, const Status& why) {
   }
   // The sender closes its connections once it wrote every end frame: a connection whose end arrived may
   // close while another still delivers.
-  const HelloAcceptor::Channels& in = acceptor_.channels();
-  for (size_t i = 0; i < in.size(); ++i) {
-    if (in[i].get() == &ch && !in_ended_[i] && !rx_over_) {
+  for (size_t i = 0; i < in_.size(); ++i) {
+    if (in_[i].get() == &ch && !in_ended_[i] && !rx_over_) {
       rxFinish(why.isOk() ? "probe connection closed before its end" : why.toString());
     }
   }
@@ -291,7 +327,7 @@ void LinkProber::channelClosed(net::DataChannel& ch, const Status& why) {
 void LinkProber::rxFinish(const std::string& error) {
   if (rx_over_) return;
   rx_over_ = true;
-  acceptor_.stop();
+  if (tx_over_ || !plan_.target_dials) acceptor_.stop();
   rx_error_ = error;
   maybeReport();
 }

@@ -74,7 +74,11 @@ class LinkProber : public net::DataSink {
     size_t queued = 0;   // frames handed to the channel, not yet done
     bool ended = false;  // its end frame was queued
   };
-  void dial(uint32_t index);
+  // Opens connection `index` to the target, or (`reverse`: kHelloReverse) to a source that cannot
+  // dial us (wire::opensLink).
+  void dial(const wire::MemberInfo& to, bool reverse, uint32_t index);
+  void sendOn(uint32_t index, const std::shared_ptr<net::DataChannel>& ch);     // to the target
+  void receiveOn(uint32_t index, const std::shared_ptr<net::DataChannel>& ch);  // from the source
   void ping();
   void pump(size_t conn);
   void txFinish(const std::string& error);
@@ -111,7 +115,8 @@ class LinkProber : public net::DataSink {
   // Receive side: the source's connections (a probe id being the acceptor's round).
   bool rx_over_ = true;
   std::string rx_error_;
-  HelloAcceptor acceptor_;
+  HelloAcceptor acceptor_;  // the source's connections, and a target's that dials us
+  std::vector<std::shared_ptr<net::DataChannel>> in_;  // the source's, whichever side opened them
   std::vector<bool> in_ended_;  // per inbound connection: its end frame arrived
   size_t ends_ = 0;
   TimePoint rx_start_{};

@@ -60,6 +60,9 @@ RingPlan planRing(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& s
   plan.predecessor_connections = linkConnections(pred, *mine);
   plan.successor_same_host = sameHost(mine->host, succ.host);
   plan.predecessor_same_host = sameHost(pred.host, mine->host);
+  plan.predecessor_at = pred;
+  plan.dial_successor = wire::opensLink(*mine, succ);
+  plan.dial_predecessor = !wire::opensLink(pred, *mine);
   return plan;
 }
 
@@ -90,6 +93,8 @@ void RingPool::closeAll(const Status& why) {
   out_.clear();
   for (auto& link : extra_out_) all.insert(all.end(), link.begin(), link.end());
   extra_out_.clear();
+  all.insert(all.end(), in_.begin(), in_.end());
+  in_.clear();
   Channels in = acceptor_.release();
   all.insert(all.end(), in.begin(), in.end());
   for (auto& c : all) {
@@ -114,7 +119,16 @@ void RingPool::build(const RingPlan& plan, Done done) {
     acceptor_.close(plan.epoch);
     return finish(Status::ok());
   }
-  out_.assign(plan.successor_connections, nullptr);
+  if (!plan.dial_successor) {
+    PCCL_LOG_INFO(kLog, "epoch={}: ring successor {} cannot be dialled: it opens the {} connections we send on",
+                  plan.epoch, wire::shortId(plan.successor.id), plan.successor_connections);
+  }
+  if (plan.dial_predecessor) {
+    PCCL_LOG_INFO(kLog, "epoch={}: this peer cannot be dialled: it opens the {} connections its ring predecessor {} "
+                  "sends on", plan.epoch, plan.predecessor_connections, wire::shortId(plan.predecessor));
+  }
+  out_.assign(plan.dial_successor ? plan.successor_connections : 0, nullptr);
+  in_.assign(plan.dial_predecessor ? plan.predecessor_connections : 0, nullptr);
   extra_out_.assign(plan.extra.size(), Channels{});
   for (size_t i = 0; i < plan.extra.size(); ++i) {
     if (plan.extra[i].dial) extra_out_[i].assign(plan.extra[i].connections, nullptr);
@@ -124,11 +138,16 @@ void RingPool::build(const RingPlan& plan, Done done) {
     if (ec || !*alive || !building_ || plan_.epoch != epoch) return;
     finish(Status::timeout(fmt::format("ring connections for epoch {} not up within {} ms ({}/{} to successor {}, "
                                        "{}/{} from predecessor {})",
-                                       epoch, build_timeout_.count(), count(out_), out_.size(),
-                                       wire::shortId(plan_.successor.id), count(inbound()), inbound().size(),
-                                       wire::shortId(plan_.predecessor))));
+                                       epoch, build_timeout_.count(), count(outbound()), plan_.successor_connections,
+                                       wire::shortId(plan_.successor.id), count(inbound()),
+                                       plan_.predecessor_connections, wire::shortId(plan_.predecessor))));
   });
-  for (uint32_t i = 0; i < plan.successor_connections; ++i) connectOne(plan.successor, -1, i, plan.epoch);
+  for (uint32_t i = 0; plan.dial_successor && i < plan.successor_connections; ++i) {
+    connectOne(plan.successor, kSuccessor, i, plan.epoch);
+  }
+  for (uint32_t i = 0; plan.dial_predecessor && i < plan.predecessor_connections; ++i) {
+    connectOne(plan.predecessor_at, kPredecessor, i, plan.epoch);
+  }
   for (size_t e = 0; e < plan.extra.size(); ++e) {
     for (uint32_t i = 0; plan.extra[e].dial && i < plan.extra[e].connections; ++i) {
       connectOne(plan.extra[e].peer, static_cast<int>(e), i, plan.epoch);
@@ -139,9 +158,13 @@ void RingPool::build(const RingPlan& plan, Done done) {
   round.accepts = true;
   round.sender = plan.predecessor;
   round.sender_key = plan.predecessor_key;
-  round.connections = plan.predecessor_connections;
+  round.connections = plan.dial_predecessor ? 0 : plan.predecessor_connections;
   for (const auto& x : plan.extra) {
     if (!x.dial) round.more.push_back(HelloAcceptor::Sender{x.peer.id, x.peer.ring_key, x.connections});
+  }
+  if (!plan.dial_successor) {  // last: outbound() finds its slots at the end
+    round.more.push_back(HelloAcceptor::Sender{plan.successor.id, plan.successor.ring_key,
+                                               plan.successor_connections, true, "ring successor"});
   }
   // Replays what came before the plan.
   acceptor_.open(round, [this](uint32_t index, bool resumable) { onAccepted(index, resumable); });
@@ -149,13 +172,9 @@ void RingPool::build(const RingPlan& plan, Done done) {
 
 void RingPool::connectOne(const wire::MemberInfo& to, int extra, uint32_t index, uint64_t epoch, int attempt,
                           bool resume) {
-  HelloDial d = HelloDial::toMember(io_, to, wire::Role::kPeerToPeer, key_, identity_, timeout_,
-                                    extra < 0 ? "ring successor" : "linked peer");
-  d.self = plan_.self;
-  d.epoch = epoch;
-  d.index = index;
+  HelloDial d = dialTo(to, extra, epoch, index);
   const bool ask = resumableTo(extra);
-  if (ask) d.flags = wire::kHelloResumable;
+  if (ask) d.flags |= wire::kHelloResumable;
   // A hello went out before, on a connection that broke: the acceptor may hold that connection (it
   // accepted, we never read it), so this one resumes it, or is taken in as new where it holds none.
   if (resume) d.flags |= wire::kHelloResume;
@@ -190,12 +209,10 @@ void RingPool::connectOne(const wire::MemberInfo& to, int extra, uint32_t index,
                   if (ask && (accept.flags & wire::kHelloResumable) != 0) {
                     ch->enableResume(resumeOptions(&to, extra, index, epoch));
                   }
-                  if (extra >= 0) {
-                    extra_out_[static_cast<size_t>(extra)][index] = std::move(ch);
-                    return maybeDone();
+                  if (extra == kSuccessor && plan_.successor_same_host && lend_) {
+                    ch->enableLending(net::LendRole::kDialer);
                   }
-                  out_[index] = std::move(ch);
-                  if (plan_.successor_same_host && lend_) out_[index]->enableLending(net::LendRole::kDialer);
+                  slotsOf(extra)[index] = std::move(ch);
                   maybeDone();
                 });
 }
@@ -205,7 +222,7 @@ void RingPool::adopt(net::Link link) { acceptor_.adopt(std::move(link)); }
 void RingPool::onAccepted(uint32_t index, bool resumable) {
   if (resumable) {
     acceptor_.channels()[index]->enableResume(resumeOptions(nullptr, -1, index, plan_.epoch));
-  } else if (index < plan_.predecessor_connections && plan_.predecessor_same_host && lend_) {
+  } else if (index < acceptedFromPredecessor() && plan_.predecessor_same_host && lend_) {
     acceptor_.channels()[index]->enableLending(net::LendRole::kAcceptor);
   }
   maybeDone();
@@ -214,12 +231,31 @@ void RingPool::onAccepted(uint32_t index, bool resumable) {
 // A link that lends payloads (a ring neighbour on this host, net/lending.hpp) does not resume: a lent
 // frame names memory rather than carrying bytes. Two-level links never lend.
 bool RingPool::resumableTo(int extra) const {
-  return resume_.on && (extra >= 0 || !(plan_.successor_same_host && lend_));
+  return resume_.on && (extra != kSuccessor || !(plan_.successor_same_host && lend_));
+}
+
+RingPool::Channels& RingPool::slotsOf(int extra) {
+  if (extra == kSuccessor) return out_;
+  if (extra == kPredecessor) return in_;
+  return extra_out_[static_cast<size_t>(extra)];
+}
+
+HelloDial RingPool::dialTo(const wire::MemberInfo& to, int extra, uint64_t epoch, uint32_t index) const {
+  HelloDial d = HelloDial::toMember(io_, to, wire::Role::kPeerToPeer, key_, identity_, timeout_,
+                                    extra == kSuccessor     ? "ring successor"
+                                    : extra == kPredecessor ? "ring predecessor"
+                                                            : "linked peer");
+  d.self = plan_.self;
+  d.epoch = epoch;
+  d.index = index;
+  if (extra == kPredecessor) d.flags = wire::kHelloReverse;  // it sends, we dial (wire::opensLink)
+  return d;
 }
 
 bool RingPool::resumableFrom(const wire::Uuid& sender) const {
   if (!resume_.on) return false;
   if (sender == plan_.predecessor) return !(plan_.predecessor_same_host && lend_);
+  if (sender == plan_.successor.id && !plan_.dial_successor) return true;  // never on one host
   return std::any_of(plan_.extra.begin(), plan_.extra.end(), [&](const auto& x) { return x.peer.id == sender; });
 }
 
@@ -241,12 +277,8 @@ void RingPool::redial(std::weak_ptr<net::DataChannel> weak, const wire::MemberIn
                       uint64_t epoch, Millis backoff) {
   auto ch = weak.lock();
   if (!ch || !ch->isOpen() || !ch->broken() || plan_.epoch != epoch) return;
-  HelloDial d = HelloDial::toMember(io_, to, wire::Role::kPeerToPeer, key_, identity_, timeout_,
-                                    extra < 0 ? "ring successor" : "linked peer");
-  d.self = plan_.self;
-  d.epoch = epoch;
-  d.index = index;
-  d.flags = wire::kHelloResumable | wire::kHelloResume;
+  HelloDial d = dialTo(to, extra, epoch, index);
+  d.flags |= wire::kHelloResumable | wire::kHelloResume;
   d.received = ch->framesReceived();
   auto alive = alive_;
   auto stale = [this, alive, weak, epoch] {
@@ -270,15 +302,27 @@ void RingPool::redial(std::weak_ptr<net::DataChannel> weak, const wire::MemberIn
   });
 }
 
+uint32_t RingPool::acceptedFromPredecessor() const {
+  return plan_.dial_predecessor ? 0 : plan_.predecessor_connections;
+}
+
+RingPool::Channels RingPool::outbound() const {
+  if (plan_.dial_successor) return out_;
+  const Channels& all = acceptor_.channels();  // a successor that dials us: the last slots
+  const size_t n = std::min<size_t>(all.size(), plan_.successor_connections);
+  return Channels(all.end() - static_cast<std::ptrdiff_t>(n), all.end());
+}
+
 RingPool::Channels RingPool::inbound() const {
+  if (plan_.dial_predecessor) return in_;
   const Channels& all = acceptor_.channels();
-  return Channels(all.begin(), all.begin() + std::min<size_t>(all.size(), plan_.predecessor_connections));
+  return Channels(all.begin(), all.begin() + std::min<size_t>(all.size(), acceptedFromPredecessor()));
 }
 
 std::vector<RingPool::Channels> RingPool::extraLinks() const {
   std::vector<Channels> out;
   const Channels& in = acceptor_.channels();
-  size_t at = plan_.predecessor_connections;  // the accepted links' slots follow the predecessor's
+  size_t at = acceptedFromPredecessor();  // the accepted links' slots follow the predecessor's
   for (size_t e = 0; e < plan_.extra.size(); ++e) {
     if (plan_.extra[e].dial) {
       out.push_back(e < extra_out_.size() ? extra_out_[e] : Channels{});
@@ -296,6 +340,7 @@ void RingPool::maybeDone() {
   for (const auto& link : extra_out_) {
     if (count(link) != link.size()) return;
   }
+  if (count(in_) != in_.size()) return;
   if (count(out_) == out_.size() && count(acceptor_.channels()) == acceptor_.channels().size()) finish(Status::ok());
 }
 

@@ -1,5 +1,7 @@
 // The authenticated pool of ring connections for one epoch: K outbound connections to our ring
-// successor (we send on them) and our predecessor's K inbound ones (we receive on them).
+// successor (we send on them) and our predecessor's K inbound ones (we receive on them). The sender
+// of a link opens it, unless the receiver cannot be dialled and the sender can (a firewall, a NAT:
+// wire::opensLink); then the receiver dials, its hellos say kHelloReverse, and the data flows as before.
 // Each is authenticated, then introduced with P2PHello / P2PAccept, then becomes a DataChannel. A
 // P2PHello is signed with its sender's ring key over the connection's session id (net/identity.hpp):
 // an inbound connection is accepted (HelloAcceptor, an epoch being its round) only when the signature
@@ -40,6 +42,13 @@ struct RingPlan {
   uint32_t predecessor_connections = 0;
   bool successor_same_host = false;    // sameHost(): the links lend payloads (net/lending.hpp)
   bool predecessor_same_host = false;
+  // Whoever can dial, dials (wire::opensLink, issue 37): false when the successor cannot be dialled
+  // and we can: it opens our outbound connections, with kHelloReverse hellos.
+  bool dial_successor = true;
+  // True when we cannot be dialled and the predecessor can: we open our inbound connections to it
+  // (kHelloReverse), at predecessor_at.
+  bool dial_predecessor = false;
+  wire::MemberInfo predecessor_at;
   // Links to group members besides the ring neighbours (a two-level group, docs/algorithms.md §12):
   // one set of connections per pair, opened by one side, carrying data both ways.
   struct Extra {
@@ -85,15 +94,22 @@ class RingPool {
   void adopt(net::Link link);
 
   // Valid once `done` reported success, until the next build or reset.
-  const Channels& outbound() const { return out_; }
-  Channels inbound() const;  // the predecessor's
+  Channels outbound() const;  // to the successor, whichever side opened them
+  Channels inbound() const;   // the predecessor's
   // The plan's extra links, in its order: each one's connections, whichever side opened them.
   std::vector<Channels> extraLinks() const;
   const RingPlan& plan() const { return plan_; }
 
  private:
-  // Opens connection `index` to `to`: the successor's (extra < 0) or the plan's extra link `extra`; a
-  // failure before the hello is dialled again (attempt 1, 2) before it fails the build.
+  // Opens connection `index` to `to`: the successor's (extra == kSuccessor), the predecessor's when we
+  // dial it (kPredecessor) or the plan's extra link `extra`; a failure before the hello is dialled
+  // again (attempt 1, 2) before it fails the build.
+  static constexpr int kSuccessor = -1;
+  static constexpr int kPredecessor = -2;
+  Channels& slotsOf(int extra);
+  // A hello dial of connection `index` of that link (kHelloReverse to the predecessor).
+  HelloDial dialTo(const wire::MemberInfo& to, int extra, uint64_t epoch, uint32_t index) const;
+  uint32_t acceptedFromPredecessor() const;  // the acceptor's slots for the predecessor
   void connectOne(const wire::MemberInfo& to, int extra, uint32_t index, uint64_t epoch, int attempt = 0,
                   bool resume = false);
   // Whether the connections we open (to the successor when extra < 0) or `sender` opens resume.
@@ -120,8 +136,11 @@ class RingPool {
   bool building_ = false;
   Done done_;
   Channels out_;
+  Channels in_;                      // the predecessor's, when we dial it
   std::vector<Channels> extra_out_;  // per extra link we dial (empty for the others)
-  HelloAcceptor acceptor_;  // the predecessor's connections: the inbound ones
+  // The connections others open: the predecessor's (the inbound ones), then the extra links', then a
+  // successor's that dials us.
+  HelloAcceptor acceptor_;
   asio::steady_timer deadline_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -37,6 +37,13 @@ Status readLevels(ByteReader& r, uint8_t* levels, const char* what) {
   return Status::ok();
 }
 
+// A 0/1 byte.
+Status readFlag(ByteReader& r, uint8_t* flag, const char* what) {
+  PCCL_RETURN_IF_ERROR(r.u8(flag));
+  if (*flag > 1) return Status::protocol(fmt::format("{} is {} (0 or 1)", what, *flag));
+  return Status::ok();
+}
+
 // A region string: length-checked by the reader, then its characters (docs/protocol.md §5.2.2).
 Status readRegion(ByteReader& r, std::string* region, const char* what) {
   PCCL_RETURN_IF_ERROR(r.str(region, kMaxRegion));
@@ -46,6 +53,14 @@ Status readRegion(ByteReader& r, std::string* region, const char* what) {
   return Status::ok();
 }
 }  // namespace
+
+bool opensLink(const MemberInfo& from, const MemberInfo& to) {
+  return to.inbound != 0 || from.inbound == 0 || sameHost(from.host, to.host);
+}
+
+bool linkable(const MemberInfo& a, const MemberInfo& b) {
+  return a.inbound != 0 || b.inbound != 0 || sameHost(a.host, b.host);
+}
 
 uint32_t linkConnections(const MemberInfo& from, const MemberInfo& to) {
   return sameHost(from.host, to.host) && from.host_connections != 0 ? from.host_connections : from.connections;
@@ -70,6 +85,7 @@ void JoinRequest::encode(ByteWriter& w) const {
   w.str(region);
   w.str(ring_region);
   w.u8(levels);
+  w.u8(inbound);
 }
 Result<JoinRequest> JoinRequest::decode(ByteReader& r) {
   JoinRequest m;
@@ -98,6 +114,7 @@ Result<JoinRequest> JoinRequest::decode(ByteReader& r) {
   PCCL_RETURN_IF_ERROR(readRegion(r, &m.region, "JoinRequest region"));
   PCCL_RETURN_IF_ERROR(readRegion(r, &m.ring_region, "JoinRequest ring_region"));
   PCCL_RETURN_IF_ERROR(readLevels(r, &m.levels, "JoinRequest"));
+  PCCL_RETURN_IF_ERROR(readFlag(r, &m.inbound, "JoinRequest inbound"));
   return m;
 }
 
@@ -148,6 +165,7 @@ void encodeMember(ByteWriter& w, const MemberInfo& m) {
   w.str(m.region);
   w.u8(m.levels);
   w.u64(m.two_level_bytes);
+  w.u8(m.inbound);
 }
 
 Status decodeMember(ByteReader& r, MemberInfo* m) {
@@ -160,7 +178,8 @@ Status decodeMember(ByteReader& r, MemberInfo* m) {
   PCCL_RETURN_IF_ERROR(r.fixed(&m->ring_key));
   PCCL_RETURN_IF_ERROR(readRegion(r, &m->region, "member region"));
   PCCL_RETURN_IF_ERROR(readLevels(r, &m->levels, "member"));
-  return r.u64(&m->two_level_bytes);
+  PCCL_RETURN_IF_ERROR(r.u64(&m->two_level_bytes));
+  return readFlag(r, &m->inbound, "member inbound");
 }
 
 void TopologyUpdate::encode(ByteWriter& w) const {

@@ -47,6 +47,9 @@ struct JoinRequest {
   // How it asks its group's all-reduces to run (protocol 12): Levels below. The master decides for the
   // whole group (MemberInfo::levels).
   uint8_t levels = 0;
+  // Whether it accepts inbound connections on its ring port (protocol 20, issue 37): 0 when it declared
+  // inbound = false (behind a firewall or NAT; the master does not dial it back), else 1.
+  uint8_t inbound = 1;
   bool resuming() const { return (resume_flags & kResuming) != 0; }
   void encode(ByteWriter& w) const;
   static Result<JoinRequest> decode(ByteReader& r);
@@ -109,10 +112,14 @@ struct MemberInfo {
   // caller's buffer, that runs in two levels; smaller ones run on the flat ring (the two-level gather
   // keeps its own rule). 0: every size. The master's cost model sets it (master/levels.hpp).
   uint64_t two_level_bytes = 0;
+  // Whether its ring port accepts connections from other peers (protocol 20, docs/concepts.md
+  // "Reachability"): 1 when it did not declare inbound = false and the master's dial-back of that port
+  // authenticated; 0 otherwise. A link to a member with 0 is opened by the member (opensLink below).
+  uint8_t inbound = 1;
   bool operator==(const MemberInfo& o) const {
     return id == o.id && host == o.host && port == o.port && group == o.group && connections == o.connections &&
            host_connections == o.host_connections && ring_key == o.ring_key && region == o.region &&
-           levels == o.levels && two_level_bytes == o.two_level_bytes;
+           levels == o.levels && two_level_bytes == o.two_level_bytes && inbound == o.inbound;
   }
 };
 
@@ -137,11 +144,18 @@ bool sameHost(const std::string& a, const std::string& b);
 // The connections `from` opens to `to` for a ring link (or a probe of it): its K, or its same-host K
 // when both are on one host (one flow is not limited there, and every extra one costs CPU).
 uint32_t linkConnections(const MemberInfo& from, const MemberInfo& to);
+// Who opens the connections of a link that carries data from `from` to `to` (a ring link, a probe, a
+// shared-state transfer): `from`, as always, unless `to` cannot be dialled (inbound 0) and `from` can,
+// on different hosts; then `to` dials `from` and says so in its hellos (kHelloReverse). Both ends
+// decide alike from the same ring. Two members that both cannot be dialled have no direct link.
+bool opensLink(const MemberInfo& from, const MemberInfo& to);
+// Whether `a` and `b` can have a direct link: one of them can be dialled, or they share a host.
+bool linkable(const MemberInfo& a, const MemberInfo& b);
 
 // A member's encoding (docs/protocol.md §5.2), shared by TopologyUpdate and the probe plans (§5.7):
 // id(16) + host length(2) + host + port(2) + group(4) + connections(4) + host_connections(4) + ring_key(32)
-// + region length(2) + region + levels(1) + two_level_bytes(8).
-inline constexpr size_t kMinMemberBytes = 75;
+// + region length(2) + region + levels(1) + two_level_bytes(8) + inbound(1).
+inline constexpr size_t kMinMemberBytes = 76;
 void encodeMember(ByteWriter& w, const MemberInfo& m);
 Status decodeMember(ByteReader& r, MemberInfo* m);
 

@@ -12,7 +12,7 @@
 namespace pccl::wire {
 
 inline constexpr uint32_t kMagic = 0x4C434350;  // bytes "PCCL"
-inline constexpr uint16_t kProtocolVersion = 19;
+inline constexpr uint16_t kProtocolVersion = 20;
 inline constexpr size_t kHeaderSize = 20;
 // Limits enforced on the header, before any payload is allocated.
 inline constexpr uint32_t kMaxHandshakePayload = 4096;      // before authentication

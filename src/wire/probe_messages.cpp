@@ -10,11 +10,13 @@ void ProbePlan::encode(ByteWriter& w) const {
   if (has_target) {
     encodeMember(w, target);
     w.u32(target_connections);
+    w.u8(target_dials ? 1 : 0);
   }
   w.u8(has_source ? 1 : 0);
   if (has_source) {
     encodeMember(w, source);
     w.u32(source_connections);
+    w.u8(dial_source ? 1 : 0);
   }
 }
 
@@ -45,11 +47,13 @@ Result<ProbePlan> ProbePlan::decode(ByteReader& r) {
   if (m.has_target) {
     PCCL_RETURN_IF_ERROR(decodeMember(r, &m.target));
     PCCL_RETURN_IF_ERROR(connections(r, &m.target_connections));
+    PCCL_RETURN_IF_ERROR(flag(r, &m.target_dials));
   }
   PCCL_RETURN_IF_ERROR(flag(r, &m.has_source));
   if (m.has_source) {
     PCCL_RETURN_IF_ERROR(decodeMember(r, &m.source));
     PCCL_RETURN_IF_ERROR(connections(r, &m.source_connections));
+    PCCL_RETURN_IF_ERROR(flag(r, &m.dial_source));
   }
   return m;
 }

@@ -27,6 +27,10 @@ struct ProbePlan {
   bool has_source = false;   // receive from `source` on `source_connections` connections
   MemberInfo source;
   uint32_t source_connections = 0;
+  // Who opens a link's connections (protocol 20, wire::opensLink): the sender, unless the receiver
+  // cannot be dialled and the sender can; then the receiver dials the sender (kHelloReverse hellos).
+  bool target_dials = false;  // has_target: the target opens them to us
+  bool dial_source = false;   // has_source: we open them to the source
   void encode(ByteWriter& w) const;
   static Result<ProbePlan> decode(ByteReader& r);
 };

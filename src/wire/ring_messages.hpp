@@ -12,7 +12,10 @@ namespace pccl::wire {
 // P2PHello / P2PAccept flags (protocol 17, docs/protocol.md §5.4.3).
 inline constexpr uint8_t kHelloResumable = 1;  // this end can resume the connection if it breaks
 inline constexpr uint8_t kHelloResume = 2;     // hello only: this connection replaces a broken one (same index)
-inline constexpr uint8_t kHelloKnownFlags = kHelloResumable | kHelloResume;
+// Hello only (protocol 20): the connection carries data from the acceptor to the sender (the sender
+// cannot be dialled, wire::opensLink), not from the sender to the acceptor.
+inline constexpr uint8_t kHelloReverse = 4;
+inline constexpr uint8_t kHelloKnownFlags = kHelloResumable | kHelloResume | kHelloReverse;
 
 struct P2PHello {
   static constexpr MsgType kType = MsgType::kP2PHello;

@@ -32,6 +32,7 @@ static pcclComm_t makeComm(const char* region) {
   c.heartbeat_interval_ms = 100;
   c.peer_timeout_ms = 1000;
   c.connect_timeout_ms = 10000;
+  c.inbound = region == NULL ? 0 : -1; /* b declares that it cannot be dialled (loopback reaches it anyway) */
   EXPECT(pcclCommCreate(&c, &comm) == pcclSuccess);
   return comm;
 }
@@ -249,6 +250,25 @@ int main(void) {
     EXPECT(pcclCommDestroy(comm) == pcclSuccess);
     c.struct_size = (uint32_t)sizeof(pcclCommConfig_t);
     c.gather_bytes = -1;
+    /* inbound: -1 by default, else 0 or 1; a struct of protocol 19 ends before it. */
+    int inbound_value = -1;
+    {
+      pcclCommConfig_t fresh = PCCL_COMM_CONFIG_INIT;
+      EXPECT(fresh.inbound == -1);
+    }
+    c.inbound = 2;
+    EXPECT(pcclCommCreate(&c, &comm) == pcclInvalidArgument);
+    EXPECT(strstr(pcclGetLastError(NULL), "inbound") != NULL);
+    c.inbound = 0;
+    EXPECT(pcclCommCreate(&c, &comm) == pcclSuccess);
+    EXPECT(pcclGetInbound(comm, 0, &inbound_value) == pcclInvalidUsage); /* no ring yet */
+    EXPECT(pcclCommDestroy(comm) == pcclSuccess);
+    c.inbound = 7; /* not read */
+    c.struct_size = (uint32_t)offsetof(pcclCommConfig_t, inbound);
+    EXPECT(pcclCommCreate(&c, &comm) == pcclSuccess);
+    EXPECT(pcclCommDestroy(comm) == pcclSuccess);
+    c.struct_size = (uint32_t)sizeof(pcclCommConfig_t);
+    c.inbound = -1;
   }
 
   /* Arguments are checked, with a useful message. */
@@ -388,6 +408,14 @@ int main(void) {
     EXPECT(pcclGetRegion(a, 0, buf, sizeof buf, NULL) == pcclInvalidArgument);
     EXPECT(pcclGetRegion(a, 0, NULL, 4, &length) == pcclInvalidArgument);
     EXPECT(pcclGetRegion(NULL, 0, buf, sizeof buf, &length) == pcclInvalidArgument);
+    /* pcclGetInbound: b declared inbound = 0; a's port answered the master's dial-back. */
+    {
+      int in = -1;
+      EXPECT(pcclGetInbound(b, (uint32_t)ra, &in) == pcclSuccess && in == 1);
+      EXPECT(pcclGetInbound(a, (uint32_t)(1 - ra), &in) == pcclSuccess && in == 0);
+      EXPECT(pcclGetInbound(a, 2, &in) == pcclInvalidArgument);
+      EXPECT(pcclGetInbound(a, 0, NULL) == pcclInvalidArgument);
+    }
   }
   {
     pcclMasterStats_t ms = PCCL_MASTER_STATS_INIT;

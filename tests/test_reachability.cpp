@@ -1,0 +1,238 @@
+// Members that cannot be dialled (issue 37, docs/concepts.md "Reachability"), on the pure layers: who
+// opens each link (wire::opensLink, peer::planRing, the link survey's plans), where the master places
+// such members in a ring (orderRing, the solver's matrix, withheld()), which links it measures, the
+// levels it decides, which holders a shared-state receiver fetches from, and the membership that
+// keeps a member pending while no ring could hold it. No sockets: the emulator test
+// (tests/wanem_firewall.sh) runs the same over real firewalls and NATs.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+
+#include "master/levels.hpp"
+#include "master/link_survey.hpp"
+#include "master/membership.hpp"
+#include "master/ring_order.hpp"
+#include "master/sync_election.hpp"
+#include "peer/ring_pool.hpp"
+#include "wire/frame.hpp"
+
+using namespace pccl;
+
+namespace {
+
+wire::MemberInfo member(uint8_t tag, bool inbound, std::string host = {}) {
+  wire::MemberInfo m;
+  m.id[0] = tag;
+  m.host = host.empty() ? "10.0.0." + std::to_string(tag) : std::move(host);
+  m.port = static_cast<uint16_t>(1000 + tag);
+  m.connections = 2;
+  m.inbound = inbound ? 1 : 0;
+  return m;
+}
+
+// The ring `ring` puts two members that cannot link side by side (wrapping around).
+bool adjacentClosed(const std::vector<wire::MemberInfo>& ring) {
+  for (size_t i = 0; ring.size() >= 2 && i < ring.size(); ++i) {
+    if (!wire::linkable(ring[i], ring[(i + 1) % ring.size()])) return true;
+  }
+  return false;
+}
+
+std::vector<uint8_t> tags(const std::vector<wire::MemberInfo>& ring) {
+  std::vector<uint8_t> out;
+  for (const auto& m : ring) out.push_back(m.id[0]);
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("reachability: whoever can be dialled is dialled, on different hosts only", "[reach]") {
+  const auto open = member(1, true), closed = member(2, false), closed2 = member(3, false);
+  CHECK(wire::opensLink(open, open));
+  CHECK(wire::opensLink(closed, open));     // the sender can dial its receiver: as always
+  CHECK_FALSE(wire::opensLink(open, closed));  // the receiver cannot be dialled: it dials
+  CHECK(wire::linkable(open, closed));
+  CHECK_FALSE(wire::linkable(closed, closed2));
+  // On one host every member reaches the others' ports: nothing turns round.
+  const auto here = member(4, false, "10.0.0.9"), there = member(5, true, "10.0.0.9");
+  CHECK(wire::opensLink(there, here));
+  CHECK(wire::linkable(here, member(6, false, "10.0.0.9")));
+}
+
+TEST_CASE("reachability: planRing turns a link round where its receiver cannot be dialled", "[reach]") {
+  // Ring a -> b -> c -> a, b cannot be dialled.
+  const std::vector<wire::MemberInfo> ring{member(1, true), member(2, false), member(3, true)};
+  const peer::RingPlan a = peer::planRing(ring, ring[0].id, 7);
+  CHECK_FALSE(a.dial_successor);  // b dials a for a's sends
+  CHECK_FALSE(a.dial_predecessor);
+  const peer::RingPlan b = peer::planRing(ring, ring[1].id, 7);
+  CHECK(b.dial_successor);    // b -> c as always
+  CHECK(b.dial_predecessor);  // and b dials a for what a sends it
+  CHECK(b.predecessor_at == ring[0]);
+  const peer::RingPlan c = peer::planRing(ring, ring[2].id, 7);
+  CHECK(c.dial_successor);
+  CHECK_FALSE(c.dial_predecessor);
+  // A ring of two: both links between the same pair, both opened by the one that cannot be dialled.
+  const std::vector<wire::MemberInfo> two{member(1, true), member(2, false)};
+  CHECK_FALSE(peer::planRing(two, two[0].id, 1).dial_successor);
+  CHECK(peer::planRing(two, two[1].id, 1).dial_successor);
+  CHECK(peer::planRing(two, two[1].id, 1).dial_predecessor);
+}
+
+TEST_CASE("reachability: the join order keeps members that cannot be dialled apart", "[reach]") {
+  // Joined: open 1, closed 2, closed 3, open 4: the join order would pair 2 and 3.
+  const std::vector<wire::MemberInfo> joined{member(1, true), member(2, false), member(3, false), member(4, true)};
+  master::RingOrder o = master::orderRing(joined, {}, master::LinkBook{});
+  REQUIRE(o.ring.size() == 4);
+  CHECK_FALSE(adjacentClosed(o.ring));
+  CHECK(tags(o.ring) == std::vector<uint8_t>{1, 2, 4, 3});
+  // An order that is fine stays as it was (the previous ring first).
+  o = master::orderRing(joined, {joined[1], joined[0], joined[2], joined[3]}, master::LinkBook{});
+  CHECK(tags(o.ring) == std::vector<uint8_t>{2, 1, 3, 4});
+  // More closed than open members: no such ring; the order is kept (the build reports the link).
+  const std::vector<wire::MemberInfo> crowded{member(1, true), member(2, false), member(3, false)};
+  CHECK(tags(master::orderRing(crowded, {}, master::LinkBook{}).ring) == std::vector<uint8_t>{1, 2, 3});
+}
+
+TEST_CASE("reachability: the solver never uses a link between two members that cannot be dialled", "[reach]") {
+  // Four members; 2 and 3 cannot be dialled, and their (impossible) links would be the fastest.
+  const std::vector<wire::MemberInfo> joined{member(1, true), member(2, false), member(3, false), member(4, true)};
+  master::LinkBook book;
+  const auto fast = master::MeasuredLink{1000000000u, 1000};
+  const auto slow = master::MeasuredLink{10000000u, 1000};
+  for (size_t a = 0; a < 4; ++a) {
+    for (size_t b = 0; b < 4; ++b) {
+      if (a == b || !wire::linkable(joined[a], joined[b])) continue;
+      book.record(joined[a].id, joined[b].id, a == 0 || b == 0 ? slow : fast);
+    }
+  }
+  // The survey leaves out the pairs that cannot connect, and the book then covers the group.
+  const std::vector<master::ProbePair> pairs = master::linksToMeasure(joined, book, true);
+  CHECK(pairs.size() == 12 - 2);
+  for (const auto& p : pairs) CHECK(wire::linkable(joined[p.first], joined[p.second]));
+  CHECK(master::linksToMeasure(joined, book, false).empty());
+  const master::RingOrder o = master::orderRing(joined, {}, book);
+  CHECK(o.measured);
+  CHECK_FALSE(adjacentClosed(o.ring));
+  CHECK(o.bottleneck == Approx(10e6));
+}
+
+TEST_CASE("reachability: withheld() keeps a pending closed member out while no ring could hold it", "[reach]") {
+  using V = std::vector<size_t>;
+  // Two closed members alone: the later one waits.
+  CHECK(master::withheld({member(1, false), member(2, false)}, {true, true}) == V{1});
+  // One alone is always placeable.
+  CHECK(master::withheld({member(1, false)}, {true}).empty());
+  // Two open, two closed: a ring alternates them.
+  CHECK(master::withheld({member(1, false), member(2, false), member(3, true), member(4, true)},
+                         {false, true, true, true})
+            .empty());
+  // Three closed, one open: the two latest pending closed ones wait; a member already in the ring never.
+  CHECK(master::withheld({member(1, false), member(2, true), member(3, false), member(4, false)},
+                         {false, false, false, true}) == V{3});
+  CHECK(master::withheld({member(1, false), member(2, true), member(3, false), member(4, false)},
+                         {false, false, true, true}) == V{2, 3});
+  // Groups are counted apart.
+  auto g1 = member(5, false);
+  g1.group = 1;
+  CHECK(master::withheld({member(1, false), member(2, true), g1}, {true, true, true}).empty());
+}
+
+TEST_CASE("reachability: the membership admits a closed member once a ring can hold it", "[reach]") {
+  master::Membership m;
+  auto ready = [&m] {
+    for (const auto& r : m.ring()) m.p2pReady(r.id, m.epoch());
+  };
+  const auto a = member(1, false), b = member(2, false), c = member(3, true), d = member(4, true);
+  m.join(a);
+  ready();
+  m.join(b);
+  // b would need a dialable member between it and a: nothing to admit, and arePeersPending says so.
+  CHECK(m.pendingCount() == 1);
+  CHECK(m.status().pending == 0);
+  m.vote(a.id);
+  ready();
+  CHECK(m.ring().size() == 1);
+  m.join(c);
+  CHECK(m.status().pending == 1);  // c: a ring of three would still pair a and b
+  m.vote(a.id);
+  ready();
+  CHECK(tags(m.ring()) == std::vector<uint8_t>{1, 3});
+  m.join(d);
+  CHECK(m.status().pending == 2);  // d, and with it b
+  m.vote(a.id);
+  m.vote(c.id);
+  REQUIRE(m.ring().size() == 4);
+  CHECK_FALSE(adjacentClosed(m.ring()));
+  CHECK(m.pendingCount() == 0);
+}
+
+TEST_CASE("reachability: two closed members make a group flat", "[reach]") {
+  auto in = [](uint8_t tag, bool inbound, const char* region) {
+    auto m = member(tag, inbound);
+    m.region = region;
+    return m;
+  };
+  std::vector<wire::MemberInfo> ring{in(1, true, "eu"), in(2, false, "eu"), in(3, true, "us"), in(4, true, "us")};
+  const std::map<wire::Uuid, uint8_t> asked{{ring[0].id, static_cast<uint8_t>(wire::Levels::kTwoLevel)}};
+  CHECK(master::decideLevels(ring, asked, master::LinkBook{}).at(0).levels == wire::Levels::kTwoLevel);
+  ring[3].inbound = 0;
+  const auto choice = master::decideLevels(ring, asked, master::LinkBook{}).at(0);
+  CHECK(choice.levels == wire::Levels::kFlat);
+  CHECK(choice.why.find("cannot be dialled") != std::string::npos);
+}
+
+TEST_CASE("reachability: a link survey's plans say who dials", "[reach]") {
+  const std::vector<wire::MemberInfo> members{member(1, true), member(2, false)};
+  master::LinkSurvey survey;
+  master::SurveyConfig config;
+  const master::Effects fx =
+      survey.begin(members, {master::ProbePair{0, 1}, master::ProbePair{1, 0}}, config, Clock::now());
+  size_t seen = 0;
+  for (const auto& o : fx) {
+    auto h = wire::decodeHeader(o.frame.data(), o.frame.size(), wire::kMaxControlPayload);
+    REQUIRE(h.isOk());
+    auto plan = wire::decodePayload<wire::ProbePlan>(o.frame.data() + wire::kHeaderSize, h->length);
+    REQUIRE(plan.isOk());
+    const bool to_closed = plan->has_target ? plan->target.inbound == 0 : false;
+    if (plan->has_target) CHECK(plan->target_dials == to_closed);  // 1 -> 2: 2 dials 1
+    if (plan->has_source) CHECK(plan->dial_source == (o.to == members[1].id && plan->source.inbound != 0));
+    ++seen;
+  }
+  CHECK(seen >= 2);
+}
+
+TEST_CASE("reachability: a shared-state receiver fetches only from holders it can dial", "[reach]") {
+  auto peer = [](uint8_t id, wire::SyncStrategy s, uint8_t digest, bool inbound, const char* host) {
+    master::SyncParticipant p;
+    p.id[0] = id;
+    p.announce.revision = 1;
+    p.announce.strategy = static_cast<uint8_t>(s);
+    wire::Digest32 d{};
+    d.fill(digest);
+    p.announce.keys = {wire::SyncKey{"w", 10, 100, d}};
+    p.inbound = inbound;
+    p.host = host;
+    return p;
+  };
+  constexpr auto kEnforce = wire::SyncStrategy::kEnforcePopular;
+  // Holders 1 (open) and 2 (closed) hold the elected digest 7; receiver 3 (open) fetches from 1 only.
+  std::vector<master::SyncParticipant> peers{peer(1, kEnforce, 7, true, "a"), peer(2, kEnforce, 7, false, "b"),
+                                             peer(3, kEnforce, 9, true, "c")};
+  master::SyncElection e = master::electSharedState(peers);
+  REQUIRE(e.plans[2].status.isOk());
+  REQUIRE(e.plans[2].fetches.size() == 1);
+  CHECK(e.plans[2].fetches[0].sources == std::vector<wire::Uuid>{peers[0].id});
+  // Every holder closed, the receiver closed too, on another host: Unsupported, naming the key.
+  peers[0].inbound = false;
+  peers[2].inbound = false;
+  e = master::electSharedState(peers);
+  CHECK(e.plans[2].status.code() == Code::kUnsupported);
+  CHECK(e.plans[2].status.message().find("'w'") != std::string::npos);
+  CHECK(e.plans[0].status.isOk());
+  // A holder on the receiver's host is dialled whatever it declared.
+  peers[1].host = "c";
+  e = master::electSharedState(peers);
+  REQUIRE(e.plans[2].status.isOk());
+  CHECK(e.plans[2].fetches[0].sources == std::vector<wire::Uuid>{peers[1].id});
+}
