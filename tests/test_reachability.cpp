@@ -11,8 +11,10 @@
 #include "master/levels.hpp"
 #include "master/link_survey.hpp"
 #include "master/membership.hpp"
+#include "master/relays.hpp"
 #include "master/ring_order.hpp"
 #include "master/sync_election.hpp"
+#include "peer/relay.hpp"
 #include "peer/ring_pool.hpp"
 #include "wire/frame.hpp"
 
@@ -89,12 +91,12 @@ TEST_CASE("reachability: the join order keeps members that cannot be dialled apa
   // An order that is fine stays as it was (the previous ring first).
   o = master::orderRing(joined, {joined[1], joined[0], joined[2], joined[3]}, master::LinkBook{});
   CHECK(tags(o.ring) == std::vector<uint8_t>{2, 1, 3, 4});
-  // More closed than open members: no such ring; the order is kept (the build reports the link).
+  // More closed than open members: no such ring; the order is kept (a relay carries the link).
   const std::vector<wire::MemberInfo> crowded{member(1, true), member(2, false), member(3, false)};
   CHECK(tags(master::orderRing(crowded, {}, master::LinkBook{}).ring) == std::vector<uint8_t>{1, 2, 3});
 }
 
-TEST_CASE("reachability: the solver never uses a link between two members that cannot be dialled", "[reach]") {
+TEST_CASE("reachability: the solver prefers direct links to relayed ones and measures only direct ones", "[reach]") {
   // Four members; 2 and 3 cannot be dialled, and their (impossible) links would be the fastest.
   const std::vector<wire::MemberInfo> joined{member(1, true), member(2, false), member(3, false), member(4, true)};
   master::LinkBook book;
@@ -117,28 +119,68 @@ TEST_CASE("reachability: the solver never uses a link between two members that c
   CHECK(o.bottleneck == Approx(10e6));
 }
 
-TEST_CASE("reachability: withheld() keeps a pending closed member out while no ring could hold it", "[reach]") {
+TEST_CASE("reachability: withheld() keeps pending closed members out while nobody could relay", "[reach]") {
   using V = std::vector<size_t>;
-  // Two closed members alone: the later one waits.
+  // Two closed members alone: the later one waits (no member can relay their links).
   CHECK(master::withheld({member(1, false), member(2, false)}, {true, true}) == V{1});
+  CHECK(master::withheld({member(1, false), member(2, false), member(3, false)}, {false, true, true}) == V{1, 2});
   // One alone is always placeable.
   CHECK(master::withheld({member(1, false)}, {true}).empty());
-  // Two open, two closed: a ring alternates them.
-  CHECK(master::withheld({member(1, false), member(2, false), member(3, true), member(4, true)},
-                         {false, true, true, true})
+  // A member already in the ring is never withheld.
+  CHECK(master::withheld({member(1, false), member(2, false)}, {false, false}).empty());
+  // One member that can be dialled relays whatever the others need.
+  CHECK(master::withheld({member(1, false), member(2, true), member(3, false), member(4, false)},
+                         {false, false, true, true})
             .empty());
-  // Three closed, one open: the two latest pending closed ones wait; a member already in the ring never.
-  CHECK(master::withheld({member(1, false), member(2, true), member(3, false), member(4, false)},
-                         {false, false, false, true}) == V{3});
-  CHECK(master::withheld({member(1, false), member(2, true), member(3, false), member(4, false)},
-                         {false, false, true, true}) == V{2, 3});
-  // Groups are counted apart.
+  // Groups are counted apart; a relay may sit in another group.
   auto g1 = member(5, false);
   g1.group = 1;
-  CHECK(master::withheld({member(1, false), member(2, true), g1}, {true, true, true}).empty());
+  CHECK(master::withheld({member(1, false), member(2, false), g1}, {false, true, true}) == V{1});
+  CHECK(master::withheld({member(1, false), member(2, false), g1, member(6, true)}, {false, true, true, true}).empty());
 }
 
-TEST_CASE("reachability: the membership admits a closed member once a ring can hold it", "[reach]") {
+TEST_CASE("reachability: assignRelays gives every link between two closed members a relay", "[reach]") {
+  // Ring 1(open) -> 2 -> 3 -> 4 -> back to 1; 2, 3, 4 closed: links 2->3 and 3->4 need relays, only 1 can.
+  std::vector<wire::MemberInfo> ring{member(1, true), member(2, false), member(3, false), member(4, false)};
+  ring[0].relay = ring[3].id;  // stale: cleared
+  CHECK(master::assignRelays(ring) == 0);
+  CHECK_FALSE(ring[0].hasRelay());
+  CHECK(ring[1].relay == ring[0].id);
+  CHECK(ring[2].relay == ring[0].id);
+  CHECK_FALSE(ring[3].hasRelay());
+  // Two open members share the load: 2->3 and 3->4 get different relays.
+  ring.push_back(member(5, true));
+  ring[4].group = 0;
+  std::vector<wire::MemberInfo> five{ring[0], ring[1], ring[2], ring[3], ring[4]};
+  // Order 1 -> 2 -> 3 -> 4 -> 5: links 2->3, 3->4 relayed.
+  CHECK(master::assignRelays(five) == 0);
+  CHECK(five[1].relay != five[2].relay);
+  CHECK((five[1].relay == five[0].id || five[1].relay == five[4].id));
+  // A relay in another group serves; none at all leaves the links unrelayed.
+  std::vector<wire::MemberInfo> apart{member(1, false), member(2, false), member(3, true)};
+  apart[2].group = 7;
+  CHECK(master::assignRelays(apart) == 0);
+  CHECK(apart[0].relay == apart[2].id);
+  CHECK(apart[1].relay == apart[2].id);
+  std::vector<wire::MemberInfo> none{member(1, false), member(2, false)};
+  CHECK(master::assignRelays(none) == 2);
+  // The peers' view: which links a member relays, with their connections.
+  const auto links = peer::relayedBy(ring, ring[0].id);
+  REQUIRE(links.size() == 2);
+  CHECK(links[0].from.id == ring[1].id);
+  CHECK(links[0].to.id == ring[2].id);
+  CHECK(links[0].connections == 2);
+  const peer::RingPlan at2 = peer::planRing(ring, ring[1].id, 3);
+  CHECK(at2.successor_relayed);
+  CHECK(at2.successor_relay.id == ring[0].id);
+  CHECK_FALSE(at2.predecessor_relayed);  // 1 -> 2: 2 dials 1 (it turns round)
+  const peer::RingPlan at3 = peer::planRing(ring, ring[2].id, 3);
+  CHECK(at3.predecessor_relayed);
+  CHECK(at3.successor_relayed);
+  CHECK_FALSE(at3.dial_predecessor);
+}
+
+TEST_CASE("reachability: the membership admits closed members once a member can relay for them", "[reach]") {
   master::Membership m;
   auto ready = [&m] {
     for (const auto& r : m.ring()) m.p2pReady(r.id, m.epoch());
@@ -147,23 +189,27 @@ TEST_CASE("reachability: the membership admits a closed member once a ring can h
   m.join(a);
   ready();
   m.join(b);
-  // b would need a dialable member between it and a: nothing to admit, and arePeersPending says so.
+  // Nobody could relay between a and b: nothing to admit, and arePeersPending says so.
   CHECK(m.pendingCount() == 1);
   CHECK(m.status().pending == 0);
   m.vote(a.id);
   ready();
   CHECK(m.ring().size() == 1);
   m.join(c);
-  CHECK(m.status().pending == 1);  // c: a ring of three would still pair a and b
+  CHECK(m.status().pending == 2);  // c, and with it b: c relays the link between a and b
   m.vote(a.id);
   ready();
-  CHECK(tags(m.ring()) == std::vector<uint8_t>{1, 3});
+  REQUIRE(m.ring().size() == 3);
+  size_t relayed = 0;
+  for (const auto& r : m.ring()) relayed += r.relay == c.id ? 1 : 0;
+  CHECK(relayed == 1);
   m.join(d);
-  CHECK(m.status().pending == 2);  // d, and with it b
   m.vote(a.id);
+  m.vote(b.id);
   m.vote(c.id);
   REQUIRE(m.ring().size() == 4);
-  CHECK_FALSE(adjacentClosed(m.ring()));
+  CHECK_FALSE(adjacentClosed(m.ring()));  // kept apart now: no relay
+  for (const auto& r : m.ring()) CHECK_FALSE(r.hasRelay());
   CHECK(m.pendingCount() == 0);
 }
 

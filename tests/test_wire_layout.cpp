@@ -133,13 +133,16 @@ TEST_CASE("wire: string and list byte layouts") {
   expected.push_back(0);                    // levels (protocol 12)
   expected.insert(expected.end(), 8, 0);    // two_level_bytes (protocol 14)
   expected.push_back(1);                    // inbound (protocol 20): can be dialled
+  expected.insert(expected.end(), 16, 0);   // relay (protocol 20): none, a direct link
   CHECK(payloadOf(t) == expected);
   t.ring[0].region = "eu";
   t.ring[0].levels = 2;
   t.ring[0].two_level_bytes = 0x0102030405060708ull;
   t.ring[0].inbound = 0;
-  expected.resize(expected.size() - 12);
+  t.ring[0].relay = pattern<16>(90);
+  expected.resize(expected.size() - 28);
   expected.insert(expected.end(), {2, 0, 'e', 'u', 2, 0x08, 0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0});
+  for (uint8_t b : t.ring[0].relay) expected.push_back(b);
   CHECK(payloadOf(t) == expected);
 }
 

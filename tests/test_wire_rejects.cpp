@@ -305,7 +305,7 @@ TEST_CASE("wire: a region with a byte outside [A-Za-z0-9._-] is refused in every
   CHECK_FALSE(isValidRegion(std::string(kMaxRegion + 1, 'x')));
 }
 
-TEST_CASE("wire: inbound (protocol 20) is 0 or 1 in a JoinRequest and in every member") {
+TEST_CASE("wire: inbound (protocol 20) is 0 or 1 in a JoinRequest and in every member; relays are checked") {
   JoinRequest j = sample(Tag<JoinRequest>{});
   std::vector<uint8_t> p = payloadOf(j);
   p.back() = 2;
@@ -315,15 +315,31 @@ TEST_CASE("wire: inbound (protocol 20) is 0 or 1 in a JoinRequest and in every m
   TopologyUpdate t = sample(Tag<TopologyUpdate>{});
   t.ring.resize(1);
   p = payloadOf(t);
-  REQUIRE(p.back() == t.ring[0].inbound);
-  p.back() = 0xFF;
+  const size_t at = p.size() - 17;  // inbound, then the relay's id
+  REQUIRE(p[at] == t.ring[0].inbound);
+  p[at] = 0xFF;
   auto rt = decodePayload<TopologyUpdate>(p.data(), p.size());
   CHECK(rt.status().code() == Code::kProtocolError);
   CHECK(contains(rt.status().message(), "member inbound is 255"));
+  // A member named as its own relay.
+  t.ring[0].relay = t.ring[0].id;
+  p = payloadOf(t);
+  rt = decodePayload<TopologyUpdate>(p.data(), p.size());
+  CHECK(rt.status().code() == Code::kProtocolError);
+  CHECK(contains(rt.status().message(), "relays its own ring link"));
+  // A RelayHello from neither end of its link, or for a link from a member to itself.
+  RelayHello rh = sample(Tag<RelayHello>{});
+  rh.sender_id = pattern<16>(99);
+  p = payloadOf(rh);
+  CHECK(decodePayload<RelayHello>(p.data(), p.size()).status().code() == Code::kProtocolError);
+  rh = sample(Tag<RelayHello>{});
+  rh.to = rh.from;
+  p = payloadOf(rh);
+  CHECK(decodePayload<RelayHello>(p.data(), p.size()).status().code() == Code::kProtocolError);
 }
 
 namespace {
-// A TopologyUpdate payload of one real, minimal member (67 bytes) whose count says `claimed` members.
+// A TopologyUpdate payload of one real, minimal member (92 bytes) whose count says `claimed` members.
 std::vector<uint8_t> oneMemberClaiming(uint32_t claimed) {
   std::vector<uint8_t> p;
   ByteWriter w(&p);
@@ -340,6 +356,7 @@ std::vector<uint8_t> oneMemberClaiming(uint32_t claimed) {
   w.u8(1);    // levels (protocol 12): flat
   w.u64(0);   // two_level_bytes (protocol 14)
   w.u8(1);    // inbound (protocol 20)
+  w.fixed(pattern<16>(9));  // relay (protocol 20)
   return p;
 }
 }  // namespace

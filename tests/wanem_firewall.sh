@@ -6,8 +6,10 @@
 #   firewall   ranks 2 and 3 behind firewalls; rank 2 declares inbound=false, rank 3's the master finds
 #   cone       ranks 2 and 3 behind cone NATs, neither declares
 #   mixed      rank 3 behind a symmetric NAT; rank 1 (open) declares inbound=false wrongly
-# Every ring link between an open and a closed rank is opened by the closed one; no two closed ranks
-# are neighbours. Asserts each rank's result line, the master's verdicts and MasterStats::unreachable.
+#   relay      ranks 1 and 2 firewalled, rank 3 behind a symmetric NAT: two ring links between closed
+#              ranks run through rank 0 (the only one that can be dialled)
+# Every ring link between an open and a closed rank is opened by the closed one; two closed ranks are
+# neighbours only when no ring keeps them apart, and then their link runs through a relay. Asserts each rank's result line, the master's verdicts and MasterStats::unreachable.
 # Skipped (exit 77) where namespaces or TUN devices are not available.
 #   tests/wanem_firewall.sh PATH/TO/BUILD_DIR
 set -euo pipefail
@@ -37,9 +39,9 @@ check() {
   if grep -qE "$1" "$2"; then echo "ok: $3"; else echo "FAIL: $3"; fail=1; fi
 }
 
-# scenario NAME PATHS CLOSED DECLARED UNREACHABLE
+# scenario NAME PATHS CLOSED DECLARED UNREACHABLE TURNED
 scenario() {
-  local name=$1 paths=$2 closed=$3 declared=$4 unreachable=$5
+  local name=$1 paths=$2 closed=$3 declared=$4 unreachable=$5 want_turned=$6
   local log="$dir/$name.log"
   printf '%b' "$paths" > "$dir/$name.paths"
   rm -f "$dir/up"
@@ -57,12 +59,12 @@ scenario() {
     0 | 3) ;;  # 3: the emulator was not faithful to its timing for part of the run (this test times nothing)
     *) echo "FAIL: $name: pccl-wanem exited $status"; fail=1 ;;
   esac
-  # Two closed ranks in a ring of four, kept apart: each opens its predecessor's connections, and each
-  # one's predecessor lets it (one line per ring build: the join's, then the optimised ring's).
+  # Each closed rank with an open predecessor opens its predecessor's connections (one line per ring
+  # build: the join's, then the optimised ring's).
   local turned
   turned=$(grep -cE "this peer cannot be dialled: it opens the [0-9]+ connections its ring predecessor" "$log" || true)
-  if [ "$turned" -ge 4 ]; then echo "ok: $name: closed ranks opened their predecessors' links ($turned)"; else
-    echo "FAIL: $name: closed ranks opened their predecessors' links only $turned times (4 expected)"; fail=1; fi
+  if [ "$turned" -ge "$want_turned" ]; then echo "ok: $name: closed ranks opened their predecessors' links ($turned)"; else
+    echo "FAIL: $name: closed ranks opened their predecessors' links only $turned times ($want_turned expected)"; fail=1; fi
   for r in 0 1 2 3; do
     check "rank $r: ok \(ring, all-reduces, optimised ring, shared state" "$log" "$name: rank $r did everything"
   done
@@ -70,14 +72,22 @@ scenario() {
   check "stats \{.*\"unreachable\": $unreachable[,}]" "$log" "$name: MasterStats counts $unreachable unreachable"
 }
 
-scenario firewall 'firewall 2\nfirewall 3\n' 2,3 2 2
+scenario firewall 'firewall 2\nfirewall 3\n' 2,3 2 2 4
 check "declared that it cannot be dialled" "$dir/firewall.log" "firewall: rank 2's declaration is logged"
 check "ring port 10\.201\.3\.2:[0-9]+ is not reachable from the master" "$dir/firewall.log" \
   "firewall: rank 3 is found unreachable by the dial-back"
-scenario cone 'nat 2 cone\nnat 3 cone\n' 2,3 "" 2
-scenario mixed 'nat 3 symmetric\n' 1,3 1 2
+scenario cone 'nat 2 cone\nnat 3 cone\n' 2,3 "" 2 4
+scenario mixed 'nat 3 symmetric\n' 1,3 1 2 4
 check "ring port 10\.201\.2\.2:[0-9]+ accepts connections from the master" "$dir/mixed.log" \
   "mixed: rank 2 (open) is found reachable"
+
+# Three closed ranks and one open: two ring links between closed ranks, relayed by rank 0.
+scenario relay 'firewall 1\nfirewall 2\nnat 3 symmetric\n' 1,2,3 "" 3 2
+relaying=$(grep -cE "relaying the ring link [0-9a-f]+ -> [0-9a-f]+ \([0-9]+ connections\)" "$dir/relay.log" || true)
+if [ "$relaying" -ge 4 ]; then echo "ok: relay: rank 0 relayed two links in each of the two rings ($relaying)"; else
+  echo "FAIL: relay: $relaying relayed links announced (4 expected)"; fail=1; fi
+check "relayed connection [0-9a-f]+ -> [0-9a-f]+ #[0-9]+ closed: [1-9][0-9]* bytes relayed forward" "$dir/relay.log" \
+  "relay: the relay counted the bytes it carried"
 
 [ "$fail" = 0 ] || exit 1
 echo "PASS: firewalled and NAT'd members join, build rings, reduce, optimise and sync"

@@ -20,7 +20,7 @@ using AllMessages =
                WithdrawVote, Leave, P2PAccept, TopologyUpdate, P2PReady, TopologyReady, TopologyFailed, P2PFailed,
                QueryStatus, MembershipStatus, PeerLeft, P2PHello, OpAnnounce, OpAbort, OpDone, OpFailed,
                OpState, OpQuery, OpOutcome, SyncAnnounce, SyncPlan, SyncDone, SyncComplete, VoteOptimize,
-               ProbePlan, ProbeReport, LinkQuery, LinkReport, RunResumed>;
+               ProbePlan, ProbeReport, LinkQuery, LinkReport, RunResumed, RelayHello, RelayReady>;
 
 template <typename... Ms, typename F>
 void forEachImpl(std::tuple<Ms...>*, F& f) {

@@ -145,6 +145,7 @@ inline TopologyUpdate sample(Tag<TopologyUpdate>) {
   m.ring[3].region = std::string(kMaxRegion, 'R');
   m.ring[4].region = "a.b_c-D9";
   m.ring[1].inbound = 0;
+  m.ring[2].relay = pattern<16>(50);
   return m;
 }
 template <MsgType T>
@@ -302,6 +303,16 @@ inline MemberInfo sampleMember(uint8_t seed) {
   mi.inbound = seed % 2;
   return mi;
 }
+inline RelayHello sample(Tag<RelayHello>) {
+  RelayHello m;
+  m.sender_id = pattern<16>(71);
+  m.epoch = 0x0A0B0C0D0E0F1011ull;
+  m.from = pattern<16>(71);
+  m.to = pattern<16>(72);
+  m.index = 31;
+  m.signature = pattern<64>(73);
+  return m;
+}
 inline ProbePlan sample(Tag<ProbePlan>) {
   ProbePlan m;
   m.probe_id = 0x0102030405060708ull;
@@ -343,8 +354,7 @@ inline LinkReport sample(Tag<LinkReport>) {
 template <typename M>
 constexpr bool isEmptyMessage() {
   return std::is_same_v<M, Heartbeat> || std::is_same_v<M, VoteUpdate> || std::is_same_v<M, VoteOptimize> ||
-         std::is_same_v<M, WithdrawVote> ||
-         std::is_same_v<M, Leave>;
+         std::is_same_v<M, WithdrawVote> || std::is_same_v<M, Leave> || std::is_same_v<M, RelayReady>;
 }
 
 // Encodes msg as a frame, checks the header, decodes the payload and checks that the decoded

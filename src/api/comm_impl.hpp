@@ -42,6 +42,7 @@
 #include "peer/master_session.hpp"
 #include "peer/peer_state.hpp"
 #include "peer/link_probe.hpp"
+#include "peer/relay.hpp"
 #include "peer/ring_pool.hpp"
 #include "pccl/communicator.hpp"
 
@@ -182,6 +183,7 @@ class Communicator::Impl : private peer::MasterSession::Io, private peer::Master
   std::unique_ptr<peer::MasterSession> session_;  // io thread: which master, joined or away, over link_
   std::unique_ptr<peer::RingPool> ring_pool_;  // io thread
   std::unique_ptr<peer::LinkProber> prober_;  // io thread
+  std::unique_ptr<peer::Relay> relay_;        // io thread: the ring links this peer relays
   collective::BufferPool buffers_;          // thread-safe
   DeviceBuffers device_;                    // thread-safe; outlives colls_ (which holds its blocks)
   std::unique_ptr<collective::Collectives> colls_;  // io thread

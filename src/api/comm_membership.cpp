@@ -304,6 +304,7 @@ Status Communicator::Impl::onTopology(const wire::TopologyUpdate& m) {
   }
   colls_->clearRing();
   peer::RingPlan plan = peer::planRing(m.ring, id_, m.epoch);
+  std::vector<peer::Relay::Link> relayed = peer::relayedBy(m.ring, id_);
   building_two_level_ = twoLevelOf(m.ring, id_);
   if (building_two_level_) addTwoLevelLinks(plan, m.ring, id_, *building_two_level_);
   building_.hierarchical = building_two_level_ != nullptr;
@@ -311,6 +312,8 @@ Status Communicator::Impl::onTopology(const wire::TopologyUpdate& m) {
   // member accepts several links of K each): the listener's bound on handshakes in progress is above that.
   uint32_t inbound = plan.predecessor_connections;
   for (const auto& x : plan.extra) inbound += x.dial ? 0 : x.connections;
+  for (const auto& l : relayed) inbound += 2 * l.connections;  // both ends of the links we relay dial us
+  relay_->expect(m.epoch, std::move(relayed));
   listener_->setMaxPendingHandshakes(std::max<uint32_t>(kListenerHandshakes, inbound + kListenerHandshakes));
   building_.successor_connections = plan.successor_connections;
   building_.predecessor_connections = plan.predecessor_connections;

@@ -21,6 +21,7 @@ Communicator::Impl::Impl(CommConfig config, std::vector<net::HostPort> masters, 
       ring_pool_(std::make_unique<peer::RingPool>(io_, key_, identity_, Millis(config_.handshake_timeout_ms),
                                                   Millis(config_.connect_timeout_ms), config_.same_host_reads == 1)),
       prober_(std::make_unique<peer::LinkProber>(io_, key_, identity_, Millis(config_.handshake_timeout_ms))),
+      relay_(std::make_unique<peer::Relay>(io_, Millis(config_.handshake_timeout_ms))),
       colls_(std::make_unique<collective::Collectives>(io_, &buffers_,
                                                        [this](const Status& s) { ring_pool_->reset(s); })),
       sync_(std::make_unique<SharedStateSync>(
@@ -38,6 +39,7 @@ Communicator::Impl::Impl(CommConfig config, std::vector<net::HostPort> masters, 
   lc.name = "peer-listener";
   lc.max_pending_handshakes = kListenerHandshakes;  // raised with each ring plan (comm_membership.cpp)
   listener_ = std::make_shared<net::Listener>(io_, lc);
+  ring_pool_->setAdoptInbound([this](net::Tcp::socket s) { listener_->adopt(std::move(s)); });
   colls_->setReadHook([this](uint64_t bytes) { stats_.sameHostRead(bytes); });
   // A broken ring connection waits for a new one as long as the master waits for a silent peer
   // (docs/algorithms.md §6, "Network faults"): a peer really gone is removed by then anyway.
@@ -75,6 +77,7 @@ Communicator::Impl::~Impl() {
   master_port_.reset();
   link_.reset();
   prober_.reset();
+  relay_.reset();  // closes the connections it relays
   ring_pool_.reset();  // closes the ring's connections, which report to colls_
   io_.poll();     // the completions of what was just closed
   colls_.reset();
@@ -85,6 +88,7 @@ Status Communicator::Impl::init() {
   listener_->start([this](net::Authenticated a) {
     if (a.role == wire::Role::kStateFetch) return sync_->adopt(std::move(a.link), epoch());
     if (a.role == wire::Role::kProbe) return prober_->adopt(std::move(a.link));
+    if (a.role == wire::Role::kRelay) return relay_->adopt(std::move(a.link));
     if (a.role != wire::Role::kPeerToPeer) {
       PCCL_LOG_WARN(kLog, "dropping a master-role connection sent to a peer");
       return;

@@ -7,6 +7,7 @@
 
 #include "master/levels.hpp"
 #include "master/regions.hpp"
+#include "master/relays.hpp"
 #include "master/ring_order.hpp"
 #include "util/log.hpp"
 
@@ -222,9 +223,9 @@ std::vector<wire::MemberInfo> Membership::admissible() {
     for (const auto& m : all) {
       if (m.group == all[i].group && m.inbound == 0 && m.id != all[i].id) others += (others.empty() ? "" : ", ") + shortId(m.id);
     }
-    PCCL_LOG_WARN(kLog, "peer={} epoch={}: cannot be dialled, and neither can {} of group {}: it waits pending until "
-                  "enough members that can be dialled joined (a ring needs one between any two that cannot; no "
-                  "relay yet, docs/concepts.md \"Reachability\")",
+    PCCL_LOG_WARN(kLog, "peer={} epoch={}: cannot be dialled, and neither can {} of group {}, nor any member of the "
+                  "run: it waits pending until a member that can be dialled joined (to relay the links between "
+                  "them, docs/concepts.md \"Reachability\")",
                   shortId(all[i].id), epoch_, others, all[i].group);
   }
   withheld_ = std::move(now);
@@ -352,6 +353,10 @@ void Membership::startBuild(Effects& fx, const std::vector<wire::MemberInfo>& me
   }
   clearVotes();
   ring_ = std::move(order.ring);
+  if (const size_t unrelayed = assignRelays(ring_); unrelayed != 0) {
+    PCCL_LOG_WARN(kLog, "epoch={}: {} ring link(s) between members that cannot be dialled have no relay (no member "
+                  "can be dialled): they cannot connect", epoch_ + 1, unrelayed);
+  }
   predicted_ = order.bottleneck;
   join_predicted_ = order.join_bottleneck;
   ++epoch_;

@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 
+#include "master/relays.hpp"
 #include "util/log.hpp"
 
 namespace pccl::master {
@@ -33,6 +34,27 @@ bool covered(const std::vector<const wire::MemberInfo*>& members, const LinkBook
     }
   }
   return true;
+}
+
+// The links of two members that cannot link directly, in `m`: through the group's best relay (a member
+// that can be dialled: the slower of its two hops, halved, as the relay's own links carry its ring
+// traffic too; the two round trips summed), else unusable (0).
+void relayedLinks(const std::vector<const wire::MemberInfo*>& members, LinkMatrix& m) {
+  for (size_t a = 0; a < members.size(); ++a) {
+    for (size_t b = 0; b < members.size(); ++b) {
+      if (a == b || wire::linkable(*members[a], *members[b])) continue;
+      double bw = 0, rtt = 0;
+      for (size_t r = 0; r < members.size(); ++r) {
+        if (r == a || r == b || members[r]->inbound == 0) continue;
+        const double via = std::min(m.bw(a, r), m.bw(r, b)) / 2;
+        if (via > bw) {
+          bw = via;
+          rtt = m.lat(a, r) + m.lat(r, b);
+        }
+      }
+      m.set(a, b, bw, rtt);
+    }
+  }
 }
 
 // Whether the ring `order` (indices into `members`) puts two members that cannot link side by side.
@@ -87,11 +109,7 @@ RingOrder orderRing(const std::vector<wire::MemberInfo>& joined, const std::vect
     std::vector<uint32_t> order;
     const bool have_links = group.size() >= 2 && covered(members, book);
     LinkMatrix m = have_links ? book.matrix(ids) : LinkMatrix(0);
-    for (size_t a = 0; have_links && a < members.size(); ++a) {  // no direct link: unusable
-      for (size_t b = 0; b < members.size(); ++b) {
-        if (a != b && !wire::linkable(*members[a], *members[b])) m.set(a, b, 0.0, 0.0);
-      }
-    }
+    if (have_links) relayedLinks(members, m);
     if (have_links && group.size() >= 3) {
       Result<RingChoice> choice = solveRing(m, options);
       if (choice.isOk()) {
@@ -119,8 +137,8 @@ RingOrder orderRing(const std::vector<wire::MemberInfo>& joined, const std::vect
       if (adjacentUnlinkable(members, order)) order = spreadUndialable(members, order);
     }
     if (adjacentUnlinkable(members, order)) {
-      PCCL_LOG_WARN(kLog, "group {}: no ring keeps apart the members that cannot be dialled ({}): a link between "
-                    "two of them cannot connect (docs/concepts.md \"Reachability\")",
+      PCCL_LOG_INFO(kLog, "group {}: no ring keeps apart the members that cannot be dialled ({}): the links "
+                    "between two of them run through relays (docs/concepts.md \"Reachability\")",
                     joined[group[0]].group, names(ids, order));
     }
     for (uint32_t i : order) out.ring.push_back(joined[group[i]]);
@@ -156,10 +174,10 @@ std::vector<ProbePair> linksToMeasure(const std::vector<wire::MemberInfo>& joine
 
 std::vector<size_t> withheld(const std::vector<wire::MemberInfo>& joined, const std::vector<bool>& pending) {
   std::vector<size_t> out;
+  if (anyDialable(joined)) return out;  // a relay for every link that needs one
   for (const std::vector<size_t>& group : groupsOf(joined)) {
     size_t n = group.size();
-    size_t closed = 0;
-    for (size_t i : group) closed += joined[i].inbound == 0 ? 1 : 0;
+    size_t closed = n;
     for (auto it = group.rbegin(); it != group.rend() && n >= 2 && closed > n / 2; ++it) {
       if (joined[*it].inbound != 0 || !pending[*it]) continue;
       out.push_back(*it);

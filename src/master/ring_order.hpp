@@ -2,7 +2,8 @@
 // master holds every link among the group's members, else the previous ring's order with newcomers
 // appended in join order. Members that cannot be dialled (MemberInfo::inbound 0, docs/concepts.md
 // "Reachability") are never ring neighbours of each other when another order exists: the solver sees
-// their links as unusable, the join order puts a dialable member after each of them. Pure.
+// their links as relayed (master/relays.hpp: half the slower hop through the best relay), the join
+// order puts a dialable member after each of them. Pure.
 // Thread: MasterServer's event loop only.
 #ifndef PCCL_MASTER_RING_ORDER_HPP_
 #define PCCL_MASTER_RING_ORDER_HPP_
@@ -29,10 +30,10 @@ struct RingOrder {
 RingOrder orderRing(const std::vector<wire::MemberInfo>& joined, const std::vector<wire::MemberInfo>& previous,
                     const LinkBook& book, const SolveOptions& options = {});
 
-// Of `joined` (join order), the members that wait pending (indices): per group, while more than half of
-// its members cannot be dialled (no ring could then put a dialable member between any two of them; no
-// relay yet), the latest-joined pending one that cannot be. `pending[i]`: joined[i] is not a member of
-// the current ring (members already in it are never withheld). One member alone is always placeable.
+// Of `joined` (join order), the members that wait pending (indices): when no member of the run can be
+// dialled (then no link between two of them can be relayed), every pending member of a group beyond
+// its first. `pending[i]`: joined[i] is not a member of the current ring (members already in it are
+// never withheld). One member alone is always placeable.
 std::vector<size_t> withheld(const std::vector<wire::MemberInfo>& joined, const std::vector<bool>& pending);
 
 // The links to measure so that orderRing can solve every group of three or more among `joined`:

@@ -173,7 +173,7 @@ class ServerRun : public std::enable_shared_from_this<ServerRun> {
  private:
   void onHello(const wire::Hello& hello) {
     if (hello.role < static_cast<uint8_t>(wire::Role::kPeerToMaster) ||
-        hello.role > static_cast<uint8_t>(wire::Role::kProbe)) {
+        hello.role > static_cast<uint8_t>(wire::Role::kRelay)) {
       return io_->rejectWith(Status::protocol(fmt::format("unknown connection role {}", hello.role)));
     }
     Status agreed = checkEncryption(*p_.key, hello.flags, "the client");

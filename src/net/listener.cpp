@@ -63,18 +63,29 @@ void Listener::acceptNext() {
       socket.close(ignore);
       return acceptNext();
     }
-    ++pending_;
-    ServerHandshake params{config_.key, config_.handshake_timeout};
-    asyncServerHandshake(std::move(socket), params, [this, self, who](Result<Authenticated> r) {
-      --pending_;
-      if (closed_) return;
-      if (!r.isOk()) {
-        PCCL_LOG_WARN(config_.name, "dropped connection from {}: {}", who, r.status().toString());
-        return;
-      }
-      on_authenticated_(std::move(r).value());
-    });
+    authenticate(std::move(socket), who);
     acceptNext();
+  });
+}
+
+void Listener::adopt(Tcp::socket socket) {
+  if (closed_) return;
+  std::string who = remoteName(socket) + " (relayed)";
+  authenticate(std::move(socket), who);
+}
+
+void Listener::authenticate(Tcp::socket socket, const std::string& who) {
+  auto self = shared_from_this();
+  ++pending_;
+  ServerHandshake params{config_.key, config_.handshake_timeout};
+  asyncServerHandshake(std::move(socket), params, [this, self, who](Result<Authenticated> r) {
+    --pending_;
+    if (closed_) return;
+    if (!r.isOk()) {
+      PCCL_LOG_WARN(config_.name, "dropped connection from {}: {}", who, r.status().toString());
+      return;
+    }
+    on_authenticated_(std::move(r).value());
   });
 }
 

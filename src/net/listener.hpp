@@ -35,6 +35,10 @@ class Listener : public std::enable_shared_from_this<Listener> {
   Status open();  // binds and listens; call from any thread before start()
   void start(OnAuthenticated on_authenticated);
   void close();
+  // A connection this process opened that the remote end treats as one it opened (a relayed ring
+  // link's receiving end, peer/relay.hpp): authenticated as if it had been accepted here, then handed
+  // to start()'s callback. Thread: the io thread, after start().
+  void adopt(Tcp::socket socket);
   // Authentications in progress at once beyond which new connections are refused (a peer raises it to
   // what its ring plan makes others open to it). Thread: the io thread.
   void setMaxPendingHandshakes(uint32_t n) { config_.max_pending_handshakes = n; }
@@ -43,6 +47,7 @@ class Listener : public std::enable_shared_from_this<Listener> {
 
  private:
   void acceptNext();
+  void authenticate(Tcp::socket socket, const std::string& who);
   void acceptFailed(const asio::error_code& ec);
 
   ListenerConfig config_;

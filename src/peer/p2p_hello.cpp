@@ -4,6 +4,7 @@
 
 #include <utility>
 
+#include "peer/relay.hpp"
 #include "util/log.hpp"
 
 namespace pccl::peer {
@@ -43,7 +44,7 @@ void dialWithHello(const HelloDial& d, std::function<bool()> stale, std::functio
     if (!stale()) failed(s.withContext(who));
   };
   net::ClientHandshake hs{d.role, d.key, d.timeout, d.who};
-  net::asyncDial(*d.io, d.to, hs, [d, stale, fail, accepted](Result<net::Link> r) {
+  auto authenticated = [d, stale, fail, accepted](Result<net::Link> r) {
     if (stale()) return;
     if (!r.isOk()) {
       if (!d.before_hello) return fail(r.status());
@@ -68,6 +69,12 @@ void dialWithHello(const HelloDial& d, std::function<bool()> stale, std::functio
         accepted(io->release(), *accept);
       });
     });
+  };
+  if (!d.via_relay) return net::asyncDial(*d.io, d.to, hs, authenticated);
+  RelayOpen o{d.io, d.relay, d.key, d.identity, d.timeout, "relay for " + d.who, d.relay_hello};
+  openRelayed(o, [hs, authenticated](Result<net::Tcp::socket> s) {
+    if (!s.isOk()) return authenticated(s.status());
+    net::asyncClientHandshake(std::move(s).value(), hs, authenticated);
   });
 }
 

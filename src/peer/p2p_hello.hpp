@@ -40,6 +40,12 @@ struct HelloDial {
   // dialWithHello's `failed` (nothing of this connection reached the acceptor's books: the caller may
   // dial again with the same index).
   std::function<void(const Status&)> before_hello;
+  // Set: the connection runs through the relay at `relay` (a relayed ring link, peer/relay.hpp): dialled
+  // with role kRelay and introduced by `relay_hello` (signed when sent) first, then authenticated and
+  // introduced through it as any ring connection.
+  bool via_relay = false;
+  net::HostPort relay;
+  wire::RelayHello relay_hello;
 
   // To `to`'s p2p listener; `what` names the connection in messages ("ring successor", "probe target").
   static HelloDial toMember(asio::io_context& io, const wire::MemberInfo& to, wire::Role role,

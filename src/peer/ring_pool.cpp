@@ -6,6 +6,7 @@
 #include <utility>
 
 #include "net/endpoint.hpp"
+#include "peer/relay.hpp"
 #include "util/log.hpp"
 
 namespace pccl::peer {
@@ -63,6 +64,16 @@ RingPlan planRing(const std::vector<wire::MemberInfo>& ring, const wire::Uuid& s
   plan.predecessor_at = pred;
   plan.dial_successor = wire::opensLink(*mine, succ);
   plan.dial_predecessor = !wire::opensLink(pred, *mine);
+  for (const auto& m : ring) {
+    if (mine->hasRelay() && m.id == mine->relay) {
+      plan.successor_relayed = true;
+      plan.successor_relay = m;
+    }
+    if (pred.hasRelay() && m.id == pred.relay) {
+      plan.predecessor_relayed = true;
+      plan.predecessor_relay = m;
+    }
+  }
   return plan;
 }
 
@@ -148,6 +159,7 @@ void RingPool::build(const RingPlan& plan, Done done) {
   for (uint32_t i = 0; plan.dial_predecessor && i < plan.predecessor_connections; ++i) {
     connectOne(plan.predecessor_at, kPredecessor, i, plan.epoch);
   }
+  for (uint32_t i = 0; plan.predecessor_relayed && i < plan.predecessor_connections; ++i) openFromRelay(i, plan.epoch);
   for (size_t e = 0; e < plan.extra.size(); ++e) {
     for (uint32_t i = 0; plan.extra[e].dial && i < plan.extra[e].connections; ++i) {
       connectOne(plan.extra[e].peer, static_cast<int>(e), i, plan.epoch);
@@ -231,6 +243,7 @@ void RingPool::onAccepted(uint32_t index, bool resumable) {
 // A link that lends payloads (a ring neighbour on this host, net/lending.hpp) does not resume: a lent
 // frame names memory rather than carrying bytes. Two-level links never lend.
 bool RingPool::resumableTo(int extra) const {
+  if (extra == kSuccessor && plan_.successor_relayed) return false;  // a relayed link does not resume
   return resume_.on && (extra != kSuccessor || !(plan_.successor_same_host && lend_));
 }
 
@@ -249,12 +262,30 @@ HelloDial RingPool::dialTo(const wire::MemberInfo& to, int extra, uint64_t epoch
   d.epoch = epoch;
   d.index = index;
   if (extra == kPredecessor) d.flags = wire::kHelloReverse;  // it sends, we dial (wire::opensLink)
+  if (extra == kSuccessor && plan_.successor_relayed) {
+    d.via_relay = true;
+    d.relay = net::HostPort{plan_.successor_relay.host, plan_.successor_relay.port};
+    d.relay_hello = wire::RelayHello{plan_.self, epoch, plan_.self, plan_.successor.id, index, {}};
+  }
   return d;
+}
+
+void RingPool::openFromRelay(uint32_t index, uint64_t epoch) {
+  RelayOpen o{&io_, net::HostPort{plan_.predecessor_relay.host, plan_.predecessor_relay.port}, key_, identity_,
+              timeout_,
+              fmt::format("relay {} of the ring link from predecessor {}", wire::shortId(plan_.predecessor_relay.id),
+                          wire::shortId(plan_.predecessor)),
+              wire::RelayHello{plan_.self, epoch, plan_.predecessor, plan_.self, index, {}}};
+  openRelayed(o, [this, alive = alive_, epoch](Result<net::Tcp::socket> s) {
+    if (!*alive || !building_ || plan_.epoch != epoch) return;
+    if (!s.isOk()) return finish(s.status());
+    if (adopt_inbound_) adopt_inbound_(std::move(s).value());
+  });
 }
 
 bool RingPool::resumableFrom(const wire::Uuid& sender) const {
   if (!resume_.on) return false;
-  if (sender == plan_.predecessor) return !(plan_.predecessor_same_host && lend_);
+  if (sender == plan_.predecessor) return !(plan_.predecessor_same_host && lend_) && !plan_.predecessor_relayed;
   if (sender == plan_.successor.id && !plan_.dial_successor) return true;  // never on one host
   return std::any_of(plan_.extra.begin(), plan_.extra.end(), [&](const auto& x) { return x.peer.id == sender; });
 }

@@ -49,6 +49,13 @@ struct RingPlan {
   // (kHelloReverse), at predecessor_at.
   bool dial_predecessor = false;
   wire::MemberInfo predecessor_at;
+  // A link through a relay (MemberInfo::relay: neither end can be dialled, peer/relay.hpp). Sending
+  // through one, our successor connections dial the relay first; receiving through one, we dial it for
+  // each of the predecessor's connections and take the socket in as if it had been accepted.
+  bool successor_relayed = false;
+  wire::MemberInfo successor_relay;
+  bool predecessor_relayed = false;
+  wire::MemberInfo predecessor_relay;
   // Links to group members besides the ring neighbours (a two-level group, docs/algorithms.md §12):
   // one set of connections per pair, opened by one side, carrying data both ways.
   struct Extra {
@@ -92,6 +99,9 @@ class RingPool {
   void reset(const Status& why);               // closes every ring connection
   // An authenticated peer-to-peer socket from our listener; reads its P2PHello.
   void adopt(net::Link link);
+  // Where a relayed predecessor connection's socket goes once the relay spliced it (the listener's
+  // adopt(): authenticated as an accepted connection, then adopt() above).
+  void setAdoptInbound(std::function<void(net::Tcp::socket)> f) { adopt_inbound_ = std::move(f); }
 
   // Valid once `done` reported success, until the next build or reset.
   Channels outbound() const;  // to the successor, whichever side opened them
@@ -110,6 +120,7 @@ class RingPool {
   // A hello dial of connection `index` of that link (kHelloReverse to the predecessor).
   HelloDial dialTo(const wire::MemberInfo& to, int extra, uint64_t epoch, uint32_t index) const;
   uint32_t acceptedFromPredecessor() const;  // the acceptor's slots for the predecessor
+  void openFromRelay(uint32_t index, uint64_t epoch);  // a relayed predecessor connection
   void connectOne(const wire::MemberInfo& to, int extra, uint32_t index, uint64_t epoch, int attempt = 0,
                   bool resume = false);
   // Whether the connections we open (to the successor when extra < 0) or `sender` opens resume.
@@ -141,6 +152,7 @@ class RingPool {
   // The connections others open: the predecessor's (the inbound ones), then the extra links', then a
   // successor's that dials us.
   HelloAcceptor acceptor_;
+  std::function<void(net::Tcp::socket)> adopt_inbound_;
   asio::steady_timer deadline_;
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };

@@ -166,6 +166,7 @@ void encodeMember(ByteWriter& w, const MemberInfo& m) {
   w.u8(m.levels);
   w.u64(m.two_level_bytes);
   w.u8(m.inbound);
+  w.fixed(m.relay);
 }
 
 Status decodeMember(ByteReader& r, MemberInfo* m) {
@@ -179,7 +180,10 @@ Status decodeMember(ByteReader& r, MemberInfo* m) {
   PCCL_RETURN_IF_ERROR(readRegion(r, &m->region, "member region"));
   PCCL_RETURN_IF_ERROR(readLevels(r, &m->levels, "member"));
   PCCL_RETURN_IF_ERROR(r.u64(&m->two_level_bytes));
-  return readFlag(r, &m->inbound, "member inbound");
+  PCCL_RETURN_IF_ERROR(readFlag(r, &m->inbound, "member inbound"));
+  PCCL_RETURN_IF_ERROR(r.fixed(&m->relay));
+  if (m->relay == m->id) return Status::protocol("a member that relays its own ring link");
+  return Status::ok();
 }
 
 void TopologyUpdate::encode(ByteWriter& w) const {

@@ -116,10 +116,15 @@ struct MemberInfo {
   // "Reachability"): 1 when it did not declare inbound = false and the master's dial-back of that port
   // authenticated; 0 otherwise. A link to a member with 0 is opened by the member (opensLink below).
   uint8_t inbound = 1;
+  // The member that relays the ring link from this member to its group successor (protocol 20): set
+  // when the two cannot dial each other (linkable() false); zeros: a direct link.
+  Uuid relay{};
+  bool hasRelay() const { return relay != Uuid{}; }
   bool operator==(const MemberInfo& o) const {
     return id == o.id && host == o.host && port == o.port && group == o.group && connections == o.connections &&
            host_connections == o.host_connections && ring_key == o.ring_key && region == o.region &&
-           levels == o.levels && two_level_bytes == o.two_level_bytes && inbound == o.inbound;
+           levels == o.levels && two_level_bytes == o.two_level_bytes && inbound == o.inbound &&
+           relay == o.relay;
   }
 };
 
@@ -154,8 +159,8 @@ bool linkable(const MemberInfo& a, const MemberInfo& b);
 
 // A member's encoding (docs/protocol.md §5.2), shared by TopologyUpdate and the probe plans (§5.7):
 // id(16) + host length(2) + host + port(2) + group(4) + connections(4) + host_connections(4) + ring_key(32)
-// + region length(2) + region + levels(1) + two_level_bytes(8) + inbound(1).
-inline constexpr size_t kMinMemberBytes = 76;
+// + region length(2) + region + levels(1) + two_level_bytes(8) + inbound(1) + relay(16).
+inline constexpr size_t kMinMemberBytes = 92;
 void encodeMember(ByteWriter& w, const MemberInfo& m);
 Status decodeMember(ByteReader& r, MemberInfo* m);
 

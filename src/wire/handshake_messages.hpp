@@ -12,7 +12,8 @@ namespace pccl::wire {
 
 // kStateFetch: a peer fetching shared-state bytes from another (docs/protocol.md §5.6); kProbe: a peer
 // measuring its link to another (§5.7).
-enum class Role : uint8_t { kPeerToMaster = 1, kPeerToPeer = 2, kStateFetch = 3, kProbe = 4 };
+// kRelay (protocol 20): a connection to a member that relays a ring link (docs/protocol.md §5.4.4).
+enum class Role : uint8_t { kPeerToMaster = 1, kPeerToPeer = 2, kStateFetch = 3, kProbe = 4, kRelay = 5 };
 enum class HelloFlags : uint8_t { kNone = 0, kHasSecret = 1 };
 
 struct Hello {

@@ -45,6 +45,8 @@ const char* msgTypeName(uint16_t type) {
     case MsgType::kData: return "Data";
     case MsgType::kP2PHello: return "P2PHello";
     case MsgType::kP2PAccept: return "P2PAccept";
+    case MsgType::kRelayHello: return "RelayHello";
+    case MsgType::kRelayReady: return "RelayReady";
   }
   return "Unknown";
 }

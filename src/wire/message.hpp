@@ -59,6 +59,8 @@ enum class MsgType : uint16_t {
   kP2PHello = 48,
   kP2PAccept = 49,
   kData = 50,  // ring payload: DataHeader then the elements (see data.hpp)
+  kRelayHello = 52,  // to a relay (protocol 20; ring_messages.hpp)
+  kRelayReady = 53,
   // Link measurement (peer <-> master; probe_messages.hpp).
   kProbePlan = 56,
   kProbeReport = 57,

@@ -34,4 +34,25 @@ Result<P2PAccept> P2PAccept::decode(ByteReader& r) {
   return m;
 }
 
+void RelayHello::encode(ByteWriter& w) const {
+  w.fixed(sender_id);
+  w.u64(epoch);
+  w.fixed(from);
+  w.fixed(to);
+  w.u32(index);
+  w.fixed(signature);
+}
+Result<RelayHello> RelayHello::decode(ByteReader& r) {
+  RelayHello m;
+  PCCL_RETURN_IF_ERROR(r.fixed(&m.sender_id));
+  PCCL_RETURN_IF_ERROR(r.u64(&m.epoch));
+  PCCL_RETURN_IF_ERROR(r.fixed(&m.from));
+  PCCL_RETURN_IF_ERROR(r.fixed(&m.to));
+  PCCL_RETURN_IF_ERROR(r.u32(&m.index));
+  PCCL_RETURN_IF_ERROR(r.fixed(&m.signature));
+  if (m.sender_id != m.from && m.sender_id != m.to) return Status::protocol("RelayHello from neither end of its link");
+  if (m.from == m.to) return Status::protocol("RelayHello for a link from a member to itself");
+  return m;
+}
+
 }  // namespace pccl::wire

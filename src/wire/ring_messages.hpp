@@ -37,6 +37,24 @@ struct P2PAccept {
   static Result<P2PAccept> decode(ByteReader& r);
 };
 
+// A ring link between two members that cannot dial each other runs through a relay (protocol 20,
+// docs/protocol.md §5.4.4): both ends dial the relay (role kRelay) and introduce each connection with
+// a RelayHello signed by their ring key; once the relay holds both ends of connection `index`, it
+// answers RelayReady on both and from then on copies raw bytes between them: the two ends then run an
+// ordinary ring connection (handshake, P2PHello) through it, `from` as the dialer.
+struct RelayHello {
+  static constexpr MsgType kType = MsgType::kRelayHello;
+  Uuid sender_id{};  // `from` or `to`: which end of the link this connection is
+  uint64_t epoch = 0;
+  Uuid from{};  // the link carries data from `from` to `to` (ring neighbours in `epoch`'s ring)
+  Uuid to{};
+  uint32_t index = 0;  // which of the link's connections
+  Signature signature{};  // by the sender's ring key, over the connection's session id and the fields above
+  void encode(ByteWriter& w) const;
+  static Result<RelayHello> decode(ByteReader& r);
+};
+using RelayReady = Empty<MsgType::kRelayReady>;
+
 }  // namespace pccl::wire
 
 #endif  // PCCL_WIRE_RING_MESSAGES_HPP_
