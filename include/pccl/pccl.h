@@ -305,10 +305,13 @@ typedef struct {
   uint64_t ring_active_connections; /* connections to the ring successor carrying data now: all of them,
                                        unless connections_per_peer is 0 and the link chose fewer */
   uint64_t ring_connection_changes; /* times a link of this peer changed how many of its connections carry data */
+  /* Appended with protocol 20 (an older struct is filled up to what it has): */
+  uint64_t relayed_bytes;         /* bytes this peer copied between the ends of ring links it relays
+                                     (members that cannot dial each other), both directions */
 } pcclCommStats_t;
 
 #define PCCL_COMM_STATS_INIT \
-  { (uint32_t) sizeof(pcclCommStats_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0.0, 0.0, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
+  { (uint32_t) sizeof(pcclCommStats_t), 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0.0, 0.0, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u, 0u }
 
 /* A snapshot of a master's run (pcclMasterGetStats). Initialise with PCCL_MASTER_STATS_INIT. */
 typedef struct {

@@ -96,6 +96,9 @@ struct CommStats {
   // 0, when the link chooses; docs/algorithms.md §13), and how often a link of this peer changed its count.
   uint64_t ring_active_connections = 0;
   uint64_t ring_connection_changes = 0;
+  // Bytes this peer copied between the two ends of ring links it relays (members that cannot dial each
+  // other, docs/concepts.md "Reachability"): its relaying's bandwidth cost, both directions.
+  uint64_t relayed_bytes = 0;
 };
 
 }  // namespace pccl

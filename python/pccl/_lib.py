@@ -269,6 +269,7 @@ class CommStats(ctypes.Structure):
         ("ring_stalled_ms", u64),
         ("ring_active_connections", u64),
         ("ring_connection_changes", u64),
+        ("relayed_bytes", u64),
     ]
 
 

@@ -55,6 +55,7 @@ class CommStats:
     ring_stalled_ms: int = 0
     ring_active_connections: int = 0
     ring_connection_changes: int = 0
+    relayed_bytes: int = 0
 
     def as_dict(self):
         """The counters as a plain dict."""

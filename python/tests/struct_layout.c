@@ -67,6 +67,7 @@ int main(void) {
   OFF(pcclCommStats_t, master_losses); OFF(pcclCommStats_t, master_returns); OFF(pcclCommStats_t, master_away_ms);
   OFF(pcclCommStats_t, ring_reconnects); OFF(pcclCommStats_t, ring_resent_bytes); OFF(pcclCommStats_t, ring_stalled_ms);
   OFF(pcclCommStats_t, ring_active_connections); OFF(pcclCommStats_t, ring_connection_changes);
+  OFF(pcclCommStats_t, relayed_bytes);
 
   SIZE(pcclMasterStats_t);
   OFF(pcclMasterStats_t, struct_size); OFF(pcclMasterStats_t, accepted); OFF(pcclMasterStats_t, pending);

@@ -77,7 +77,11 @@ class Communicator::Impl : private peer::MasterSession::Io, private peer::Master
   PeerId id() const;
   uint16_t listenPort() const { return listener_->port(); }
   const char* cipher() const;
-  CommStats stats() const { return stats_.stats(); }
+  CommStats stats() const {
+    CommStats s = stats_.stats();
+    s.relayed_bytes = relay_->relayedBytes();  // an atomic: read from any thread
+    return s;
+  }
   std::string lastError() const {
     std::lock_guard<std::mutex> lk(err_mu_);
     return last_error_;

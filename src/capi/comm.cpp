@@ -196,9 +196,10 @@ pcclResult_t pcclGetStats(pcclComm_t comm, pcclCommStats_t* stats) {
     const size_t before_master = offsetof(pcclCommStats_t, master_losses);
     const size_t before_ring = offsetof(pcclCommStats_t, ring_reconnects);
     const size_t before_tuning = offsetof(pcclCommStats_t, ring_active_connections);
+    const size_t before_relays = offsetof(pcclCommStats_t, relayed_bytes);
     if (stats->struct_size != sizeof(pcclCommStats_t) && stats->struct_size != before_reads &&
         stats->struct_size != before_master && stats->struct_size != before_ring &&
-        stats->struct_size != before_tuning) {
+        stats->struct_size != before_tuning && stats->struct_size != before_relays) {
       return fail(pcclInvalidArgument, "pcclCommStats_t was not initialised with PCCL_COMM_STATS_INIT (struct_size " +
                                            std::to_string(stats->struct_size) + ")");
     }
@@ -225,10 +226,11 @@ pcclResult_t pcclGetStats(pcclComm_t comm, pcclCommStats_t* stats) {
       stats->ring_resent_bytes = s.ring_resent_bytes;
       stats->ring_stalled_ms = s.ring_stalled_ms;
     }
-    if (stats->struct_size >= sizeof(pcclCommStats_t)) {
+    if (stats->struct_size >= before_relays) {
       stats->ring_active_connections = s.ring_active_connections;
       stats->ring_connection_changes = s.ring_connection_changes;
     }
+    if (stats->struct_size >= sizeof(pcclCommStats_t)) stats->relayed_bytes = s.relayed_bytes;
     return pcclSuccess;
   });
 }
