@@ -188,7 +188,7 @@ namespace {
 struct Pump : std::enable_shared_from_this<Pump> {
   std::shared_ptr<net::Tcp::socket> in, out;
   std::vector<uint8_t> buf = std::vector<uint8_t>(kSpliceBuffer);
-  std::atomic<uint64_t>* total = nullptr;
+  std::shared_ptr<std::atomic<uint64_t>> total;  // the relay's count: outlives it (handlers may run later)
   uint64_t bytes = 0;
   bool tamper = false;  // the from -> to direction, under the test hook
   std::function<void(uint64_t)> ended;
@@ -239,11 +239,11 @@ void Relay::splice(std::shared_ptr<net::FrameIo> a, std::shared_ptr<net::FrameIo
   auto back = std::make_shared<Pump>();
   forward->in = from;
   forward->out = to;
-  forward->total = &relayed_bytes_;
+  forward->total = relayed_bytes_;
   forward->tamper = true;
   back->in = to;
   back->out = from;
-  back->total = &relayed_bytes_;
+  back->total = relayed_bytes_;
   struct Counts {
     int ended = 0;
     uint64_t forward = 0, back = 0;

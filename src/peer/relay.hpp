@@ -61,7 +61,7 @@ class Relay {
   // A connection that authenticated with role kRelay: reads its RelayHello, checks it, pairs it.
   void adopt(net::Link link);
   void shutdown();
-  uint64_t relayedBytes() const { return relayed_bytes_.load(std::memory_order_relaxed); }
+  uint64_t relayedBytes() const { return relayed_bytes_->load(std::memory_order_relaxed); }
 
  private:
   using Key = std::tuple<uint64_t, wire::Uuid, wire::Uuid, uint32_t>;  // epoch, from, to, index
@@ -80,7 +80,7 @@ class Relay {
   std::map<Key, Waiting> waiting_;  // one end of a connection, until the other comes
   std::vector<std::pair<std::shared_ptr<net::FrameIo>, wire::RelayHello>> early_;  // for a later epoch (bounded)
   std::vector<std::weak_ptr<net::Tcp::socket>> spliced_;   // closed by shutdown()
-  std::atomic<uint64_t> relayed_bytes_{0};
+  std::shared_ptr<std::atomic<uint64_t>> relayed_bytes_ = std::make_shared<std::atomic<uint64_t>>(0);
   std::shared_ptr<bool> alive_ = std::make_shared<bool>(true);
 };
 

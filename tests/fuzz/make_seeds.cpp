@@ -99,6 +99,34 @@ int main(int argc, char** argv) {
     regions.ring.push_back(m);
   }
   ok = write(dir + "/frames/topology-regions", wire::encodeFrame(regions, 6)) && ok;
+  // Protocol 20: members that cannot be dialled (inbound 0), a relayed link, who dials a probe, and a
+  // relay's hello; a JoinRequest that declares inbound = 0.
+  regions.ring[1].inbound = 0;
+  regions.ring[2].inbound = 0;
+  regions.ring[1].id[0] = 1;
+  regions.ring[2].id[0] = 2;
+  regions.ring[1].relay[0] = 3;
+  ok = write(dir + "/frames/topology-relayed", wire::encodeFrame(regions, 6)) && ok;
+  wire::ProbePlan probe;
+  probe.max_bytes = 1 << 20;
+  probe.has_target = true;
+  probe.target = regions.ring[1];
+  probe.target_connections = 2;
+  probe.target_dials = true;
+  probe.has_source = true;
+  probe.source = regions.ring[2];
+  probe.source_connections = 2;
+  probe.dial_source = true;
+  ok = write(dir + "/frames/probe-reversed", wire::encodeFrame(probe, 0)) && ok;
+  wire::RelayHello relay;
+  relay.sender_id[0] = 1;
+  relay.from[0] = 1;
+  relay.to[0] = 2;
+  relay.epoch = 6;
+  relay.index = 3;
+  ok = write(dir + "/frames/relay-hello", wire::encodeFrame(relay, 6)) && ok;
+  resume.inbound = 0;
+  ok = write(dir + "/frames/join-closed", wire::encodeFrame(resume, 0)) && ok;
 
   std::vector<float> values(300);
   for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i % 17) * 0.25f - 2.0f;
