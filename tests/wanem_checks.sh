@@ -31,3 +31,16 @@ wanem_scenario_start() {
   dir=$(mktemp -d "${TMPDIR:-/tmp}/pccl-$name.XXXXXX")
   trap 'rm -rf "$dir"' EXIT
 }
+
+# wanem_background_run: after wanem_scenario_start, for a test that runs the emulator in the background:
+# $run (the background run's pid, empty when none) is stopped and waited for on exit before $dir is
+# removed; `check PATTERN FILE WHAT` prints "ok: WHAT" when a line of FILE matches PATTERN (grep -E),
+# else "FAIL: WHAT" and sets fail=1.
+wanem_background_run() {
+  run=
+  fail=0
+  trap 'if [ -n "$run" ]; then kill -TERM "$run" 2> /dev/null || true; wait "$run" 2> /dev/null || true; fi; rm -rf "$dir"' EXIT
+}
+check() {
+  if grep -qE "$1" "$2"; then echo "ok: $3"; else echo "FAIL: $3"; fail=1; fi
+}

@@ -24,20 +24,7 @@ USAGE
 . "$(dirname "$0")/wanem_checks.sh"
 wanem_scenario_start wanem_firewall "$@"
 
-run=
-finish() {
-  if [ -n "$run" ]; then
-    kill -TERM "$run" 2> /dev/null || true
-    wait "$run" 2> /dev/null || true
-  fi
-  rm -rf "$dir"
-}
-trap finish EXIT
-
-fail=0
-check() {
-  if grep -qE "$1" "$2"; then echo "ok: $3"; else echo "FAIL: $3"; fail=1; fi
-}
+wanem_background_run
 
 # scenario NAME PATHS CLOSED DECLARED UNREACHABLE TURNED
 scenario() {
