@@ -21,7 +21,7 @@ Communicator::Impl::Impl(CommConfig config, std::vector<net::HostPort> masters, 
       ring_pool_(std::make_unique<peer::RingPool>(io_, key_, identity_, Millis(config_.handshake_timeout_ms),
                                                   Millis(config_.connect_timeout_ms), config_.same_host_reads == 1)),
       prober_(std::make_unique<peer::LinkProber>(io_, key_, identity_, Millis(config_.handshake_timeout_ms))),
-      relay_(std::make_unique<peer::Relay>(io_, Millis(config_.handshake_timeout_ms))),
+      relay_(std::make_unique<peer::Relay>(Millis(config_.handshake_timeout_ms))),
       colls_(std::make_unique<collective::Collectives>(io_, &buffers_,
                                                        [this](const Status& s) { ring_pool_->reset(s); })),
       sync_(std::make_unique<SharedStateSync>(

@@ -53,7 +53,7 @@ class Relay {
     wire::MemberInfo from, to;  // data flows from -> to; each end dials us
     uint32_t connections = 0;   // the link's connections (indices 0..connections-1)
   };
-  Relay(asio::io_context& io, Millis handshake_timeout) : io_(io), timeout_(handshake_timeout) {}
+  explicit Relay(Millis handshake_timeout) : timeout_(handshake_timeout) {}
   ~Relay();
   // The links of `epoch`'s ring that run through us (none: nothing is accepted). Pairs still waiting
   // for their other end are dropped; splices in progress run on until an end closes.
@@ -73,7 +73,6 @@ class Relay {
   Status check(const net::FrameIo& io, const wire::RelayHello& hello) const;
   void splice(std::shared_ptr<net::FrameIo> a, std::shared_ptr<net::FrameIo> b, const std::string& name);
 
-  asio::io_context& io_;
   Millis timeout_;
   uint64_t epoch_ = 0;
   std::vector<Link> links_;
