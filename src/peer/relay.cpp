@@ -201,23 +201,22 @@ struct Pump : std::enable_shared_from_this<Pump> {
     });
   }
   void forward(size_t n) {
-    auto self = shared_from_this();
     const int mode = tamper ? g_tamper.load() : 0;
     const bool hit = mode != 0 && bytes < (64u << 10) && bytes + n >= (64u << 10);
     if (hit && mode == 1) buf[n / 2] ^= 0x40;
     const size_t times = hit && mode == 2 ? 2 : 1;
     bytes += n;
     total->fetch_add(n, std::memory_order_relaxed);
-    auto write = std::make_shared<std::function<void(size_t)>>();
-    *write = [self, n, write](size_t left) {
-      if (left == 0) return self->next();
-      asio::async_write(*self->out, asio::buffer(self->buf.data(), n),
-                        [self, left, write](const asio::error_code& ec, size_t) {
-                          if (ec) return self->end();
-                          (*write)(left - 1);
-                        });
-    };
-    (*write)(times);
+    writeOut(n, times);
+  }
+  // Writes the n bytes read `times` times, then reads on.
+  void writeOut(size_t n, size_t times) {
+    auto self = shared_from_this();
+    asio::async_write(*out, asio::buffer(buf.data(), n), [self, n, times](const asio::error_code& ec, size_t) {
+      if (ec) return self->end();
+      if (times > 1) return self->writeOut(n, times - 1);
+      self->next();
+    });
   }
   void end() {
     asio::error_code ignore;
