@@ -117,6 +117,30 @@ TEST_CASE("reachability: the solver prefers direct links to relayed ones and mea
   CHECK(o.measured);
   CHECK_FALSE(adjacentClosed(o.ring));
   CHECK(o.bottleneck == Approx(10e6));
+  // A ring of direct links wins even where a relayed one would look faster: every direct ring runs
+  // 2 <-> 4 <-> 3 at 10 MB/s, while 1 -> 2 -> (via 1) 3 -> 4 -> 1 would be estimated at 500 MB/s.
+  master::LinkBook skew;
+  for (size_t a = 0; a < 4; ++a) {
+    for (size_t b = 0; b < 4; ++b) {
+      if (a == b || !wire::linkable(joined[a], joined[b])) continue;
+      const bool slow_link = (a == 3 && (b == 1 || b == 2)) || (b == 3 && (a == 1 || a == 2));  // 4 <-> 2, 3
+      skew.record(joined[a].id, joined[b].id, slow_link ? slow : fast);
+    }
+  }
+  const master::RingOrder d = master::orderRing(joined, {}, skew);
+  CHECK(d.measured);
+  CHECK_FALSE(adjacentClosed(d.ring));
+  CHECK(d.bottleneck == Approx(10e6));
+  // Three closed of four: no direct ring; the relayed estimate orders it, and it is still measured.
+  const std::vector<wire::MemberInfo> closed3{member(1, true), member(2, false), member(3, false), member(4, false)};
+  master::LinkBook star;
+  for (size_t k = 1; k < 4; ++k) {
+    star.record(closed3[0].id, closed3[k].id, fast);
+    star.record(closed3[k].id, closed3[0].id, fast);
+  }
+  const master::RingOrder r = master::orderRing(closed3, {}, star);
+  CHECK(r.measured);
+  CHECK(r.bottleneck == Approx(500e6));
 }
 
 TEST_CASE("reachability: withheld() keeps pending closed members out while nobody could relay", "[reach]") {

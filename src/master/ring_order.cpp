@@ -36,20 +36,21 @@ bool covered(const std::vector<const wire::MemberInfo*>& members, const LinkBook
   return true;
 }
 
-// The links of two members that cannot link directly, in `m`: through the group's best relay (a member
-// that can be dialled: the slower of its two hops, halved, as the relay's own links carry its ring
-// traffic too; the two round trips summed), else unusable (0).
-void relayedLinks(const std::vector<const wire::MemberInfo*>& members, LinkMatrix& m) {
+// The links of two members that cannot link directly, in `m`: unusable (0) unless `relayed`, then
+// through the group's best relay (a member that can be dialled: the slower of its two hops, halved, as
+// the relay's own links carry its ring traffic too; the two round trips summed), else unusable.
+void relayedLinks(const std::vector<const wire::MemberInfo*>& members, LinkMatrix& m, bool relayed) {
+  const LinkMatrix direct = m;
   for (size_t a = 0; a < members.size(); ++a) {
     for (size_t b = 0; b < members.size(); ++b) {
       if (a == b || wire::linkable(*members[a], *members[b])) continue;
       double bw = 0, rtt = 0;
-      for (size_t r = 0; r < members.size(); ++r) {
+      for (size_t r = 0; relayed && r < members.size(); ++r) {
         if (r == a || r == b || members[r]->inbound == 0) continue;
-        const double via = std::min(m.bw(a, r), m.bw(r, b)) / 2;
+        const double via = std::min(direct.bw(a, r), direct.bw(r, b)) / 2;
         if (via > bw) {
           bw = via;
-          rtt = m.lat(a, r) + m.lat(r, b);
+          rtt = direct.lat(a, r) + direct.lat(r, b);
         }
       }
       m.set(a, b, bw, rtt);
@@ -109,9 +110,14 @@ RingOrder orderRing(const std::vector<wire::MemberInfo>& joined, const std::vect
     std::vector<uint32_t> order;
     const bool have_links = group.size() >= 2 && covered(members, book);
     LinkMatrix m = have_links ? book.matrix(ids) : LinkMatrix(0);
-    if (have_links) relayedLinks(members, m);
     if (have_links && group.size() >= 3) {
+      // Direct links only when a ring of them exists (no relay then); else relayed ones count too.
+      relayedLinks(members, m, false);
       Result<RingChoice> choice = solveRing(m, options);
+      if (!choice.isOk()) {
+        relayedLinks(members, m, true);
+        choice = solveRing(m, options);
+      }
       if (choice.isOk()) {
         order = choice->order;
         out.measured = true;
