@@ -36,7 +36,8 @@ finish() {
 trap finish EXIT
 # Wait (deadline 90 s) until the master has judged all three members and every rank is connected (a
 # member joins once judged: it may not be connected yet when its verdict is logged).
-if ! timeout 90 bash -c "tail -n +1 -F '$dir/run.log' 2> /dev/null | grep -m 6 -E 'ring port .* (accepts connections|is not reachable)|^rank [12] connected|^rank 0: every peer accepted' > '$dir/verdicts'"; then
+# (grep returns at its 6th match whether or not more lines come; tail ends with the run.)
+if ! timeout 90 bash -c "grep -m 6 -E 'ring port .* (accepts connections|is not reachable)|rank [12] connected|rank 0: every peer accepted' <(tail --pid=$run -n +1 -F '$dir/run.log' 2> /dev/null) > '$dir/verdicts'"; then
   cat "$dir/run.log"
   echo "FAIL: the master did not judge every member's reachability, or a rank did not connect, within 90 s"
   exit 1

@@ -18,6 +18,12 @@ RANK = int(os.environ["PCCL_WANEM_RANK"])
 MASTER = "10.201.0.2:17400"
 
 
+def say(line):
+    """One line in one write: the ranks share the emulator's output (print() writes the text and the
+    newline apart, so two ranks' lines could run together)."""
+    os.write(1, (line + "\n").encode())
+
+
 def main():
     go, up = sys.argv[1], sys.argv[2]
     master = None
@@ -35,10 +41,10 @@ def main():
             comm.update_topology()  # admits them
             master.wait_for_peers(accepted=3, timeout_s=60)
             os.close(signal)
-            print("rank 0: every peer accepted", flush=True)
+            say("rank 0: every peer accepted")
         else:
             comm.connect()  # pending until rank 0's update_topology
-            print("rank %d connected" % RANK, flush=True)
+            say("rank %d connected" % RANK)
         # The test holds the FIFO open and writes "go\n" once per rank when it saw the verdicts: each rank
         # takes exactly its 3 bytes (unbuffered), whenever it opens the FIFO.
         fd = os.open(go, os.O_RDONLY)
@@ -47,7 +53,7 @@ def main():
         finally:
             os.close(fd)
         if master is not None:
-            print("stats " + json.dumps(master.stats()), flush=True)
+            say("stats " + json.dumps(master.stats()))
     finally:
         comm.close()
         if master is not None:
