@@ -305,7 +305,7 @@ TEST_CASE("wire: a region with a byte outside [A-Za-z0-9._-] is refused in every
   CHECK_FALSE(isValidRegion(std::string(kMaxRegion + 1, 'x')));
 }
 
-TEST_CASE("wire: inbound (protocol 20) is 0 or 1 in a JoinRequest and in every member; relays are checked") {
+TEST_CASE("wire: inbound (protocol 20) is 0 or 1 in a JoinRequest and in every member, and relays are checked") {
   JoinRequest j = sample(Tag<JoinRequest>{});
   std::vector<uint8_t> p = payloadOf(j);
   p.back() = 2;
