@@ -26,7 +26,7 @@ void relayTamperForTest(int mode) { g_tamper.store(mode); }
 std::vector<uint8_t> relayHelloSigned(const net::SessionId& session, const wire::RelayHello& hello) {
   std::vector<uint8_t> out;
   wire::ByteWriter w(&out);
-  for (size_t i = 0; i + 1 < sizeof kLabel; ++i) w.u8(static_cast<uint8_t>(kLabel[i]));
+  w.bytes(kLabel, sizeof kLabel - 1);
   w.fixed(session);
   w.fixed(hello.sender_id);
   w.u64(hello.epoch);
